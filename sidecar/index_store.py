@@ -1,0 +1,76 @@
+"""The interface every index store implements (SQLite today, PostgreSQL planned).
+
+Calls are synchronous and coarse: one call is one transaction. The daemon runs
+them on worker threads so the event loop never waits on storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sidecar.chunking import Chunk
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """What the index knows about a file, to decide whether it changed."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedFile:
+    path: str  # relative to the tier root, POSIX separators
+    state: FileState
+    metadata: dict[str, Any]
+    chunks: list[Chunk]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+    score: float  # higher is better; only comparable within one result list
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    total_files: int
+    total_chunks: int
+    total_bytes: int
+    indexed_at: float | None  # unix time of the last change, None if never indexed
+
+
+class QuerySyntaxError(ValueError):
+    """The store could not parse the match expression."""
+
+
+class IndexStore(Protocol):
+    def file_states(self) -> dict[str, FileState]: ...
+
+    def file_state(self, path: str) -> FileState | None: ...
+
+    def replace_file(self, item: IndexedFile) -> None: ...
+
+    def touch_file(self, path: str, state: FileState) -> None: ...
+
+    def remove_files(self, paths: Iterable[str]) -> int: ...
+
+    def replace_all(self, items: Iterable[IndexedFile]) -> None:
+        """Swap the whole index in one transaction; readers see the old one until it ends."""
+        ...
+
+    def search(self, match: str, limit: int) -> list[Hit]: ...
+
+    def stats(self) -> StoreStats: ...
+
+    def optimize(self) -> None: ...
+
+    def close(self) -> None: ...

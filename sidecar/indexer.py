@@ -1,0 +1,113 @@
+"""Bring an index store in line with the markdown files of one tier.
+
+Plain synchronous functions: the daemon runs them on its reindex worker thread,
+the offline CLI calls them directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sidecar.chunking import DEFAULT_MAX_CHARS, chunk_markdown
+from sidecar.index_store import FileState, IndexedFile, IndexStore
+from sidecar.tiers import is_indexable_name, read_confined, split_relative, walk_markdown
+
+log = logging.getLogger(__name__)
+
+MAX_FILE_BYTES = 16 * 1024 * 1024
+# A file modified this close to when we last looked may change again within the
+# same mtime tick, so size and mtime alone cannot prove it unchanged.
+_RACY_NS = 2_000_000_000
+
+
+@dataclass(slots=True)
+class SyncResult:
+    indexed: int = 0  # files whose chunks were (re)written
+    removed: int = 0
+    unchanged: int = 0
+
+    def add(self, other: SyncResult) -> None:
+        self.indexed += other.indexed
+        self.removed += other.removed
+        self.unchanged += other.unchanged
+
+    @property
+    def changed(self) -> int:
+        return self.indexed + self.removed
+
+
+def _load(root: Path, rel: str, max_chars: int) -> IndexedFile | None:
+    got = read_confined(root, rel)
+    if got is None:
+        return None
+    data, st = got
+    if len(data) > MAX_FILE_BYTES:
+        log.warning("file too large to index", extra={"file": rel, "bytes": len(data)})
+        return None
+    state = FileState(st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+    parsed = chunk_markdown(data.decode("utf-8", errors="replace"), max_chars)
+    return IndexedFile(rel, state, parsed.metadata, parsed.chunks)
+
+
+def _stat_unchanged(known: FileState | None, st: os.stat_result) -> bool:
+    if known is None or known.size != st.st_size or known.mtime_ns != st.st_mtime_ns:
+        return False
+    return time.time_ns() - st.st_mtime_ns > _RACY_NS
+
+
+def sync_file(
+    store: IndexStore, root: Path, rel: str, max_chars: int = DEFAULT_MAX_CHARS
+) -> SyncResult:
+    """Reindex one path after a change event: the content hash decides, never the mtime."""
+    try:
+        parts = split_relative(rel)
+    except ValueError:
+        return SyncResult()
+    known = store.file_state(rel)
+    item = _load(root, rel, max_chars) if is_indexable_name(parts[-1]) else None
+    if item is None:
+        return SyncResult(removed=store.remove_files([rel]) if known else 0)
+    if known is not None and known.sha256 == item.state.sha256:
+        if known != item.state:
+            store.touch_file(rel, item.state)
+        return SyncResult(unchanged=1)
+    store.replace_file(item)
+    return SyncResult(indexed=1)
+
+
+def sync_tree(
+    store: IndexStore, root: Path, sub: str = "", max_chars: int = DEFAULT_MAX_CHARS
+) -> SyncResult:
+    """Reconcile everything below ``sub`` (the whole tier when empty).
+
+    Files whose size and mtime match the index are skipped without reading;
+    the rest are hashed; indexed paths no longer on disk are removed.
+    """
+    prefix = f"{sub}/" if sub else ""
+    known = {p: s for p, s in store.file_states().items() if not sub or p.startswith(prefix)}
+    result = SyncResult()
+    seen: set[str] = set()
+    for rel, st in walk_markdown(root, sub):
+        seen.add(rel)
+        if _stat_unchanged(known.get(rel), st):
+            result.unchanged += 1
+            continue
+        result.add(sync_file(store, root, rel, max_chars))
+    vanished = [p for p in known if p not in seen]
+    if vanished:
+        result.removed += store.remove_files(vanished)
+    return result
+
+
+def load_tree(root: Path, max_chars: int = DEFAULT_MAX_CHARS) -> Iterator[IndexedFile]:
+    """Every indexable file below root, parsed, for a full rebuild."""
+    for rel, _ in sorted(walk_markdown(root)):
+        item = _load(root, rel, max_chars)
+        if item is not None:
+            yield item

@@ -1,0 +1,79 @@
+"""Turn what an agent typed into an FTS5 MATCH expression.
+
+Agents mostly ask questions in plain language, which is not valid FTS5 ("?",
+apostrophes, a bare NOT). Those become an OR of quoted non-stopword terms, so
+BM25 ranks chunks by how many rare terms they share. A query that uses FTS5
+syntax on purpose is tried as written first; if SQLite rejects it, the search
+layer falls back to the plain-terms form and reports that in ``query_mode``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+STOPWORDS = frozenset(
+    """
+a about above after again against all am an and any are aren't as at be because been
+before being below between both but by can can't cannot could couldn't did didn't do
+does doesn't doing don't down during each few for from further had hadn't has hasn't
+have haven't having he he'd he'll he's her here here's hers herself him himself his
+how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more
+most mustn't my myself no nor not of off on once only or other ought our ours
+ourselves out over own same shan't she she'd she'll she's should shouldn't so some
+such than that that's the their theirs them themselves then there there's these they
+they'd they'll they're they've this those through to too under until up very was
+wasn't we we'd we'll we're we've were weren't what what's when when's where where's
+which while who who's whom why why's will with won't would wouldn't you you'd you'll
+you're you've your yours yourself yourselves also just like get got might
+""".split()
+)
+
+_WORD = re.compile(r"\w+")
+# Markers of deliberate FTS5 syntax: a phrase in quotes, a boolean operator in
+# capitals between terms, a prefix star, NEAR(...), grouping, or a column filter.
+_EXPLICIT = re.compile(
+    r'"|\b(?:AND|OR|NOT)\b|\w\*|\bNEAR\s*\(|[()]|^\s*\{?\s*(?:heading|body)\s*\}?\s*:'
+)
+
+MODE_TERMS = "terms"
+MODE_FTS5 = "fts5"
+MODE_FALLBACK = "terms_fallback"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedQuery:
+    match: str  # the FTS5 MATCH expression to run first
+    mode: str  # MODE_TERMS or MODE_FTS5
+    fallback: str  # plain-terms expression if ``match`` fails to parse
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased distinct word tokens without stopwords or one-letter words.
+
+    If that leaves nothing (a question made only of stopwords), keep every word
+    rather than answer with nothing.
+    """
+    words = _WORD.findall(text.lower())
+    kept = _dedupe(w for w in words if len(w) > 1 and w not in STOPWORDS)
+    return kept or _dedupe(words)
+
+
+def _dedupe(words: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(words))
+
+
+def or_of_terms(words: list[str]) -> str:
+    """Quote every term so no word is ever read as an operator."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def plan(text: str) -> PlannedQuery | None:
+    """None when the text holds no searchable word at all."""
+    fallback = or_of_terms(terms(text))
+    if _EXPLICIT.search(text):
+        return PlannedQuery(text.strip(), MODE_FTS5, fallback)
+    if not fallback:
+        return None
+    return PlannedQuery(fallback, MODE_TERMS, fallback)

@@ -1,0 +1,91 @@
+"""Ranked search over one tier, reciprocal rank fusion across tiers, snippets.
+
+BM25 numbers from two indexes are not comparable (each has its own document
+count and average length), so ``scope=both`` fuses by rank, never by score.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sidecar.index_store import Hit, IndexStore, QuerySyntaxError
+from sidecar.query import MODE_FALLBACK, PlannedQuery
+
+RRF_K = 60
+SNIPPET_CHARS = 320
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    source: str  # tier name
+    hit: Hit
+    score: float
+
+    def to_json(self, query_terms: Sequence[str]) -> dict[str, object]:
+        return {
+            "file": self.hit.path,
+            "source": self.source,
+            "start_line": self.hit.start_line,
+            "end_line": self.hit.end_line,
+            "heading": self.hit.heading,
+            "snippet": snippet(self.hit.text, query_terms),
+            "score": round(self.score, 6),
+        }
+
+
+def search_store(store: IndexStore, planned: PlannedQuery, limit: int) -> tuple[list[Hit], str]:
+    """Run the planned query; on a syntax error, run the plain-terms form instead."""
+    try:
+        return store.search(planned.match, limit), planned.mode
+    except QuerySyntaxError:
+        if not planned.fallback:
+            return [], MODE_FALLBACK
+        return store.search(planned.fallback, limit), MODE_FALLBACK
+
+
+def rrf_fuse(ranked: dict[str, list[Hit]], limit: int, k: int = RRF_K) -> list[Result]:
+    """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank)."""
+    scored: dict[tuple[str, str, int, int], Result] = {}
+    for source, hits in ranked.items():
+        for rank, hit in enumerate(hits, start=1):
+            key = (source, hit.path, hit.start_line, hit.end_line)
+            prev = scored.get(key)
+            add = 1.0 / (k + rank)
+            scored[key] = Result(source, hit, add + (prev.score if prev else 0.0))
+    fused = sorted(scored.values(), key=lambda r: (-r.score, r.source, r.hit.path))
+    return fused[:limit]
+
+
+def _stems(words: Sequence[str]) -> list[str]:
+    # A crude prefix stands in for the index's porter stem: good enough to pick lines.
+    return [w[: max(4, len(w) - 3)] if len(w) > 5 else w for w in words]
+
+
+def snippet(text: str, query_terms: Sequence[str], max_chars: int = SNIPPET_CHARS) -> str:
+    """The run of whole lines of ``text`` that mentions the most query terms.
+
+    Lines are never cut, except a single line longer than the budget, which is
+    cut at a character boundary and marked with an ellipsis.
+    """
+    if len(text) <= max_chars:
+        return text
+    lines = text.split("\n")
+    stems = _stems(query_terms)
+    pattern = re.compile("|".join(re.escape(s) for s in stems), re.IGNORECASE) if stems else None
+    weights = [len(set(m.lower() for m in pattern.findall(ln))) if pattern else 0 for ln in lines]
+    best = (-1, 0, 0)  # (weight, start, end)
+    for start in range(len(lines)):
+        size, weight = -1, 0
+        for end in range(start, len(lines)):
+            size += len(lines[end]) + 1
+            if size > max_chars:
+                break
+            weight += weights[end]
+            if weight > best[0]:
+                best = (weight, start, end + 1)
+    if best[0] < 0:  # even the best line alone is too long
+        top = max(range(len(lines)), key=lambda i: weights[i])
+        return lines[top][: max_chars - 1] + "…"
+    return "\n".join(lines[best[1] : best[2]])

@@ -1,0 +1,251 @@
+"""SQLite FTS5 implementation of the index store: one ``index.sqlite`` per tier.
+
+The index is derived from the markdown, so nothing here is ever migrated: a
+schema version mismatch or a corrupt file means "drop it and rebuild", and the
+next reconcile scan refills it from disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 3
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+# BM25 column weights (heading, body): a term in the breadcrumb says more about
+# a chunk than the same term somewhere in its prose.
+HEADING_WEIGHT = 2.0
+BODY_WEIGHT = 1.0
+
+_SCHEMA = f"""
+CREATE TABLE files (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    indexed_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    heading TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX chunks_by_path ON chunks(path);
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    heading, body, content='chunks', content_rowid='id', tokenize='{TOKENIZER}'
+);
+INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', 'bm25({HEADING_WEIGHT}, {BODY_WEIGHT})');
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+
+_SYNTAX_MARKERS = ("fts5", "no such column", "unterminated", "malformed match", "unknown special")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn
+
+
+class SQLiteStore:
+    """One writer connection behind a lock; one reader connection per thread.
+
+    WAL lets readers keep answering from the last committed snapshot while the
+    writer replaces a file or rebuilds the whole index in one transaction.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._write_lock = threading.Lock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._writer = self._open_writer()
+
+    # -- connections -------------------------------------------------------
+
+    def _open_writer(self) -> sqlite3.Connection:
+        try:
+            conn = _connect(self.path)
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if version == SCHEMA_VERSION:
+                conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'x'")
+                return conn
+            conn.close()
+            if tables:
+                log.warning(
+                    "index schema changed, rebuilding from markdown",
+                    extra={"index": str(self.path), "found": version, "want": SCHEMA_VERSION},
+                )
+        except sqlite3.DatabaseError as exc:
+            log.warning(
+                "index unreadable, rebuilding from markdown",
+                extra={"index": str(self.path), "error": str(exc)},
+            )
+        self._delete_files()
+        conn = _connect(self.path)
+        conn.executescript(_SCHEMA)
+        return conn
+
+    def _delete_files(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            conn.execute("PRAGMA query_only = ON")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # -- reads -------------------------------------------------------------
+
+    def file_states(self) -> dict[str, FileState]:
+        rows = self._reader().execute("SELECT path, size, mtime_ns, sha256 FROM files")
+        return {p: FileState(s, m, h) for p, s, m, h in rows}
+
+    def file_state(self, path: str) -> FileState | None:
+        row = (
+            self._reader()
+            .execute("SELECT size, mtime_ns, sha256 FROM files WHERE path = ?", (path,))
+            .fetchone()
+        )
+        return FileState(*row) if row else None
+
+    def search(self, match: str, limit: int) -> list[Hit]:
+        sql = """
+            SELECT c.path, c.start_line, c.end_line, c.heading, c.body, f.rank
+            FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?
+                  ORDER BY rank LIMIT ?) AS f
+            JOIN chunks AS c ON c.id = f.rowid
+            ORDER BY f.rank
+        """
+        try:
+            rows = self._reader().execute(sql, (match, limit)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if any(m in str(exc).lower() for m in _SYNTAX_MARKERS):
+                raise QuerySyntaxError(str(exc)) from exc
+            raise
+        return [Hit(p, s, e, h, b, -rank) for p, s, e, h, b, rank in rows]
+
+    def stats(self) -> StoreStats:
+        conn = self._reader()
+        files, size, indexed_at = conn.execute(
+            "SELECT count(*), coalesce(sum(size), 0), max(indexed_at) FROM files"
+        ).fetchone()
+        (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+        return StoreStats(files, chunks, size, indexed_at)
+
+    # -- writes ------------------------------------------------------------
+
+    @staticmethod
+    def _delete_path(conn: sqlite3.Connection, path: str) -> None:
+        # External-content FTS5 needs the old values to delete; the chunks
+        # table is indexed by path, so this never scans the FTS index.
+        conn.execute(
+            "INSERT INTO chunks_fts(chunks_fts, rowid, heading, body) "
+            "SELECT 'delete', id, heading, body FROM chunks WHERE path = ?",
+            (path,),
+        )
+        conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, item: IndexedFile, now: float) -> None:
+        st = item.state
+        conn.execute(
+            "INSERT INTO files(path, size, mtime_ns, sha256, metadata, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (item.path, st.size, st.mtime_ns, st.sha256, json.dumps(item.metadata, default=str),
+             now),
+        )
+        for c in item.chunks:
+            if not c.text:
+                continue
+            cur = conn.execute(
+                "INSERT INTO chunks(path, start_line, end_line, heading, body) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (item.path, c.start_line, c.end_line, c.heading, c.text),
+            )
+            conn.execute(
+                "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
+                (cur.lastrowid, c.heading, c.text),
+            )
+
+    def replace_file(self, item: IndexedFile) -> None:
+        with self._transaction() as conn:
+            self._delete_path(conn, item.path)
+            self._insert(conn, item, time.time())
+
+    def touch_file(self, path: str, state: FileState) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+                (state.size, state.mtime_ns, path),
+            )
+
+    def remove_files(self, paths: Iterable[str]) -> int:
+        removed = 0
+        with self._transaction() as conn:
+            for path in paths:
+                self._delete_path(conn, path)
+                removed += conn.execute("SELECT changes()").fetchone()[0]
+        return removed
+
+    def replace_all(self, items: Iterable[IndexedFile]) -> None:
+        now = time.time()
+        with self._transaction() as conn:
+            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
+            conn.execute("DELETE FROM chunks")
+            conn.execute("DELETE FROM files")
+            for item in items:
+                self._insert(conn, item, now)
+
+    def optimize(self) -> None:
+        with self._transaction() as conn:
+            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        with self._write_lock:
+            self._writer.close()

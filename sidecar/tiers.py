@@ -1,0 +1,120 @@
+"""Memory tiers on disk, and confined access below a tier root.
+
+Every path an agent or the watcher hands us is relative to a tier root. We open
+it one component at a time with ``O_NOFOLLOW`` relative to the parent's file
+descriptor, so a symlink anywhere on the way (even one swapped in after a check)
+can never lead outside the root.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+INDEX_FILENAME = "index.sqlite"
+TIER_NAMES = ("agent", "crew")
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    name: str  # "agent" or "crew"
+    root: Path
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / INDEX_FILENAME
+
+
+class UnsafePath(ValueError):
+    """The path is not a plain relative path inside the tier."""
+
+
+def split_relative(rel: str) -> list[str]:
+    """Validate a tier-relative path and return its components."""
+    if not rel or "\x00" in rel or "\\" in rel or rel.startswith("/"):
+        raise UnsafePath(f"not a relative path: {rel!r}")
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise UnsafePath(f"path must not contain empty, '.' or '..' parts: {rel!r}")
+    return parts
+
+
+def is_indexable_name(name: str) -> bool:
+    """Markdown, and not hidden (editors keep swap and temp files as dotfiles)."""
+    return name.endswith(".md") and not name.startswith(".")
+
+
+def open_confined(root: Path, rel: str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    """Open ``root/rel`` without following any symlink; return the file descriptor.
+
+    Raises FileNotFoundError, or OSError(ELOOP/ENOTDIR) when a component is a
+    link or not a directory.
+    """
+    parts = split_relative(rel)
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_confined(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
+    """Bytes and stat of a regular file below root, or None if it is absent or not plain."""
+    try:
+        fd = open_confined(root, rel)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EACCES):
+            return None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return fh.read(), st
+
+
+def walk_markdown(root: Path, sub: str = "") -> Iterator[tuple[str, os.stat_result]]:
+    """Yield (relative path, lstat) for every indexable regular file below root/sub.
+
+    Symlinks (files or directories), hidden entries and anything that is not a
+    regular file are skipped, so the walk never leaves the root.
+    """
+    start = root / sub if sub else root
+    try:
+        st = start.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    if sub:
+        try:
+            os.close(open_confined(root, sub, os.O_RDONLY | os.O_DIRECTORY))
+        except OSError:
+            return
+    stack = [(start, sub)]
+    while stack:
+        path, prefix = stack.pop()
+        try:
+            entries = list(os.scandir(path))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            rel = f"{prefix}/{entry.name}" if prefix else entry.name
+            try:
+                est = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(est.st_mode):
+                stack.append((Path(entry.path), rel))
+            elif stat.S_ISREG(est.st_mode) and is_indexable_name(entry.name):
+                yield rel, est
