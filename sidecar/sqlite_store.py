@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
@@ -108,10 +108,8 @@ class SQLiteStore:
 
     def _delete_files(self) -> None:
         for suffix in ("", "-wal", "-shm"):
-            try:
+            with suppress(FileNotFoundError):
                 os.unlink(f"{self.path}{suffix}")
-            except FileNotFoundError:
-                pass
 
     def _reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

@@ -1,0 +1,33 @@
+# Everything runs from a project-local virtual environment with pinned dependencies.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 9119
+LOCOMO ?= ../shared/bench/locomo
+
+.PHONY: run test bench lint clean
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/sidecar seed-demo ./demo-memory
+	$(BIN)/sidecar serve --agent-dir ./demo-memory/agent --crew-dir ./demo-memory/crew \
+		--role lead --port $(PORT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m bench --locomo $(LOCOMO)
+
+lint: $(STAMP)
+	$(BIN)/ruff check sidecar tests bench
+	$(BIN)/ruff format --check sidecar tests bench
+
+clean:
+	rm -rf $(VENV) demo-memory bench-results

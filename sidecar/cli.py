@@ -1,0 +1,218 @@
+"""``sidecar`` command line: the daemon, plus offline commands that work on a tier folder.
+
+The offline commands (search, reindex, status) need no running server: they
+open ``<PATH>/index.sqlite`` directly, which is handy on a backup or a frozen
+container. Every ``serve`` flag can also come from a ``SIDECAR_*`` variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from sidecar import demo, indexer, logs, query
+from sidecar.chunking import DEFAULT_MAX_CHARS
+from sidecar.config import DEFAULT_PORT, ROLES, Settings
+from sidecar.http_api import create_app
+from sidecar.search import Result, search_store
+from sidecar.service import MemoryService, SearchResponse, stats_json
+from sidecar.sqlite_store import SQLiteStore
+from sidecar.tiers import INDEX_FILENAME, TIER_NAMES
+
+log = logging.getLogger("sidecar")
+
+
+def _env(name: str, default: Any) -> Any:
+    return os.environ.get(f"SIDECAR_{name}", default)
+
+
+def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("serve", help="run the memory daemon")
+    p.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="env SIDECAR_HOST")
+    p.add_argument("--port", type=int, default=int(_env("PORT", DEFAULT_PORT)),
+                   help="env SIDECAR_PORT")
+    p.add_argument("--agent-dir", type=Path,
+                   default=Path(_env("AGENT_DIR", "~/.memory")).expanduser(),
+                   help="agent tier root (env SIDECAR_AGENT_DIR)")
+    p.add_argument("--crew-dir", type=Path,
+                   default=Path(_env("CREW_DIR", "/crew/shared/.memory")),
+                   help="crew tier root (env SIDECAR_CREW_DIR)")
+    p.add_argument("--role", choices=ROLES, default=_env("ROLE", "agent"),
+                   help="lead indexes the crew tier (env SIDECAR_ROLE)")
+    p.add_argument("--chunk-chars", type=int,
+                   default=int(_env("CHUNK_CHARS", DEFAULT_MAX_CHARS)),
+                   help="largest chunk in characters (env SIDECAR_CHUNK_CHARS)")
+    p.add_argument("--reconcile-interval", type=float,
+                   default=float(_env("RECONCILE_INTERVAL", 60)),
+                   help="seconds between full reconcile scans (env SIDECAR_RECONCILE_INTERVAL)")
+    p.add_argument("--allowed-host", action="append",
+                   default=[h for h in _env("ALLOWED_HOSTS", "").split(",") if h],
+                   help="extra Host header name to accept (env SIDECAR_ALLOWED_HOSTS, comma list)")
+    p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
+    p.set_defaults(func=cmd_serve)
+
+
+def _offline_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str
+) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help)
+    p.add_argument("-p", "--path", type=Path, required=True, help="tier root folder")
+    p.add_argument("-S", "--scope", choices=TIER_NAMES, default="agent",
+                   help="which tier the folder is (labels results)")
+    p.add_argument("--chunk-chars", type=int, default=DEFAULT_MAX_CHARS)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sidecar", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+
+    p = _offline_parser(sub, "search", "search a tier folder without a running server")
+    p.add_argument("query")
+    p.add_argument("-l", "--limit", type=int, default=10)
+    p.add_argument("-F", "--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_search)
+
+    p = _offline_parser(sub, "reindex", "rebuild a tier folder's index from its markdown")
+    p.set_defaults(func=cmd_reindex)
+
+    p = _offline_parser(sub, "status", "print a tier folder's index status as JSON")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("seed-demo", help="create example agent/ and crew/ memory under PATH")
+    p.add_argument("path", type=Path)
+    p.set_defaults(func=cmd_seed_demo)
+    return parser
+
+
+# -- serve -------------------------------------------------------------------
+
+
+async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
+    """Run until SIGTERM/SIGINT; then stop taking requests and drain the reindex queue."""
+    service = MemoryService(settings)
+    await service.start()
+    runner = web.AppRunner(create_app(service), access_log=None, shutdown_timeout=5)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.host, settings.port).start()
+    except OSError:
+        await runner.cleanup()
+        await service.stop()
+        raise
+    log.info("listening", extra={"url": f"http://{settings.host}:{settings.port}"})
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if ready is not None:
+        ready.set()
+    await stop.wait()
+    log.info("shutting down: draining the reindex queue")
+    await runner.cleanup()
+    await service.stop()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    logs.setup(args.log_level)
+    try:
+        settings = Settings(
+            agent_dir=args.agent_dir.expanduser(),
+            crew_dir=args.crew_dir.expanduser(),
+            role=args.role,
+            host=args.host,
+            port=args.port,
+            chunk_chars=args.chunk_chars,
+            reconcile_interval=args.reconcile_interval,
+            allowed_hosts=tuple(h.lower() for h in args.allowed_host),
+        )
+        asyncio.run(serve(settings))
+    except (ValueError, OSError) as exc:
+        log.error("cannot start", extra={"error": str(exc)})
+        return 2
+    return 0
+
+
+# -- offline commands ----------------------------------------------------------
+
+
+def _open(args: argparse.Namespace) -> SQLiteStore:
+    root: Path = args.path.expanduser()
+    if not root.is_dir():
+        raise SystemExit(f"sidecar: {root} is not a directory")
+    return SQLiteStore(root / INDEX_FILENAME)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= 50:
+        raise SystemExit("sidecar: --limit must be from 1 to 50")
+    planned = query.plan(args.query)
+    if planned is None:
+        raise SystemExit("sidecar: the query has no searchable words")
+    store = _open(args)
+    try:
+        indexer.sync_tree(store, args.path.expanduser(), "", args.chunk_chars)
+        hits, mode = search_store(store, planned, args.limit)
+    finally:
+        store.close()
+    response = SearchResponse([Result(args.scope, h, h.score) for h in hits], mode,
+                              query.terms(args.query))
+    body = response.to_json()
+    if args.format == "json":
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+        return 0
+    if not body["results"]:
+        print(f"no results ({mode})")
+    for r in body["results"]:
+        where = f"{r['file']}:{r['start_line']}-{r['end_line']}"
+        print(f"{r['score']:8.3f}  {where}  {r['heading']}")
+        for line in r["snippet"].splitlines()[:3]:
+            print(f"          {line}")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    store = _open(args)
+    try:
+        store.replace_all(indexer.load_tree(args.path.expanduser(), args.chunk_chars))
+        store.optimize()
+        stats = store.stats()
+    finally:
+        store.close()
+    print(f"indexed {stats.total_files} files, {stats.total_chunks} chunks")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    store = _open(args)
+    try:
+        stats = store.stats()
+    finally:
+        store.close()
+    print(json.dumps({"scope": args.scope, **stats_json(stats)}, indent=2))
+    return 0
+
+
+def cmd_seed_demo(args: argparse.Namespace) -> int:
+    agent, crew = demo.seed(args.path)
+    print(f"demo memory in {agent} and {crew}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

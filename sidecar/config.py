@@ -1,0 +1,40 @@
+"""Daemon settings: command-line flags, each with an environment variable fallback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sidecar.chunking import DEFAULT_MAX_CHARS
+from sidecar.tiers import Tier
+
+ROLES = ("agent", "lead")
+DEFAULT_PORT = 9119
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    agent_dir: Path
+    crew_dir: Path
+    role: str = "agent"
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    chunk_chars: int = DEFAULT_MAX_CHARS
+    reconcile_interval: float = 60.0
+    allowed_hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Watcher events carry absolute, resolved paths; compare like with like.
+        object.__setattr__(self, "agent_dir", self.agent_dir.expanduser().resolve())
+        object.__setattr__(self, "crew_dir", self.crew_dir.expanduser().resolve())
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
+        if self.reconcile_interval <= 0:
+            raise ValueError("reconcile interval must be positive")
+
+    def tiers(self) -> list[Tier]:
+        """The tiers this sidecar indexes: its own, plus the crew tier on the lead."""
+        tiers = [Tier("agent", self.agent_dir)]
+        if self.role == "lead":
+            tiers.append(Tier("crew", self.crew_dir))
+        return tiers

@@ -1,0 +1,151 @@
+"""The HTTP API an agent curls on localhost:9119.
+
+Every error is JSON ``{"error": code, "detail": why}``. Requests whose Host
+header is not a loopback name are refused, so a web page the agent's browser
+opens cannot reach memory through DNS rebinding.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from sidecar.errors import ApiError
+from sidecar.service import SCOPES, MemoryService
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1024 * 1024
+MAX_QUERY_CHARS = 4096
+MAX_LIMIT = 50
+SERVICE: web.AppKey[MemoryService] = web.AppKey("service", MemoryService)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+}
+
+
+def _error(status: int, error: str, detail: str) -> web.Response:
+    return web.json_response({"error": error, "detail": detail}, status=status)
+
+
+def is_loopback_host(host: str, extra: tuple[str, ...] = ()) -> bool:
+    """True for localhost names and loopback addresses, with or without a port."""
+    name = host.strip().lower()
+    if name.startswith("["):  # [::1]:9119
+        name = name[1 : name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    if name in extra or name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _guard(allowed: tuple[str, ...]) -> Any:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        host = request.headers.get("Host")
+        if host is not None and not is_loopback_host(host, allowed):
+            return _error(403, "forbidden_host", f"Host {host!r} is not a loopback name")
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return web.json_response(exc.to_json(), status=exc.status)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            code = _HTTP_CODES.get(exc.status, "http_error")
+            detail = exc.text or exc.reason
+            if exc.status == 413:
+                detail = f"request body is larger than {MAX_BODY_BYTES} bytes"
+            elif exc.status == 404:
+                detail = f"no such endpoint: {request.method} {request.path}"
+            return _error(exc.status, code, detail)
+        except Exception as exc:
+            log.exception("internal error", extra={"path": request.path})
+            return _error(500, "internal", f"{type(exc).__name__}: {exc}")
+
+    return middleware
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        raise ApiError(413, "body_too_large", f"request body is larger than {MAX_BODY_BYTES} bytes")
+    raw = await request.read()
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_json", "request body must be a JSON object")
+    return body
+
+
+def _scope_param(request: web.Request, allow_both: bool) -> str:
+    scope = request.query.get("scope", "agent")
+    allowed = SCOPES if allow_both else ("agent", "crew")
+    if scope not in allowed:
+        raise ApiError(400, "bad_scope", f"scope must be one of {', '.join(allowed)}")
+    return scope
+
+
+async def search(request: web.Request) -> web.Response:
+    body = await _json_body(request)
+    unknown = sorted(set(body) - {"query", "limit", "scope"})
+    if unknown:
+        raise ApiError(
+            400, "unknown_field", f"unknown field(s) {unknown}; allowed: query, limit, scope"
+        )
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ApiError(400, "missing_query", "'query' must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ApiError(400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters")
+    limit = body.get("limit", 10)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ApiError(400, "bad_limit", f"'limit' must be an integer from 1 to {MAX_LIMIT}")
+    scope = body.get("scope", "agent")
+    if scope not in SCOPES:
+        raise ApiError(400, "bad_scope", f"'scope' must be one of {', '.join(SCOPES)}")
+    response = await request.app[SERVICE].search(query, scope, limit)
+    return web.json_response(response.to_json())
+
+
+async def status(request: web.Request) -> web.Response:
+    scope = _scope_param(request, allow_both=False)
+    return web.json_response(await request.app[SERVICE].status(scope))
+
+
+async def reindex(request: web.Request) -> web.Response:
+    scope = _scope_param(request, allow_both=True)
+    return web.json_response(await request.app[SERVICE].reindex(scope), status=202)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response(await request.app[SERVICE].health())
+
+
+def create_app(service: MemoryService) -> web.Application:
+    app = web.Application(
+        client_max_size=MAX_BODY_BYTES,
+        middlewares=[_guard(service.settings.allowed_hosts)],
+    )
+    app[SERVICE] = service
+    app.router.add_post("/memory/search", search)
+    app.router.add_get("/memory/status", status)
+    app.router.add_post("/memory/reindex", reindex)
+    app.router.add_get("/healthz", healthz)
+    return app

@@ -1,0 +1,277 @@
+"""The daemon's core: tier indexes, the reindex worker, the watcher and the reconcile timer.
+
+Everything that blocks (SQLite, file reads) runs on thread pools: one writer
+thread behind the FIFO queue, a small pool for searches, so a rebuild never
+stalls the event loop or the searches answering from the last committed index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sidecar import indexer, watcher
+from sidecar.config import Settings
+from sidecar.errors import ApiError
+from sidecar.index_store import Hit, IndexStore, StoreStats
+from sidecar.query import MODE_FALLBACK, PlannedQuery, plan, terms
+from sidecar.reindex_queue import FILE, OPTIMIZE, REBUILD, TREE, JobKey, ReindexQueue
+from sidecar.search import Result, rrf_fuse, search_store
+from sidecar.sqlite_store import SQLiteStore
+from sidecar.tiers import Tier
+
+log = logging.getLogger(__name__)
+
+SCOPES = ("agent", "crew", "both")
+OPTIMIZE_AFTER_CHANGES = 200
+
+
+@dataclass(slots=True)
+class TierState:
+    tier: Tier
+    store: IndexStore
+    reconciled: bool = False  # the startup scan has finished
+    changes_since_optimize: int = 0
+    last_reconcile: float | None = None
+
+
+@dataclass(slots=True)
+class SearchResponse:
+    results: list[Result]
+    query_mode: str
+    query_terms: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "results": [r.to_json(self.query_terms) for r in self.results],
+            "count": len(self.results),
+            "query_mode": self.query_mode,
+        }
+
+
+def _iso(ts: float | None) -> str | None:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds") if ts else None
+
+
+def stats_json(stats: StoreStats) -> dict[str, Any]:
+    return {
+        "total_files": stats.total_files,
+        "total_chunks": stats.total_chunks,
+        "indexed_at": _iso(stats.indexed_at),
+        "total_size_kb": round(stats.total_bytes / 1024, 1),
+    }
+
+
+class MemoryService:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.tiers: dict[str, TierState] = {}
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sidecar-index")
+        self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-search")
+        self.queue = ReindexQueue(self._run_job, self._writer)
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.watcher_error: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for tier in self.settings.tiers():
+            await loop.run_in_executor(self._writer, os.makedirs, tier.root, 0o755, True)
+            store = await loop.run_in_executor(self._writer, SQLiteStore, tier.index_path)
+            self.tiers[tier.name] = TierState(tier, store)
+        self.queue.start()
+        for name in self.tiers:  # reconcile against the existing index, never rebuild
+            self.queue.submit(JobKey(name, TREE, ""))
+        self._tasks.append(asyncio.create_task(self._watch(), name="watcher"))
+        self._tasks.append(asyncio.create_task(self._reconcile_timer(), name="reconcile"))
+        log.info(
+            "sidecar started",
+            extra={
+                "role": self.settings.role,
+                "tiers": {n: str(s.tier.root) for n, s in self.tiers.items()},
+                "retrieval": "sparse-only",
+            },
+        )
+
+    async def stop(self) -> None:
+        """Stop noticing changes, then finish every job already accepted."""
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.queue.drain_and_stop()
+        for state in self.tiers.values():
+            await asyncio.get_running_loop().run_in_executor(self._writer, state.store.close)
+        self._writer.shutdown()
+        self._readers.shutdown()
+        log.info("sidecar stopped")
+
+    async def _watch(self) -> None:
+        tiers = [s.tier for s in self.tiers.values()]
+        while not self._stop.is_set():
+            try:
+                await watcher.watch(tiers, self.queue, self._stop)
+                return
+            except Exception as exc:  # degrade to the reconcile timer, and say so
+                self.watcher_error = str(exc)
+                log.error("file watcher failed; retrying", extra={"error": str(exc)})
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self.settings.reconcile_interval)
+                for name in self.tiers:
+                    self.queue.submit(JobKey(name, TREE, ""))
+
+    async def _reconcile_timer(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.reconcile_interval)
+            for name, state in self.tiers.items():
+                self.queue.submit(JobKey(name, TREE, ""))
+                if state.changes_since_optimize >= OPTIMIZE_AFTER_CHANGES:
+                    self.queue.submit(JobKey(name, OPTIMIZE))
+
+    # -- the worker (runs on the writer thread) ------------------------------
+
+    def _run_job(self, key: JobKey) -> indexer.SyncResult | None:
+        state = self.tiers[key.tier]
+        root, store, cap = state.tier.root, state.store, self.settings.chunk_chars
+        if key.kind == FILE:
+            result = indexer.sync_file(store, root, key.path, cap)
+        elif key.kind == TREE:
+            result = indexer.sync_tree(store, root, key.path, cap)
+            if not key.path:
+                state.reconciled = True
+                state.last_reconcile = time.time()
+        elif key.kind == REBUILD:
+            started = time.monotonic()
+            store.replace_all(indexer.load_tree(root, cap))
+            state.reconciled = True
+            state.changes_since_optimize = 0
+            store.optimize()
+            log.info(
+                "index rebuilt",
+                extra={"tier": key.tier, "seconds": round(time.monotonic() - started, 3)},
+            )
+            return None
+        elif key.kind == OPTIMIZE:
+            store.optimize()
+            state.changes_since_optimize = 0
+            return None
+        else:
+            raise ValueError(f"unknown job kind {key.kind}")
+        state.changes_since_optimize += result.changed
+        if result.changed:
+            log.debug("reindexed", extra={"tier": key.tier, "path": key.path, "kind": key.kind})
+        return result
+
+    # -- queries -----------------------------------------------------------
+
+    def _scope_tiers(self, scope: str) -> list[TierState]:
+        if scope not in SCOPES:
+            raise ApiError(400, "bad_scope", f"scope must be one of {', '.join(SCOPES)}")
+        names = ["agent", "crew"] if scope == "both" else [scope]
+        missing = [n for n in names if n not in self.tiers]
+        if missing:
+            raise ApiError(
+                503,
+                "tier_unavailable",
+                f"this sidecar (role {self.settings.role}) does not serve the "
+                f"{missing[0]} tier",
+            )
+        return [self.tiers[n] for n in names]
+
+    async def _search_tier(
+        self, state: TierState, planned: PlannedQuery, limit: int
+    ) -> tuple[list[Hit], str]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._readers, search_store, state.store, planned, limit
+        )
+
+    async def search(self, query: str, scope: str, limit: int) -> SearchResponse:
+        states = self._scope_tiers(scope)
+        planned = plan(query)
+        if planned is None:
+            raise ApiError(400, "empty_query", "the query has no searchable words")
+        outcomes = await asyncio.gather(*(self._search_tier(s, planned, limit) for s in states))
+        ranked = {s.tier.name: hits for s, (hits, _) in zip(states, outcomes, strict=True)}
+        fell_back = any(mode == MODE_FALLBACK for _, mode in outcomes)
+        mode = MODE_FALLBACK if fell_back else planned.mode
+        if len(states) == 1:
+            name = states[0].tier.name
+            results = [Result(name, h, h.score) for h in ranked[name]]
+        else:
+            results = rrf_fuse(ranked, limit)
+        return SearchResponse(results, mode, terms(query))
+
+    async def status(self, scope: str) -> dict[str, Any]:
+        if scope == "both":
+            raise ApiError(400, "bad_scope", "status takes scope agent or crew")
+        (state,) = self._scope_tiers(scope)
+        loop = asyncio.get_running_loop()
+        stats = await loop.run_in_executor(self._readers, state.store.stats)
+        rebuilding = self.queue.pending(scope, REBUILD)
+        return {
+            "scope": scope,
+            **stats_json(stats),
+            "search_ready": state.reconciled and not rebuilding,
+            "indexing": rebuilding or not state.reconciled,
+            "queue_depth": self.queue.depth(scope),
+        }
+
+    async def reindex(self, scope: str) -> dict[str, Any]:
+        """Queue a full rebuild; searches answer from the old index until it commits."""
+        states = self._scope_tiers(scope)
+        for state in states:
+            self.queue.submit(JobKey(state.tier.name, REBUILD))
+        return {
+            "accepted": True,
+            "scopes": [s.tier.name for s in states],
+            "queue_depth": self.queue.depth(),
+        }
+
+    async def health(self) -> dict[str, Any]:
+        reasons: list[str] = []
+        tiers: dict[str, Any] = {}
+        for name, state in self.tiers.items():
+            root = state.tier.root
+            writable = os.access(root, os.W_OK)
+            info: dict[str, Any] = {
+                "root": str(root),
+                "state": "ready" if state.reconciled else "indexing",
+                "queue_depth": self.queue.depth(name),
+                "writable": writable,
+                "last_reconcile": _iso(state.last_reconcile),
+            }
+            if self.queue.pending(name, REBUILD):
+                info["state"] = "rebuilding"
+                reasons.append(f"{name}: index rebuilding")
+            elif not state.reconciled:
+                reasons.append(f"{name}: initial index scan in progress")
+            if not writable:
+                reasons.append(f"{name}: {root} is not writable")
+            error = self.queue.last_error.get(name)
+            if error:
+                info["last_error"] = error
+                reasons.append(f"{name}: last index job failed: {error}")
+            tiers[name] = info
+        if self.watcher_error:
+            reasons.append(f"file watcher down ({self.watcher_error}); relying on reconcile scan")
+        body: dict[str, Any] = {
+            "status": "degraded" if reasons else "ok",
+            "role": self.settings.role,
+            "retrieval": "sparse-only",
+            "tiers": tiers,
+        }
+        if reasons:
+            body["reasons"] = reasons
+        return body

@@ -1,0 +1,70 @@
+"""Turn inotify events on the tier roots into reindex jobs.
+
+watchfiles reports a directory that appears or is renamed as one event for the
+directory only, so anything that is (or was) a directory becomes a subtree
+reconcile. The periodic reconcile scan covers whatever the kernel drops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+import watchfiles
+
+from sidecar.reindex_queue import FILE, TREE, JobKey, ReindexQueue
+from sidecar.tiers import INDEX_FILENAME, Tier
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_MS = 30
+STEP_MS = 5
+
+
+def jobs_for_event(tiers: Iterable[Tier], path: str) -> JobKey | None:
+    """The job an event on ``path`` calls for, or None if it cannot affect an index."""
+    p = Path(path)
+    for tier in tiers:
+        try:
+            rel_path = p.relative_to(tier.root)
+        except ValueError:
+            continue
+        parts = rel_path.parts
+        if not parts:
+            return JobKey(tier.name, TREE, "")
+        if any(part.startswith(".") for part in parts) or parts[0].startswith(INDEX_FILENAME):
+            return None
+        rel = "/".join(parts)
+        try:
+            mode = os.lstat(p).st_mode
+        except FileNotFoundError:
+            # Gone: a markdown file, or a directory whose files must go with it.
+            return JobKey(tier.name, FILE if rel.endswith(".md") else TREE, rel)
+        if stat.S_ISDIR(mode):
+            return JobKey(tier.name, TREE, rel)
+        if rel.endswith(".md"):  # regular file, or a symlink that must leave the index
+            return JobKey(tier.name, FILE, rel)
+        return None
+    return None
+
+
+async def watch(tiers: list[Tier], queue: ReindexQueue, stop: asyncio.Event) -> None:
+    """Feed the queue until ``stop`` is set. Events arrive batched within ~DEBOUNCE_MS."""
+    roots = [str(t.root) for t in tiers]
+    log.debug("watching", extra={"roots": roots})
+    async for changes in watchfiles.awatch(
+        *roots,
+        watch_filter=None,
+        debounce=DEBOUNCE_MS,
+        step=STEP_MS,
+        stop_event=stop,
+        ignore_permission_denied=True,
+    ):
+        keys = {k for _, path in sorted(changes, key=lambda c: c[1])
+                if (k := jobs_for_event(tiers, path)) is not None}
+        for key in sorted(keys, key=lambda k: (k.kind != TREE, k.path)):
+            queue.submit(key)
