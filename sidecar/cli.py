@@ -38,25 +38,45 @@ def _env(name: str, default: Any) -> Any:
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the memory daemon")
     p.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="env SIDECAR_HOST")
-    p.add_argument("--port", type=int, default=int(_env("PORT", DEFAULT_PORT)),
-                   help="env SIDECAR_PORT")
-    p.add_argument("--agent-dir", type=Path,
-                   default=Path(_env("AGENT_DIR", "~/.memory")).expanduser(),
-                   help="agent tier root (env SIDECAR_AGENT_DIR)")
-    p.add_argument("--crew-dir", type=Path,
-                   default=Path(_env("CREW_DIR", "/crew/shared/.memory")),
-                   help="crew tier root (env SIDECAR_CREW_DIR)")
-    p.add_argument("--role", choices=ROLES, default=_env("ROLE", "agent"),
-                   help="lead indexes the crew tier (env SIDECAR_ROLE)")
-    p.add_argument("--chunk-chars", type=int,
-                   default=int(_env("CHUNK_CHARS", DEFAULT_MAX_CHARS)),
-                   help="largest chunk in characters (env SIDECAR_CHUNK_CHARS)")
-    p.add_argument("--reconcile-interval", type=float,
-                   default=float(_env("RECONCILE_INTERVAL", 60)),
-                   help="seconds between full reconcile scans (env SIDECAR_RECONCILE_INTERVAL)")
-    p.add_argument("--allowed-host", action="append",
-                   default=[h for h in _env("ALLOWED_HOSTS", "").split(",") if h],
-                   help="extra Host header name to accept (env SIDECAR_ALLOWED_HOSTS, comma list)")
+    p.add_argument(
+        "--port", type=int, default=int(_env("PORT", DEFAULT_PORT)), help="env SIDECAR_PORT"
+    )
+    p.add_argument(
+        "--agent-dir",
+        type=Path,
+        default=Path(_env("AGENT_DIR", "~/.memory")).expanduser(),
+        help="agent tier root (env SIDECAR_AGENT_DIR)",
+    )
+    p.add_argument(
+        "--crew-dir",
+        type=Path,
+        default=Path(_env("CREW_DIR", "/crew/shared/.memory")),
+        help="crew tier root (env SIDECAR_CREW_DIR)",
+    )
+    p.add_argument(
+        "--role",
+        choices=ROLES,
+        default=_env("ROLE", "agent"),
+        help="lead indexes the crew tier (env SIDECAR_ROLE)",
+    )
+    p.add_argument(
+        "--chunk-chars",
+        type=int,
+        default=int(_env("CHUNK_CHARS", DEFAULT_MAX_CHARS)),
+        help="largest chunk in characters (env SIDECAR_CHUNK_CHARS)",
+    )
+    p.add_argument(
+        "--reconcile-interval",
+        type=float,
+        default=float(_env("RECONCILE_INTERVAL", 60)),
+        help="seconds between full reconcile scans (env SIDECAR_RECONCILE_INTERVAL)",
+    )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[h for h in _env("ALLOWED_HOSTS", "").split(",") if h],
+        help="extra Host header name to accept (env SIDECAR_ALLOWED_HOSTS, comma list)",
+    )
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
     p.set_defaults(func=cmd_serve)
 
@@ -66,8 +86,13 @@ def _offline_parser(
 ) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help)
     p.add_argument("-p", "--path", type=Path, required=True, help="tier root folder")
-    p.add_argument("-S", "--scope", choices=TIER_NAMES, default="agent",
-                   help="which tier the folder is (labels results)")
+    p.add_argument(
+        "-S",
+        "--scope",
+        choices=TIER_NAMES,
+        default="agent",
+        help="which tier the folder is (labels results)",
+    )
     p.add_argument("--chunk-chars", type=int, default=DEFAULT_MAX_CHARS)
     return p
 
@@ -165,8 +190,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         hits, mode = search_store(store, planned, args.limit)
     finally:
         store.close()
-    response = SearchResponse([Result(args.scope, h, h.score) for h in hits], mode,
-                              query.terms(args.query))
+    response = SearchResponse(
+        [Result(args.scope, h, h.score) for h in hits], mode, query.terms(args.query)
+    )
     body = response.to_json()
     if args.format == "json":
         print(json.dumps(body, indent=2, ensure_ascii=False))

@@ -77,6 +77,7 @@ class MemoryService:
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-search")
         self.queue = ReindexQueue(self._run_job, self._writer)
         self._stop = asyncio.Event()
+        self.watcher_ready = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.watcher_error: str | None = None
 
@@ -93,6 +94,11 @@ class MemoryService:
             self.queue.submit(JobKey(name, TREE, ""))
         self._tasks.append(asyncio.create_task(self._watch(), name="watcher"))
         self._tasks.append(asyncio.create_task(self._reconcile_timer(), name="reconcile"))
+        if not await watcher.probe([s.tier for s in self.tiers.values()], self.watcher_ready):
+            log.warning(
+                "file watcher not confirmed; direct edits are picked up by the reconcile scan",
+                extra={"interval_s": self.settings.reconcile_interval},
+            )
         log.info(
             "sidecar started",
             extra={
@@ -118,18 +124,25 @@ class MemoryService:
         log.info("sidecar stopped")
 
     async def _watch(self) -> None:
+        """Run the watcher; if it dies, say so, rescan, and start it again."""
         tiers = [s.tier for s in self.tiers.values()]
-        while not self._stop.is_set():
+        while True:
             try:
-                await watcher.watch(tiers, self.queue, self._stop)
+                await watcher.watch(tiers, self.queue, self._stop, self.watcher_ready)
                 return
-            except Exception as exc:  # degrade to the reconcile timer, and say so
+            except Exception as exc:
                 self.watcher_error = str(exc)
-                log.error("file watcher failed; retrying", extra={"error": str(exc)})
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), self.settings.reconcile_interval)
-                for name in self.tiers:
-                    self.queue.submit(JobKey(name, TREE, ""))
+                self.watcher_ready.clear()
+                log.error("file watcher failed; restarting", extra={"error": str(exc)})
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), 1.0)
+            if self._stop.is_set():
+                return
+            for name in self.tiers:  # catch what happened while nobody watched
+                self.queue.submit(JobKey(name, TREE, ""))
+            self._tasks.append(
+                asyncio.create_task(watcher.probe(tiers, self.watcher_ready), name="probe")
+            )
 
     async def _reconcile_timer(self) -> None:
         while True:
@@ -184,8 +197,7 @@ class MemoryService:
             raise ApiError(
                 503,
                 "tier_unavailable",
-                f"this sidecar (role {self.settings.role}) does not serve the "
-                f"{missing[0]} tier",
+                f"this sidecar (role {self.settings.role}) does not serve the {missing[0]} tier",
             )
         return [self.tiers[n] for n in names]
 
@@ -193,9 +205,7 @@ class MemoryService:
         self, state: TierState, planned: PlannedQuery, limit: int
     ) -> tuple[list[Hit], str]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._readers, search_store, state.store, planned, limit
-        )
+        return await loop.run_in_executor(self._readers, search_store, state.store, planned, limit)
 
     async def search(self, query: str, scope: str, limit: int) -> SearchResponse:
         states = self._scope_tiers(scope)
@@ -264,12 +274,14 @@ class MemoryService:
                 info["last_error"] = error
                 reasons.append(f"{name}: last index job failed: {error}")
             tiers[name] = info
-        if self.watcher_error:
-            reasons.append(f"file watcher down ({self.watcher_error}); relying on reconcile scan")
+        if not self.watcher_ready.is_set():
+            why = f": {self.watcher_error}" if self.watcher_error else " not confirmed"
+            reasons.append(f"file watcher down{why}; direct edits wait for the reconcile scan")
         body: dict[str, Any] = {
             "status": "degraded" if reasons else "ok",
             "role": self.settings.role,
             "retrieval": "sparse-only",
+            "watcher": "ready" if self.watcher_ready.is_set() else "down",
             "tiers": tiers,
         }
         if reasons:

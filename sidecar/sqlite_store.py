@@ -191,8 +191,14 @@ class SQLiteStore:
         conn.execute(
             "INSERT INTO files(path, size, mtime_ns, sha256, metadata, indexed_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (item.path, st.size, st.mtime_ns, st.sha256, json.dumps(item.metadata, default=str),
-             now),
+            (
+                item.path,
+                st.size,
+                st.mtime_ns,
+                st.sha256,
+                json.dumps(item.metadata, default=str),
+                now,
+            ),
         )
         for c in item.chunks:
             if not c.text:

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 DEBOUNCE_MS = 30
 STEP_MS = 5
+PROBE_NAME = ".sidecar-watch-probe"
+PROBE_TIMEOUT = 5.0
 
 
 def jobs_for_event(tiers: Iterable[Tier], path: str) -> JobKey | None:
@@ -52,10 +54,15 @@ def jobs_for_event(tiers: Iterable[Tier], path: str) -> JobKey | None:
     return None
 
 
-async def watch(tiers: list[Tier], queue: ReindexQueue, stop: asyncio.Event) -> None:
-    """Feed the queue until ``stop`` is set. Events arrive batched within ~DEBOUNCE_MS."""
+async def watch(
+    tiers: list[Tier], queue: ReindexQueue, stop: asyncio.Event, ready: asyncio.Event
+) -> None:
+    """Feed the queue until ``stop`` is set. Events arrive batched within ~DEBOUNCE_MS.
+
+    ``ready`` is set once an event from :func:`probe` comes through, which proves
+    the kernel watches are in place (watchfiles has no other way to tell).
+    """
     roots = [str(t.root) for t in tiers]
-    log.debug("watching", extra={"roots": roots})
     async for changes in watchfiles.awatch(
         *roots,
         watch_filter=None,
@@ -64,7 +71,37 @@ async def watch(tiers: list[Tier], queue: ReindexQueue, stop: asyncio.Event) -> 
         stop_event=stop,
         ignore_permission_denied=True,
     ):
-        keys = {k for _, path in sorted(changes, key=lambda c: c[1])
-                if (k := jobs_for_event(tiers, path)) is not None}
+        keys: set[JobKey] = set()
+        for _, path in changes:
+            if os.path.basename(path) == PROBE_NAME:
+                ready.set()
+            elif (key := jobs_for_event(tiers, path)) is not None:
+                keys.add(key)
+        # Subtree scans first: they may remove what a file job would look for.
         for key in sorted(keys, key=lambda k: (k.kind != TREE, k.path)):
             queue.submit(key)
+
+
+async def probe(tiers: list[Tier], ready: asyncio.Event) -> bool:
+    """Touch a hidden probe file until the watcher reports it; False if it never does."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PROBE_TIMEOUT
+    paths = [t.root / PROBE_NAME for t in tiers]
+    try:
+        while not ready.is_set() and loop.time() < deadline:
+            for path in paths:
+                try:
+                    await asyncio.to_thread(path.write_bytes, b"")
+                    break
+                except OSError:
+                    continue
+            else:
+                return False  # no tier root is writable: nothing to probe with
+            try:
+                await asyncio.wait_for(ready.wait(), 0.1)
+            except TimeoutError:
+                continue
+    finally:
+        for path in paths:
+            path.unlink(missing_ok=True)
+    return ready.is_set()

@@ -1,0 +1,57 @@
+"""Shared fixtures: real tier folders, a real service, a real aiohttp server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from sidecar.config import Settings
+from sidecar.http_api import create_app
+from sidecar.service import MemoryService
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], what: str = "condition", within: float = 10.0
+) -> None:
+    """Poll ``check`` until it holds; fail naming ``what`` after ``within`` seconds."""
+    try:
+        async with asyncio.timeout(within):
+            while not await check():  # noqa: ASYNC110 - polling a condition is the point
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"timed out after {within}s waiting for {what}") from None
+
+
+@pytest.fixture
+def tier_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    agent, crew = tmp_path / "agent", tmp_path / "crew"
+    (agent / "daily").mkdir(parents=True)
+    (crew / "topics").mkdir(parents=True)
+    return agent, crew
+
+
+@pytest.fixture
+def settings(tier_dirs: tuple[Path, Path]) -> Settings:
+    agent, crew = tier_dirs
+    return Settings(agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600)
+
+
+@pytest.fixture
+async def service(settings: Settings) -> AsyncIterator[MemoryService]:
+    svc = MemoryService(settings)
+    await svc.start()
+    await svc.queue.wait_idle()
+    try:
+        yield svc
+    finally:
+        await svc.stop()
+
+
+@pytest.fixture
+async def client(service: MemoryService) -> AsyncIterator[TestClient]:
+    async with TestClient(TestServer(create_app(service), host="127.0.0.1")) as c:
+        yield c

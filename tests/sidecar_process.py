@@ -1,0 +1,86 @@
+"""Run ``sidecar serve`` as a real separate process for end-to-end tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class SidecarProcess:
+    def __init__(self, agent_dir: Path, crew_dir: Path, role: str = "lead") -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = [
+            sys.executable, "-m", "sidecar", "serve",
+            "--agent-dir", str(agent_dir), "--crew-dir", str(crew_dir),
+            "--role", role, "--port", str(self.port), "--log-level", "INFO",
+        ]  # fmt: skip
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = agent_dir.parent / f"sidecar-{self.port}.log"
+
+    def start(self, timeout: float = 20.0) -> SidecarProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
+        self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, env=os.environ.copy())
+        log.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"sidecar exited early:\n{self.log_path.read_text()}")
+            try:
+                health = self.get("/healthz")
+                if health.get("watcher") == "ready" and all(
+                    t["state"] == "ready" for t in health["tiers"].values()
+                ):
+                    return self
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"sidecar not ready:\n{self.log_path.read_text()}")
+            time.sleep(0.02)
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def search(self, query: str, scope: str = "agent") -> list[dict[str, Any]]:
+        body = self.request("POST", "/memory/search", {"query": query, "scope": scope})
+        return list(body["results"])
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def wait_for(check: Any, timeout: float = 10.0, what: str = "condition") -> None:
+    """Poll a synchronous check until true, failing after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.01)

@@ -1,0 +1,73 @@
+"""Offline commands work on a tier folder with no server running."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sidecar.cli import main
+
+
+@pytest.fixture
+def tier(tmp_path: Path) -> Path:
+    root = tmp_path / "memory"
+    (root / "daily").mkdir(parents=True)
+    (root / "AGENT.md").write_text("# Preferences\n## Editor\nUses helix with the gruvbox theme.\n")
+    (root / "daily" / "2026-11-02.md").write_text(
+        "# 2026-11-02\nTried the gruvbox light variant.\n"
+    )
+    return root
+
+
+def test_search_json(tier: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "which theme does the editor use", "-p", str(tier), "-F", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["query_mode"] == "terms"
+    assert body["results"][0]["file"] == "AGENT.md"
+    assert body["results"][0]["heading"] == "Preferences > Editor"
+    assert {r["source"] for r in body["results"]} == {"agent"}
+
+
+def test_search_table_and_crew_label(tier: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "gruvbox", "-p", str(tier), "-S", "crew", "-l", "1"]) == 0
+    out = capsys.readouterr().out
+    assert len([ln for ln in out.splitlines() if ".md:" in ln]) == 1
+    assert "gruvbox" in out
+
+
+def test_search_sees_files_changed_since_last_run(
+    tier: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["search", "gruvbox", "-p", str(tier)])
+    (tier / "AGENT.md").write_text("# Preferences\nSwitched to the nord theme.\n")
+    capsys.readouterr()
+    main(["search", "nord", "-p", str(tier), "-F", "json"])
+    assert json.loads(capsys.readouterr().out)["count"] == 1
+
+
+def test_reindex_and_status(tier: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reindex", "-p", str(tier)]) == 0
+    assert "indexed 2 files" in capsys.readouterr().out
+    assert main(["status", "-p", str(tier)]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["total_files"] == 2
+    assert status["indexed_at"]
+
+
+def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "sidecar", "search", "x", "-p", str(tmp_path / "nope")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "is not a directory" in result.stderr
+
+
+def test_seed_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["seed-demo", str(tmp_path / "demo")]) == 0
+    assert (tmp_path / "demo" / "agent" / "AGENT.md").is_file()
+    assert (tmp_path / "demo" / "crew" / "CREW.md").is_file()
