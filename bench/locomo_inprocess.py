@@ -10,11 +10,12 @@ import tempfile
 from pathlib import Path
 
 from sidecar import indexer, query, sqlite_store
+from sidecar.chunking import DEFAULT_MAX_CHARS
 from sidecar.search import search_store
 
 
 class InProcessRetriever:
-    def __init__(self, max_chars: int = 800) -> None:
+    def __init__(self, max_chars: int = DEFAULT_MAX_CHARS) -> None:
         self.max_chars = int(max_chars)
         self.name = f"sidecar-inprocess(max_chars={self.max_chars})"
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-idx-")

@@ -8,17 +8,25 @@ an agent passes to ``sed -n`` or ``memory.read``, so they count ``\\n`` only.
 
 from __future__ import annotations
 
+import math
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-DEFAULT_MAX_CHARS = 800
+DEFAULT_MAX_CHARS = 650
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FRONT_MATTER_SCAN = 200  # lines; a front matter block longer than this is body text
+# A line ending like this introduces what follows it (a question, "Options:").
+_LEAD_IN = ("?", ":")
+# Cost of cutting right after a lead-in line, in the units of _pack's size cost:
+# one chunk as far off the target size as an empty one.
+_LEAD_IN_COST = 1.0
+_WINDOW = 32  # units either side of the best-sized chunk start that _pack considers
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +126,9 @@ def _split_long_line(line: str, max_chars: int) -> list[str]:
     return pieces
 
 
-def _pack(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int, int]]:
-    """Group lines[lo:hi] into ranges of at most max_chars, preferring blank-line breaks.
-
-    Paragraphs (runs ending in blank lines) are packed greedily; a paragraph that
-    alone exceeds the cap is packed line by line.
-    """
+def _units(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int, int]]:
+    """Paragraphs of lines[lo:hi] (runs ending in blank lines); a paragraph that alone
+    exceeds the cap is broken into its lines."""
     paragraphs: list[tuple[int, int]] = []
     p = lo
     for i in range(lo, hi):
@@ -132,27 +137,69 @@ def _pack(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int,
             p = i + 1
     if p < hi:
         paragraphs.append((p, hi))
-
-    def size(a: int, b: int) -> int:
-        return sum(len(lines[k]) for k in range(a, b)) + (b - a - 1)
-
     units: list[tuple[int, int]] = []
     for a, b in paragraphs:
-        if size(a, b) <= max_chars:
+        if sum(len(lines[k]) for k in range(a, b)) + (b - a - 1) <= max_chars:
             units.append((a, b))
         else:
             units.extend((k, k + 1) for k in range(a, b))
+    return units
 
-    ranges: list[tuple[int, int]] = []
-    cur_a, cur_b = units[0]
+
+def _pack(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int, int]]:
+    """Group lines[lo:hi] into ranges of at most max_chars, cutting only between units.
+
+    A section that needs k chunks is cut into k or more chunks of about equal size
+    rather than filled greedily, which would leave a short tail with little context.
+    Cutting right after a lead-in line (one ending in "?" or ":") costs as much as
+    one extra chunk, so a question stays with its answer and "Next steps:" with its
+    list. A blank line ends a paragraph unit, so cuts there are never lead-ins.
+    """
+    units = _units(lines, lo, hi, max_chars)
+    # offset[k]: characters before lines[lo + k], one newline per line included
+    offset = [0]
+    for k in range(lo, hi):
+        offset.append(offset[-1] + len(lines[k]) + 1)
+    starts = [offset[a - lo] for a, _ in units]  # ascending
+
+    def size(a: int, b: int) -> int:
+        return offset[b - lo] - offset[a - lo] - 1
+
+    if size(lo, hi) <= max_chars:
+        return [(lo, hi)]
+    count, cur_a = 1, units[0][0]
     for a, b in units[1:]:
-        if size(cur_a, b) <= max_chars:
-            cur_b = b
-        else:
-            ranges.append((cur_a, cur_b))
-            cur_a, cur_b = a, b
-    ranges.append((cur_a, cur_b))
-    return ranges
+        if size(cur_a, b) > max_chars:
+            count, cur_a = count + 1, a
+    target = size(lo, hi) / count
+
+    # best[j]: least cost of cutting units[:j]. A chunk costs its squared relative
+    # deviation from the target size, plus _LEAD_IN_COST if a lead-in line ends it.
+    # Only starts within _WINDOW units of the one nearest the target size are tried,
+    # which bounds the work on files of very many tiny lines.
+    n = len(units)
+    best = [0.0] + [math.inf] * n
+    back = [0] * (n + 1)
+    for j in range(1, n + 1):
+        end = offset[units[j - 1][1] - lo]
+        first = bisect_left(starts, end - 1 - max_chars)
+        near = min(bisect_left(starts, end - 1 - target), j - 1)
+        first = min(max(first, near - _WINDOW), j - 1)  # a lone over-long unit is its own chunk
+        last = min(near + _WINDOW, j - 1)
+        penalty = 0.0
+        if j < n and lines[units[j - 1][1] - 1].rstrip().endswith(_LEAD_IN):
+            penalty = _LEAD_IN_COST
+        for i in range(first, last + 1):
+            cost = best[i] + ((end - 1 - starts[i] - target) / target) ** 2 + penalty
+            if cost < best[j]:
+                best[j], back[j] = cost, i
+    ranges: list[tuple[int, int]] = []
+    j = n
+    while j > 0:
+        i = back[j]
+        ranges.append((units[i][0], units[j - 1][1]))
+        j = i
+    return ranges[::-1]
 
 
 def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:

@@ -21,7 +21,7 @@ from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, S
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: balanced, lead-in-aware chunk cuts
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # BM25 column weights (heading, body): a term in the breadcrumb says more about
 # a chunk than the same term somewhere in its prose.
