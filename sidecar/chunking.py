@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,8 +64,8 @@ def parse_front_matter(lines: list[str]) -> tuple[int, dict[str, Any]]:
         if lines[i].strip() in ("---", "..."):
             try:
                 data = yaml.safe_load("\n".join(lines[1:i]))
-            except yaml.YAMLError:
-                data = None
+            except (yaml.YAMLError, ValueError, RecursionError):
+                data = None  # e.g. "date: 2026-13-45" fails in the timestamp constructor
             return i + 1, data if isinstance(data, dict) else {}
     return 0, {}
 
@@ -113,13 +114,43 @@ def _sections(lines: list[str], body_start: int) -> list[tuple[int, int, str]]:
     return sections
 
 
+def _is_regional_indicator(ch: str) -> bool:
+    return "\U0001f1e6" <= ch <= "\U0001f1ff"
+
+
+def _continues_cluster(text: str, i: int) -> bool:
+    """Would cutting before ``text[i]`` split what a reader sees as one character?
+
+    Covers combining marks, variation selectors, emoji modifiers and tags, joiners,
+    and the second half of a flag (a pair of regional indicators).
+    """
+    ch, prev = text[i], text[i - 1]
+    if unicodedata.category(ch) in ("Mn", "Mc", "Me") or "\u200d" in (ch, prev):
+        return True
+    if "\U0001f3fb" <= ch <= "\U0001f3ff" or "\U000e0020" <= ch <= "\U000e007f":
+        return True
+    if _is_regional_indicator(ch) and _is_regional_indicator(prev):
+        run = 0
+        while i - 1 - run >= 0 and _is_regional_indicator(text[i - 1 - run]):
+            run += 1
+        return run % 2 == 1
+    return False
+
+
 def _split_long_line(line: str, max_chars: int) -> list[str]:
-    """Cut at whitespace near the cap when possible, else at a code point boundary."""
+    """Cut at whitespace near the cap when possible, else between visible characters."""
     pieces: list[str] = []
     rest = line
     while len(rest) > max_chars:
         cut = rest.rfind(" ", max_chars * 3 // 4, max_chars)
-        cut = cut + 1 if cut > 0 else max_chars
+        if cut > 0:
+            cut += 1
+        else:
+            cut = max_chars
+            while cut > 1 and _continues_cluster(rest, cut):
+                cut -= 1
+            if cut == 1:  # a cluster longer than the cap: code points are all we have
+                cut = max_chars
         pieces.append(rest[:cut])
         rest = rest[cut:]
     pieces.append(rest)

@@ -196,7 +196,7 @@ class SQLiteStore:
                 st.size,
                 st.mtime_ns,
                 st.sha256,
-                json.dumps(item.metadata, default=str),
+                json.dumps(item.metadata, default=str, skipkeys=True),
                 now,
             ),
         )
