@@ -30,12 +30,20 @@ you're you've your yours yourself yourselves also just like get got might
 """.split()
 )
 
-_WORD = re.compile(r"\w+")
+# Words keep inner apostrophes so contractions ("didn't") meet the stopword list;
+# a kept word like "o'brien" becomes a quoted phrase FTS5 matches as "o brien".
+_WORD = re.compile(r"\w+(?:'\w+)*")
 # Markers of deliberate FTS5 syntax: a phrase in quotes, a boolean operator in
 # capitals between terms, a prefix star, NEAR(...), grouping, or a column filter.
 _EXPLICIT = re.compile(
     r'"|\b(?:AND|OR|NOT)\b|\w\*|\bNEAR\s*\(|[()]|^\s*\{?\s*(?:heading|body)\s*\}?\s*:'
 )
+
+# Outside quoted phrases, FTS5 queries consist of words, spaces and these marks.
+# Anything else there ("?", "'", ".", "!") means a person wrote a sentence, even
+# if it quotes a title, so it is read as plain language.
+_QUOTED = re.compile(r'"[^"]*"')
+_FTS5_SHAPED = re.compile(r"[\w\s*():^+,{}\"]*")  # a stray quote is a broken phrase
 
 MODE_TERMS = "terms"
 MODE_FTS5 = "fts5"
@@ -55,7 +63,10 @@ def terms(text: str) -> list[str]:
     If that leaves nothing (a question made only of stopwords), keep every word
     rather than answer with nothing.
     """
-    words = _WORD.findall(text.lower())
+    words = [
+        w.removesuffix("'s")  # possessive: "team's" should find "team"
+        for w in _WORD.findall(text.lower().replace("\u2019", "'"))
+    ]
     kept = _dedupe(w for w in words if len(w) > 1 and w not in STOPWORDS)
     return kept or _dedupe(words)
 
@@ -72,8 +83,8 @@ def or_of_terms(words: list[str]) -> str:
 def plan(text: str) -> PlannedQuery | None:
     """None when the text holds no searchable word at all."""
     fallback = or_of_terms(terms(text))
-    if _EXPLICIT.search(text):
-        return PlannedQuery(text.strip(), MODE_FTS5, fallback)
     if not fallback:
         return None
+    if _EXPLICIT.search(text) and _FTS5_SHAPED.fullmatch(_QUOTED.sub(" ", text)):
+        return PlannedQuery(text.strip(), MODE_FTS5, fallback)
     return PlannedQuery(fallback, MODE_TERMS, fallback)

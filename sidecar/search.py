@@ -74,18 +74,20 @@ def snippet(text: str, query_terms: Sequence[str], max_chars: int = SNIPPET_CHAR
     lines = text.split("\n")
     stems = _stems(query_terms)
     pattern = re.compile("|".join(re.escape(s) for s in stems), re.IGNORECASE) if stems else None
-    weights = [len(set(m.lower() for m in pattern.findall(ln))) if pattern else 0 for ln in lines]
-    best = (-1, 0, 0)  # (weight, start, end)
-    for start in range(len(lines)):
-        size, weight = -1, 0
-        for end in range(start, len(lines)):
-            size += len(lines[end]) + 1
-            if size > max_chars:
-                break
-            weight += weights[end]
-            if weight > best[0]:
-                best = (weight, start, end + 1)
-    if best[0] < 0:  # even the best line alone is too long
+    weights = [len({m.lower() for m in pattern.findall(ln)}) if pattern else 0 for ln in lines]
+    # Two pointers: the window [start, end) of whole lines that fits max_chars.
+    best, best_span = -1, (0, 0)
+    start, size, weight = 0, -1, 0
+    for end, line in enumerate(lines):
+        size += len(line) + 1
+        weight += weights[end]
+        while size > max_chars and start <= end:
+            size -= len(lines[start]) + 1
+            weight -= weights[start]
+            start += 1
+        if start <= end and weight > best:
+            best, best_span = weight, (start, end + 1)
+    if best < 0:  # every line alone is longer than the budget
         top = max(range(len(lines)), key=lambda i: weights[i])
         return lines[top][: max_chars - 1] + "…"
-    return "\n".join(lines[best[1] : best[2]])
+    return "\n".join(lines[best_span[0] : best_span[1]])

@@ -1,0 +1,143 @@
+"""indexing: full index of ~2,000 notes (~4 MB) and one-file incremental reindex.
+
+Full: ``SQLiteStore.replace_all(indexer.load_tree(root))`` beside a bare loop
+(read, split into ~800-character pieces, insert into a plain FTS5 table, one
+transaction), alternated over a few rounds on the same warm files, each round
+into a fresh database. Incremental: edit one file, time ``indexer.sync_file``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import bare_fts
+from bench.context import Context
+from bench.notes import NoteWriter, write_notes
+from bench.report import BenchResult, Figure, Table, at_most, progress
+from bench.timing import LATENCY_HEADERS, Latency
+from sidecar import indexer
+from sidecar.sqlite_store import SQLiteStore
+
+NAME = "indexing"
+FILES = 2000
+TOTAL_BYTES = 4_000_000
+FULL_TARGET = at_most(1.0, "<= 1.00 s")
+INCREMENTAL_TARGET = at_most(5.0, "<= 5.00 ms")
+SEED = 11
+
+
+@dataclass(slots=True)
+class FullRuns:
+    sidecar_s: list[float]
+    bare_s: list[float]
+    chunks: int
+    bare_rows: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sidecar_s": [round(s, 4) for s in self.sidecar_s],
+            "bare_s": [round(s, 4) for s in self.bare_s],
+            "chunks": self.chunks,
+            "bare_rows": self.bare_rows,
+        }
+
+
+def _warm(root: Path) -> None:
+    for rel in bare_fts.markdown_files(root):
+        (root / rel).read_bytes()
+
+
+def time_sidecar_full(root: Path, db: Path) -> tuple[float, int]:
+    store = SQLiteStore(db)
+    try:
+        started = time.perf_counter()
+        store.replace_all(indexer.load_tree(root))
+        elapsed = time.perf_counter() - started
+        return elapsed, store.stats().total_chunks
+    finally:
+        store.close()
+
+
+def time_bare_full(root: Path, db: Path) -> tuple[float, int]:
+    conn = bare_fts.connect(db)
+    try:
+        bare_fts.create(conn)
+        started = time.perf_counter()
+        bare_fts.insert_all(conn, bare_fts.file_pieces(root, bare_fts.markdown_files(root)))
+        elapsed = time.perf_counter() - started
+        return elapsed, int(conn.execute("SELECT count(*) FROM t").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def full_runs(root: Path, tmp: Path, rounds: int) -> FullRuns:
+    _warm(root)
+    runs = FullRuns([], [], 0, 0)
+    for i in range(rounds):
+        elapsed, runs.chunks = time_sidecar_full(root, tmp / f"sidecar-{i}.sqlite")
+        runs.sidecar_s.append(elapsed)
+        elapsed, runs.bare_rows = time_bare_full(root, tmp / f"bare-{i}.sqlite")
+        runs.bare_s.append(elapsed)
+    return runs
+
+
+def incremental(root: Path, db: Path, edits: int) -> tuple[Latency, int]:
+    """Edit a random file, then time ``sync_file`` on it; returns latency and files indexed."""
+    writer = NoteWriter(SEED + 1)
+    rels = bare_fts.markdown_files(root)
+    store = SQLiteStore(db)
+    try:
+        store.replace_all(indexer.load_tree(root))
+        samples: list[float] = []
+        indexed = 0
+        for _ in range(edits):
+            rel = writer.rng.choice(rels)
+            path = root / rel
+            path.write_text(writer.edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+            started = time.perf_counter()
+            indexed += indexer.sync_file(store, root, rel).indexed
+            samples.append(time.perf_counter() - started)
+        return Latency.of_seconds(samples), indexed
+    finally:
+        store.close()
+
+
+def run(ctx: Context) -> BenchResult:
+    result = BenchResult(NAME, f"full index of {FILES:,} notes and one-file incremental reindex")
+    rounds, edits = (2, 50) if ctx.quick else (3, 200)
+    with ctx.tempdir(NAME) as tmp:
+        size = write_notes(tmp / "notes", FILES, TOTAL_BYTES, seed=SEED)
+        progress(NAME, f"{size.files:,} notes, {size.bytes / 1e6:.2f} MB; {rounds} full rounds")
+        full = full_runs(tmp / "notes", tmp, rounds)
+        progress(NAME, f"{edits} one-file edits")
+        incr, indexed = incremental(tmp / "notes", tmp / "incremental.sqlite", edits)
+    sidecar_s = statistics.median(full.sidecar_s)
+    bare_s = statistics.median(full.bare_s)
+    result.figures = [
+        Figure("full index, sidecar (median)", sidecar_s, "s", 3, FULL_TARGET),
+        Figure("full index, bare FTS5 loop (median)", bare_s, "s", 3),
+        Figure("sidecar / bare", sidecar_s / bare_s, "x"),
+        Figure("incremental sync_file p50", incr.p50, "ms", target=INCREMENTAL_TARGET),
+        Figure("incremental sync_file p99", incr.p99, "ms"),
+    ]
+    result.tables.append(
+        Table("incremental reindex (one edited file)", LATENCY_HEADERS, [incr.row("sync_file")])
+    )
+    result.notes += [
+        f"corpus: {size.files:,} files, {size.bytes / 1e6:.2f} MB; sidecar stored "
+        f"{full.chunks:,} chunks, the bare loop {full.bare_rows:,} pieces",
+        f"full rounds (s): sidecar {', '.join(f'{s:.3f}' for s in full.sidecar_s)}; "
+        f"bare {', '.join(f'{s:.3f}' for s in full.bare_s)}",
+        f"{indexed} of {edits} edits reindexed a changed file",
+    ]
+    result.details = {
+        "corpus_bytes": size.bytes,
+        "full": full.to_json(),
+        "incremental": incr.to_json(),
+        "edits_indexed": indexed,
+    }
+    return result

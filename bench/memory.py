@@ -1,0 +1,91 @@
+"""memory: resident memory (VmRSS) of the idle daemon, small corpus and 10k chunks.
+
+Read from /proc/PID/status of the daemon subprocess after the index is
+complete and the daemon has sat idle for a moment. VmHWM (peak RSS) is shown
+beside it: indexing is when the daemon is largest.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import bare_fts
+from bench.context import Context
+from bench.corpus import Replicator, source_files
+from bench.daemon import Daemon
+from bench.report import BenchResult, Figure, at_most, progress
+from sidecar import demo
+
+NAME = "memory"
+TARGET = at_most(60.0, "<= 60 MB")
+IDLE_S = 1.5
+CHUNKS = 10_000
+SEARCHES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    rss_mb: float
+    hwm_mb: float
+
+
+def read_memory(daemon: Daemon) -> Reading:
+    kb = daemon.memory_kb()
+    return Reading(kb["VmRSS"] * 1024 / 1e6, kb["VmHWM"] * 1024 / 1e6)
+
+
+def idle_reading(daemon: Daemon, expected_files: int) -> Reading:
+    daemon.wait_indexed(expected_files, timeout=300)
+    time.sleep(IDLE_S)
+    return read_memory(daemon)
+
+
+def demo_corpus(ctx: Context, tmp: Path) -> Reading:
+    agent, crew = demo.seed(tmp / "demo")
+    with ctx.daemon(agent, tmp, crew) as daemon:
+        return idle_reading(daemon, len(bare_fts.markdown_files(agent)))
+
+
+def large_corpus(ctx: Context, tmp: Path) -> tuple[Reading, Reading, int]:
+    """Idle after indexing 10k chunks, then after a run of searches; and the chunk count."""
+    loc = ctx.locomo()
+    agent = tmp / "large"
+    grown = Replicator(source_files(loc.dev_corpora()), agent).grow_to(CHUNKS)
+    questions = loc.dev_questions()[:SEARCHES]
+    with ctx.daemon(agent, tmp) as daemon:
+        idle = idle_reading(daemon, grown.files)
+        chunks = int(daemon.client.status()["total_chunks"])
+        for q in questions:
+            daemon.client.search(q)
+        time.sleep(IDLE_S)
+        return idle, read_memory(daemon), chunks
+
+
+def run(ctx: Context) -> BenchResult:
+    result = BenchResult(NAME, "resident memory of the idle daemon (VmRSS)")
+    ctx.locomo()  # the 10k corpus needs it: fail before starting anything
+    with ctx.tempdir(NAME) as tmp:
+        progress(NAME, "demo corpus")
+        small = demo_corpus(ctx, tmp)
+        progress(NAME, f"{CHUNKS:,}-chunk corpus")
+        idle, searched, chunks = large_corpus(ctx, tmp)
+    tag = f"{chunks // 1000}k chunks"
+    result.figures = [
+        Figure("idle RSS, demo corpus", small.rss_mb, "MB", 1, TARGET),
+        Figure(f"idle RSS, {tag} indexed", idle.rss_mb, "MB", 1, TARGET),
+        Figure(f"peak RSS (VmHWM), {tag}", idle.hwm_mb, "MB", 1, note="peak since start"),
+        Figure(f"idle RSS, {tag} after {SEARCHES} searches", searched.rss_mb, "MB", 1),
+    ]
+    result.notes.append(f"MB = 10^6 bytes; read {IDLE_S} s after the index was complete")
+    result.details = {
+        "demo": {"rss_mb": small.rss_mb, "hwm_mb": small.hwm_mb},
+        "large": {
+            "chunks": chunks,
+            "rss_mb": idle.rss_mb,
+            "hwm_mb": idle.hwm_mb,
+            "after_searches_rss_mb": searched.rss_mb,
+        },
+    }
+    return result

@@ -1,0 +1,164 @@
+"""locomo: retrieval quality, budgeted evidence recall on the LoCoMo dev split.
+
+``locomo_eval.py`` (from the --locomo folder) is run three times: against the
+real daemon over HTTP, in-process through ``bench/locomo_inprocess.py``, and
+with the script's own plain-FTS5 baseline (``fts5-chunks-porter``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.context import Context
+from bench.locomo_data import subprocess_env
+from bench.report import BenchResult, Figure, Table, at_least, progress
+
+NAME = "locomo"
+TARGET = at_least(0.72, ">= 0.72")
+README_BASELINE = 0.679  # plain FTS5 over porter chunks, from the folder's README
+BUDGET = 2000
+CATEGORIES = ("1-multi-hop", "2-temporal", "3-open-domain", "4-single-hop")
+EVAL_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRun:
+    label: str
+    retriever: str
+    dev: dict[str, Any]  # the script's summary of the dev split
+    seconds: float
+
+    def recall(self) -> float:
+        return float(self.dev["recall_budget"])
+
+    def r5(self) -> float:
+        return float(self.dev["r5"])
+
+    def row(self) -> list[str]:
+        cats = self.dev.get("by_category", {})
+        return [
+            self.label,
+            str(self.dev["n"]),
+            f"{self.recall():.3f}",
+            f"{self.r5():.3f}",
+            *(f"{cats[c]['recall_budget']:.3f}" if c in cats else "-" for c in CATEGORIES),
+            f"{self.dev['p50_ms']:.2f}",
+            f"{self.dev['index_s']:.2f}",
+        ]
+
+
+def _run_eval(ctx: Context, python: list[str], label: str, args: list[str], out: Path) -> EvalRun:
+    script = ctx.locomo().script
+    cmd = [
+        *python,
+        str(script),
+        *args,
+        "--split",
+        "dev",
+        "--budget",
+        str(BUDGET),
+        "--out",
+        str(out),
+    ]
+    progress(NAME, f"running locomo_eval.py ({label})")
+    started = time.monotonic()
+    done = subprocess.run(
+        cmd,
+        cwd=ctx.repo,
+        env=subprocess_env(ctx.repo),
+        capture_output=True,
+        text=True,
+        timeout=EVAL_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).splitlines()[-10:])
+        raise RuntimeError(f"locomo_eval.py ({label}) exited {done.returncode}:\n{tail}")
+    data = json.loads(out.read_text(encoding="utf-8"))
+    return EvalRun(label, data["retriever"], data["summary"]["dev"], time.monotonic() - started)
+
+
+def _http_run(ctx: Context, python: list[str], tmp: Path) -> EvalRun:
+    agent = tmp / "agent"
+    with ctx.daemon(agent, tmp) as daemon:
+        args = ["--http", daemon.url, "--memory-dir", str(agent), "--force"]
+        return _run_eval(ctx, python, "daemon over HTTP", args, tmp / "http.json")
+
+
+def _figures(http: EvalRun, inproc: EvalRun, base: EvalRun) -> list[Figure]:
+    return [
+        Figure(
+            f"HTTP budgeted recall@{BUDGET}",
+            http.recall(),
+            digits=3,
+            target=TARGET,
+            note=f"plain FTS5 baseline {README_BASELINE} (README)",
+        ),
+        Figure("HTTP R@5", http.r5(), digits=3),
+        Figure(f"in-process budgeted recall@{BUDGET}", inproc.recall(), digits=3),
+        Figure("in-process R@5", inproc.r5(), digits=3),
+        Figure(
+            f"plain FTS5 baseline recall@{BUDGET}",
+            base.recall(),
+            digits=3,
+            note="fts5-chunks-porter, measured in this run",
+        ),
+        Figure("HTTP recall gain over baseline", http.recall() - base.recall(), digits=3),
+    ]
+
+
+def run(ctx: Context) -> BenchResult:
+    result = BenchResult(NAME, f"retrieval quality on LoCoMo dev, budget {BUDGET} chars")
+    ctx.locomo()  # fail early if the folder is incomplete
+    python = [sys.executable]
+    inproc_spec = f"{ctx.repo / 'bench' / 'locomo_inprocess.py'}:factory"
+    with ctx.tempdir(NAME) as tmp:
+        http = _http_run(ctx, python, tmp)
+        corpus_args = ["--corpus-dir", str(tmp / "corpus")]
+        inproc = _run_eval(
+            ctx,
+            python,
+            "in-process",
+            ["--retriever", inproc_spec, *corpus_args],
+            tmp / "inproc.json",
+        )
+        base = _run_eval(
+            ctx,
+            python,
+            "plain FTS5 baseline",
+            ["--retriever", "fts5-chunks-porter", *corpus_args],
+            tmp / "base.json",
+        )
+    runs = [http, inproc, base]
+    result.figures = _figures(http, inproc, base)
+    headers = [
+        "retriever",
+        "n",
+        "recall@B",
+        "R@5",
+        "multi-hop",
+        "temporal",
+        "open-dom",
+        "single-hop",
+        "p50 ms/q",
+        "index s",
+    ]
+    result.tables.append(Table("per category (budgeted recall)", headers, [r.row() for r in runs]))
+    result.notes.append(f"locomo_eval.py run with: {' '.join(python)}")
+    result.notes.append("HTTP p50 ms/q is the eval script's (urllib, a new connection per query)")
+    if abs(http.recall() - inproc.recall()) > 1e-9:
+        result.notes.append(
+            "HTTP and in-process recall differ: the daemon ranks differently "
+            "from the library it wraps"
+        )
+    result.details = {
+        r.label: {"retriever": r.retriever, "seconds": round(r.seconds, 2), "dev": r.dev}
+        for r in runs
+    }
+    return result
