@@ -53,7 +53,18 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 
-_SYNTAX_MARKERS = ("fts5", "no such column", "unterminated", "malformed match", "unknown special")
+# FTS5 reports a bad MATCH expression with many different messages; these are the
+# operational failures that are *not* the query's fault.
+_RUNTIME_FAILURES = (
+    "locked",
+    "busy",
+    "disk",
+    "i/o",
+    "no such table",
+    "readonly",
+    "memory",
+    "interrupt",
+)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -159,9 +170,9 @@ class SQLiteStore:
         try:
             rows = self._reader().execute(sql, (match, limit)).fetchall()
         except sqlite3.OperationalError as exc:
-            if any(m in str(exc).lower() for m in _SYNTAX_MARKERS):
-                raise QuerySyntaxError(str(exc)) from exc
-            raise
+            if any(m in str(exc).lower() for m in _RUNTIME_FAILURES):
+                raise
+            raise QuerySyntaxError(str(exc)) from exc
         return [Hit(p, s, e, h, b, -rank) for p, s, e, h, b, rank in rows]
 
     def stats(self) -> StoreStats:

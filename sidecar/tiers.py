@@ -67,18 +67,27 @@ def open_confined(root: Path, rel: str, flags: int = os.O_RDONLY, mode: int = 0o
 
 
 def read_confined(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
-    """Bytes and stat of a regular file below root, or None if it is absent or not plain."""
+    """Bytes and stat of a regular file below root, or None if it is absent or not plain.
+
+    ``O_NONBLOCK`` keeps a FIFO named like a note from hanging the caller; the type
+    is checked on the open descriptor, so nothing can be swapped in after the check.
+    """
     try:
-        fd = open_confined(root, rel)
+        fd = open_confined(root, rel, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EACCES):
+        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EACCES, errno.ENXIO):
             return None
         raise
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
-        return fh.read(), st
+        chunks = []
+        while block := os.read(fd, 1 << 20):
+            chunks.append(block)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
 
 
 def walk_markdown(root: Path, sub: str = "") -> Iterator[tuple[str, os.stat_result]]:

@@ -1,0 +1,349 @@
+"""The SQLite FTS5 index store, on real database files."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from sidecar.chunking import Chunk
+from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
+from sidecar.sqlite_store import SCHEMA_VERSION, SQLiteStore
+
+
+def item(
+    path: str,
+    *sections: tuple[str, str],
+    size: int = 100,
+    mtime_ns: int = 1,
+    sha: str = "0" * 64,
+    metadata: dict[str, object] | None = None,
+) -> IndexedFile:
+    """A file whose chunks are (heading, text) pairs, one line each."""
+    chunks = [Chunk(i, i, h, t) for i, (h, t) in enumerate(sections, start=1)]
+    return IndexedFile(path, FileState(size, mtime_ns, sha), metadata or {}, chunks)
+
+
+def paths(hits: list[Hit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "index.sqlite"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(db_path)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def fill(store: SQLiteStore) -> None:
+    store.replace_file(item("a.md", ("Alpha", "kiwi kiwi kiwi mango"), ("Alpha > Two", "plain")))
+    store.replace_file(item("b.md", ("Beta", "kiwi apple pear plum grape melon lime")))
+    store.replace_file(item("c.md", ("Gamma", "nothing relevant here")))
+
+
+# -- search --------------------------------------------------------------------
+
+
+def test_replace_file_then_search_finds_it(store: SQLiteStore) -> None:
+    store.replace_file(
+        IndexedFile(
+            "daily/2026-11-21.md",
+            FileState(60, 5, "ab" * 32),
+            {"title": "day"},
+            [
+                Chunk(1, 3, "2026-11-21", "# 2026-11-21\nintro"),
+                Chunk(4, 5, "2026-11-21 > Database", "### Database\nWe moved billing to Postgres."),
+            ],
+        )
+    )
+    for i in range(3):
+        store.replace_file(item(f"filler{i}.md", ("Other", "unrelated words only")))
+    hits = store.search('"billing"', 10)
+    assert len(hits) == 1
+    (hit,) = hits
+    assert hit.path == "daily/2026-11-21.md"
+    assert (hit.start_line, hit.end_line) == (4, 5)
+    assert hit.heading == "2026-11-21 > Database"
+    assert hit.text == "### Database\nWe moved billing to Postgres."
+    assert hit.score > 0
+
+
+def test_search_with_no_match_is_empty(store: SQLiteStore) -> None:
+    fill(store)
+    assert store.search('"zeppelin"', 10) == []
+
+
+def test_scores_are_higher_is_better_and_sorted(store: SQLiteStore) -> None:
+    fill(store)
+    for i in range(5):
+        store.replace_file(item(f"more{i}.md", ("More", f"kiwi filler words number {i} and more")))
+    hits = store.search('"kiwi" OR "mango"', 10)
+    assert len(hits) == 7
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert hits[0].path == "a.md" and hits[0].heading == "Alpha"
+    assert hits[0].score > hits[-1].score
+
+
+def test_limit_caps_results(store: SQLiteStore) -> None:
+    for i in range(20):
+        store.replace_file(item(f"n{i}.md", ("Note", f"shared token {i}")))
+    assert len(store.search('"shared"', 7)) == 7
+    assert len(store.search('"shared"', 50)) == 20
+
+
+def test_replacing_a_file_removes_its_old_text(store: SQLiteStore) -> None:
+    store.replace_file(item("a.md", ("Old", "obsolete walrus"), ("Old", "second walrus")))
+    store.replace_file(item("b.md", ("Keep", "walrus elsewhere")))
+    store.replace_file(item("a.md", ("New", "fresh narwhal")))
+    assert paths(store.search('"walrus"', 10)) == ["b.md"]
+    assert paths(store.search('"obsolete"', 10)) == []
+    assert paths(store.search('"narwhal"', 10)) == ["a.md"]
+    assert store.stats().total_files == 2
+    assert store.stats().total_chunks == 2
+
+
+def test_remove_files(store: SQLiteStore) -> None:
+    fill(store)
+    assert store.remove_files(["a.md", "missing.md"]) == 1
+    assert store.file_state("a.md") is None
+    assert paths(store.search('"kiwi"', 10)) == ["b.md"]
+    assert store.remove_files([]) == 0
+    assert store.remove_files(["b.md", "c.md"]) == 2
+    assert store.search('"kiwi"', 10) == []
+    assert store.stats() == StoreStats(0, 0, 0, None)
+
+
+def test_replace_all_swaps_everything(store: SQLiteStore) -> None:
+    fill(store)
+    store.replace_all(iter([item("x.md", ("X", "brand new index")), item("y.md", ("Y", "new"))]))
+    assert sorted(store.file_states()) == ["x.md", "y.md"]
+    assert store.search('"kiwi"', 10) == []
+    assert sorted(paths(store.search('"new"', 10))) == ["x.md", "y.md"]
+    assert store.stats().total_chunks == 2
+
+
+def test_replace_all_with_nothing_empties_the_index(store: SQLiteStore) -> None:
+    fill(store)
+    store.replace_all([])
+    assert store.file_states() == {}
+    assert store.search('"kiwi"', 10) == []
+
+
+def test_failed_replace_all_keeps_the_old_index(store: SQLiteStore) -> None:
+    fill(store)
+
+    def broken() -> Iterator[IndexedFile]:
+        yield item("x.md", ("X", "half written"))
+        raise RuntimeError("disk went away")
+
+    with pytest.raises(RuntimeError):
+        store.replace_all(broken())
+    assert sorted(store.file_states()) == ["a.md", "b.md", "c.md"]
+    assert store.search('"half"', 10) == []
+    assert len(store.search('"kiwi"', 10)) == 2
+
+
+@pytest.mark.parametrize(
+    "match",
+    [
+        "kiwi AND",
+        '"unterminated phrase',
+        "(kiwi",
+        "kiwi)",
+        "NEAR(kiwi mango",
+        "nosuchcolumn: kiwi",
+        "NOT",
+        "*",
+        "NEAR(kiwi mango, x)",
+    ],
+)
+def test_invalid_fts5_syntax_raises_query_syntax_error(store: SQLiteStore, match: str) -> None:
+    fill(store)
+    with pytest.raises(QuerySyntaxError):
+        store.search(match, 10)
+
+
+def test_explicit_fts5_syntax_works(store: SQLiteStore) -> None:
+    fill(store)
+    assert paths(store.search('"kiwi mango"', 10)) == ["a.md"]
+    assert paths(store.search("kiwi NOT mango", 10)) == ["b.md"]
+    assert paths(store.search("mang*", 10)) == ["a.md"]
+    assert paths(store.search("heading: gamma", 10)) == ["c.md"]
+    assert paths(store.search("body: gamma", 10)) == []
+
+
+def test_porter_stemming(store: SQLiteStore) -> None:
+    store.replace_file(item("a.md", ("Dog", "the dog runs every morning")))
+    store.replace_file(item("b.md", ("Tests", "we run the tests nightly")))
+    store.replace_file(item("c.md", ("Other", "nothing about that")))
+    assert sorted(paths(store.search('"running"', 10))) == ["a.md", "b.md"]
+    assert sorted(paths(store.search('"runs"', 10))) == ["a.md", "b.md"]
+
+
+def test_diacritics_are_removed(store: SQLiteStore) -> None:
+    store.replace_file(item("a.md", ("Café", "Meet at the café near the résumé office")))
+    store.replace_file(item("b.md", ("Other", "tea house")))
+    assert paths(store.search('"cafe"', 10)) == ["a.md"]
+    assert paths(store.search('"resume"', 10)) == ["a.md"]
+    assert paths(store.search('"CAFÉ"', 10)) == ["a.md"]
+
+
+def test_heading_outweighs_body(store: SQLiteStore) -> None:
+    # Same column lengths, same term frequency: only the column the term is in differs.
+    store.replace_file(item("heading.md", ("quux zeta", "alpha beta")))
+    store.replace_file(item("body.md", ("alpha zeta", "quux beta")))
+    for i in range(8):
+        store.replace_file(item(f"filler{i}.md", (f"fill{i} zeta", f"other{i} beta")))
+    hits = store.search('"quux"', 10)
+    assert paths(hits) == ["heading.md", "body.md"]
+    assert hits[0].score > hits[1].score
+
+
+# -- bookkeeping ---------------------------------------------------------------
+
+
+def test_stats(store: SQLiteStore) -> None:
+    assert store.stats() == StoreStats(0, 0, 0, None)
+    before = time.time()
+    store.replace_file(item("a.md", ("A", "one"), ("A", "two"), size=10))
+    store.replace_file(item("b.md", ("B", "three"), size=32))
+    after = time.time()
+    stats = store.stats()
+    assert (stats.total_files, stats.total_chunks, stats.total_bytes) == (2, 3, 42)
+    assert stats.indexed_at is not None
+    assert before - 1 <= stats.indexed_at <= after + 1
+
+
+def test_file_states_and_touch(store: SQLiteStore) -> None:
+    store.replace_file(item("a.md", ("A", "one"), size=3, mtime_ns=10, sha="a" * 64))
+    store.replace_file(item("b.md", ("B", "two"), size=4, mtime_ns=20, sha="b" * 64))
+    assert store.file_states() == {
+        "a.md": FileState(3, 10, "a" * 64),
+        "b.md": FileState(4, 20, "b" * 64),
+    }
+    store.touch_file("a.md", FileState(5, 99, "ignored"))
+    assert store.file_state("a.md") == FileState(5, 99, "a" * 64)
+    assert store.file_state("nope.md") is None
+    assert paths(store.search('"one"', 10)) == ["a.md"]
+
+
+def test_reopened_store_keeps_its_data(db_path: Path) -> None:
+    s = SQLiteStore(db_path)
+    fill(s)
+    s.close()
+    s = SQLiteStore(db_path)
+    try:
+        assert sorted(s.file_states()) == ["a.md", "b.md", "c.md"]
+        assert paths(s.search('"mango"', 10)) == ["a.md"]
+        assert s.stats().total_chunks == 4
+    finally:
+        s.close()
+
+
+def assert_rebuilt_empty_and_usable(db_path: Path) -> None:
+    s = SQLiteStore(db_path)
+    try:
+        assert s.stats() == StoreStats(0, 0, 0, None)
+        assert s.file_states() == {}
+        assert s.search('"mango"', 10) == []
+        s.replace_file(item("new.md", ("New", "mango again")))
+        assert paths(s.search('"mango"', 10)) == ["new.md"]
+    finally:
+        s.close()
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("version", [0, SCHEMA_VERSION - 1, SCHEMA_VERSION + 1])
+def test_wrong_schema_version_is_rebuilt_empty(db_path: Path, version: int) -> None:
+    s = SQLiteStore(db_path)
+    fill(s)
+    s.close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.close()
+    assert_rebuilt_empty_and_usable(db_path)
+
+
+def test_garbage_file_is_rebuilt_empty(db_path: Path) -> None:
+    s = SQLiteStore(db_path)
+    fill(s)
+    s.close()
+    db_path.write_bytes(b"this is not a database\x00\xff" * 500)
+    assert_rebuilt_empty_and_usable(db_path)
+
+
+def test_file_with_valid_header_but_garbage_pages_is_rebuilt(db_path: Path) -> None:
+    s = SQLiteStore(db_path)
+    fill(s)
+    s.close()
+    data = db_path.read_bytes()
+    db_path.write_bytes(data[:100] + bytes(range(256)) * ((len(data) - 100) // 256 + 1))
+    assert_rebuilt_empty_and_usable(db_path)
+
+
+def test_foreign_sqlite_database_is_rebuilt(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE unrelated (x)")
+    conn.execute("INSERT INTO unrelated VALUES (1)")
+    conn.commit()
+    conn.close()
+    assert_rebuilt_empty_and_usable(db_path)
+
+
+# -- snapshot isolation ----------------------------------------------------------
+
+
+def test_readers_see_the_old_index_while_replace_all_runs(store: SQLiteStore) -> None:
+    fill(store)
+    seen: dict[str, object] = {}
+
+    with ThreadPoolExecutor(max_workers=1) as warm:
+        # This thread already has its reader connection before the rebuild starts.
+        assert paths(warm.submit(store.search, '"mango"', 10).result()) == ["a.md"]
+
+        def during() -> None:
+            seen["warm_old"] = paths(warm.submit(store.search, '"mango"', 10).result())
+            seen["warm_new"] = paths(warm.submit(store.search, '"zebra"', 10).result())
+            seen["warm_stats"] = warm.submit(store.stats).result().total_files
+
+            def fresh() -> None:  # a thread that opens its reader mid-transaction
+                seen["fresh_old"] = paths(store.search('"mango"', 10))
+                seen["fresh_new"] = paths(store.search('"zebra"', 10))
+
+            t = threading.Thread(target=fresh)
+            t.start()
+            t.join()
+
+        def items() -> Iterator[IndexedFile]:
+            yield item("new1.md", ("New", "zebra one"))
+            during()
+            yield item("new2.md", ("New", "zebra two"))
+
+        store.replace_all(items())
+        assert seen == {
+            "warm_old": ["a.md"],
+            "warm_new": [],
+            "warm_stats": 3,
+            "fresh_old": ["a.md"],
+            "fresh_new": [],
+        }
+        # Once committed, the same reader sees the new index.
+        assert warm.submit(store.search, '"mango"', 10).result() == []
+        assert sorted(paths(warm.submit(store.search, '"zebra"', 10).result())) == [
+            "new1.md",
+            "new2.md",
+        ]
