@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sidecar.chunking import DEFAULT_MAX_CHARS
+from sidecar.memory_files import Caps
 from sidecar.tiers import Tier
 
 ROLES = ("agent", "lead")
@@ -22,6 +23,8 @@ class Settings:
     chunk_chars: int = DEFAULT_MAX_CHARS
     reconcile_interval: float = 60.0
     allowed_hosts: tuple[str, ...] = ()
+    caps: Caps = field(default_factory=Caps)
+    min_free_bytes: int = 64 * 1024 * 1024  # below this, writes are withdrawn from MCP
 
     def __post_init__(self) -> None:
         # Watcher events carry absolute, resolved paths; compare like with like.

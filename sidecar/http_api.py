@@ -104,11 +104,7 @@ def _scope_param(request: web.Request, allow_both: bool) -> str:
 
 async def search(request: web.Request) -> web.Response:
     body = await _json_body(request)
-    unknown = sorted(set(body) - {"query", "limit", "scope"})
-    if unknown:
-        raise ApiError(
-            400, "unknown_field", f"unknown field(s) {unknown}; allowed: query, limit, scope"
-        )
+    _check_fields(body, ("query", "limit", "scope"))
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
         raise ApiError(400, "missing_query", "'query' must be a non-empty string")
@@ -122,6 +118,43 @@ async def search(request: web.Request) -> web.Response:
         raise ApiError(400, "bad_scope", f"'scope' must be one of {', '.join(SCOPES)}")
     response = await request.app[SERVICE].search(query, scope, limit)
     return web.json_response(response.to_json())
+
+
+def _check_fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise ApiError(
+            400, "unknown_field", f"unknown field(s) {unknown}; allowed: {', '.join(allowed)}"
+        )
+
+
+async def write(request: web.Request) -> web.Response:
+    body = await _json_body(request)
+    _check_fields(body, ("scope", "file", "content", "mode"))
+    result = await request.app[SERVICE].write(
+        body.get("scope", "agent"), body.get("file"), body.get("content"),
+        body.get("mode", "append"),
+    )  # fmt: skip
+    return web.json_response(result, status=201)
+
+
+def _line_param(request: web.Request, name: str) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApiError(400, "bad_range", f"'{name}' must be a whole number") from None
+
+
+async def read(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    result = await service.read(
+        request.query.get("scope", "agent"), request.query.get("file", ""),
+        _line_param(request, "start_line"), _line_param(request, "end_line"),
+    )  # fmt: skip
+    return web.json_response(result)
 
 
 async def status(request: web.Request) -> web.Response:
@@ -148,4 +181,6 @@ def create_app(service: MemoryService) -> web.Application:
     app.router.add_get("/memory/status", status)
     app.router.add_post("/memory/reindex", reindex)
     app.router.add_get("/healthz", healthz)
+    app.router.add_post("/memory/write", write)
+    app.router.add_get("/memory/read", read)
     return app

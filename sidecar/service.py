@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import time
@@ -17,15 +18,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sidecar import indexer, watcher
+from sidecar import durable, indexer, memory_files, watcher
+from sidecar.chunking import split_lines
 from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.index_store import Hit, IndexStore, StoreStats
+from sidecar.memory_files import CapExceeded, MemoryFile
 from sidecar.query import MODE_FALLBACK, PlannedQuery, plan, terms
 from sidecar.reindex_queue import FILE, OPTIMIZE, REBUILD, TREE, JobKey, ReindexQueue
 from sidecar.search import Result, rrf_fuse, search_store
 from sidecar.sqlite_store import SQLiteStore
-from sidecar.tiers import Tier
+from sidecar.tiers import Tier, UnsafePath, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +78,8 @@ class MemoryService:
         self.tiers: dict[str, TierState] = {}
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="sidecar-index")
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-search")
+        self._files = ThreadPoolExecutor(2, thread_name_prefix="sidecar-files")
+        self._file_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self.queue = ReindexQueue(self._run_job, self._writer)
         self._stop = asyncio.Event()
         self.watcher_ready = asyncio.Event()
@@ -88,6 +93,9 @@ class MemoryService:
         for tier in self.settings.tiers():
             await loop.run_in_executor(self._writer, os.makedirs, tier.root, 0o755, True)
             store = await loop.run_in_executor(self._writer, SQLiteStore, tier.index_path)
+            stale = await loop.run_in_executor(self._files, durable.remove_stale_temps, tier.root)
+            if stale:
+                log.warning("removed temp files left by a crash", extra={"files": stale})
             self.tiers[tier.name] = TierState(tier, store)
         self.queue.start()
         for name in self.tiers:  # reconcile against the existing index, never rebuild
@@ -121,6 +129,7 @@ class MemoryService:
             await asyncio.get_running_loop().run_in_executor(self._writer, state.store.close)
         self._writer.shutdown()
         self._readers.shutdown()
+        self._files.shutdown()
         log.info("sidecar stopped")
 
     async def _watch(self) -> None:
@@ -250,16 +259,14 @@ class MemoryService:
         }
 
     async def health(self) -> dict[str, Any]:
+        """Overall state with every reason it is degraded; never silent about one."""
         reasons: list[str] = []
         tiers: dict[str, Any] = {}
         for name, state in self.tiers.items():
-            root = state.tier.root
-            writable = os.access(root, os.W_OK)
             info: dict[str, Any] = {
-                "root": str(root),
+                "root": str(state.tier.root),
                 "state": "ready" if state.reconciled else "indexing",
                 "queue_depth": self.queue.depth(name),
-                "writable": writable,
                 "last_reconcile": _iso(state.last_reconcile),
             }
             if self.queue.pending(name, REBUILD):
@@ -267,23 +274,192 @@ class MemoryService:
                 reasons.append(f"{name}: index rebuilding")
             elif not state.reconciled:
                 reasons.append(f"{name}: initial index scan in progress")
-            if not writable:
-                reasons.append(f"{name}: {root} is not writable")
             error = self.queue.last_error.get(name)
             if error:
                 info["last_error"] = error
-                reasons.append(f"{name}: last index job failed: {error}")
             tiers[name] = info
         if not self.watcher_ready.is_set():
             why = f": {self.watcher_error}" if self.watcher_error else " not confirmed"
             reasons.append(f"file watcher down{why}; direct edits wait for the reconcile scan")
+        writable, why_not = await self.write_health()
+        if not writable:
+            reasons.append(f"writes unavailable: {why_not}")
         body: dict[str, Any] = {
             "status": "degraded" if reasons else "ok",
             "role": self.settings.role,
             "retrieval": "sparse-only",
             "watcher": "ready" if self.watcher_ready.is_set() else "down",
+            "write_path": {"ok": writable, "reason": why_not},
             "tiers": tiers,
         }
         if reasons:
             body["reasons"] = reasons
         return body
+
+    # -- durable writes and reads -----------------------------------------------
+
+    def _writable_tier(self, scope: str) -> TierState:
+        if scope == "crew" and self.settings.role != "lead":
+            raise ApiError(
+                403, "crew_read_only", "crew memory is written by the crew lead; write to "
+                "your agent tier (scope=agent) or ask the lead to record it",
+            )  # fmt: skip
+        (state,) = self._scope_tiers(scope)
+        return state
+
+    async def write(self, scope: str, file: object, content: object, mode: str) -> dict[str, Any]:
+        """Persist durably, then reindex through the FIFO queue before answering.
+
+        The answer comes only after the file's reindex job has run, so a search
+        right after a successful write finds the new text.
+        """
+        if mode not in ("append", "replace"):
+            raise ApiError(400, "bad_mode", "'mode' must be append or replace")
+        if not isinstance(content, str):
+            raise ApiError(400, "bad_content", "'content' must be a string")
+        if "\x00" in content:
+            raise ApiError(400, "bad_content", "'content' must not contain NUL characters")
+        if mode == "append" and not content.strip():
+            raise ApiError(400, "bad_content", "nothing to append: 'content' is empty")
+        state = self._writable_tier(scope)
+        target = memory_files.resolve(scope, file)
+        caps = self.settings.caps
+        cap = caps.for_kind(target.kind)
+        lock = self._file_locks.setdefault((scope, target.rel), asyncio.Lock())
+        async with lock:
+            loop = asyncio.get_running_loop()
+            tier_bytes = (await loop.run_in_executor(self._readers, state.store.stats)).total_bytes
+
+            def build(current: bytes | None) -> bytes:
+                new = memory_files.compose(current, content, mode)
+                if len(new) > cap:
+                    raise CapExceeded(target.rel, cap, len(new), current)
+                projected_tier = tier_bytes - len(current or b"") + len(new)
+                if projected_tier > caps.tier:
+                    raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
+                return new
+
+            try:
+                outcome = await loop.run_in_executor(
+                    self._files, durable.write_file, state.tier.root, target.rel, build
+                )
+            except CapExceeded as exc:
+                raise exc.to_api_error() from None
+            except UnsafePath as exc:
+                raise _forbidden(target, str(exc)) from None
+            except OSError as exc:
+                raise _write_failure(target, exc) from exc
+            body: dict[str, Any] = {
+                "file": target.rel,
+                "scope": scope,
+                "bytes_written": len(outcome.new) - len(outcome.old or b"")
+                if mode == "append"
+                else len(outcome.new),
+                "usage": memory_files.usage(len(outcome.new), cap),
+            }
+            try:
+                await self.queue.submit(JobKey(scope, FILE, target.rel))
+                body["indexed"] = True
+            except Exception as exc:  # the write stands; only search lags
+                body["indexed"] = False
+                body["warning"] = f"written durably, but not yet searchable: {exc}"
+                log.warning("reindex after write failed", extra={"file": target.rel})
+        if 100 * len(outcome.new) >= memory_files.WARN_PCT * cap:
+            body["current_entries"] = outcome.new.decode("utf-8", errors="replace")
+            body["usage_text"] = memory_files.usage_text(len(outcome.new), cap)
+            body["warning"] = (
+                f"{target.rel} is at {body['usage_text']} of its cap. Consolidate these "
+                "entries now (mode=replace with a merged, shorter version) before the next "
+                "append is refused."
+            )
+        return body
+
+    async def read(
+        self, scope: str, file: object, start_line: int | None = None, end_line: int | None = None
+    ) -> dict[str, Any]:
+        """Read a memory file (crew files straight from the shared folder, on any role)."""
+        if scope not in memory_files.CORE_FILE:
+            raise ApiError(400, "bad_scope", "'scope' must be agent or crew")
+        target = memory_files.resolve(scope, file)
+        if start_line is not None and start_line < 1:
+            raise ApiError(400, "bad_range", "'start_line' must be 1 or more")
+        if end_line is not None and end_line < (start_line or 1):
+            raise ApiError(400, "bad_range", "'end_line' must not be before 'start_line'")
+        root = self.settings.agent_dir if scope == "agent" else self.settings.crew_dir
+        loop = asyncio.get_running_loop()
+        try:
+            got = await loop.run_in_executor(self._files, read_regular, root, target.rel)
+        except UnsafePath as exc:
+            raise _forbidden(target, str(exc)) from None
+        if got is None:
+            raise ApiError(
+                404, "not_found", f"{target.rel} does not exist yet in the {scope} tier; "
+                "write to it to create it",
+            )  # fmt: skip
+        data = got[0]
+        lines = split_lines(data.decode("utf-8", errors="replace"))
+        first = start_line or 1
+        last = min(end_line or len(lines), len(lines))
+        content = "\n".join(lines[first - 1 : last])
+        return {
+            "file": target.rel,
+            "scope": scope,
+            "content": content,
+            "bytes": len(data),
+            "start_line": first,
+            "end_line": last,
+            "total_lines": len(lines),
+        }
+
+    async def write_health(self) -> tuple[bool, str | None]:
+        """Can a write succeed right now? Used to gate the MCP write tools."""
+        loop = asyncio.get_running_loop()
+        for name, state in self.tiers.items():
+            if name == "crew" and self.settings.role != "lead":
+                continue
+            reason = await loop.run_in_executor(
+                self._files, _disk_problem, state.tier.root, self.settings.min_free_bytes
+            )
+            if reason:
+                return False, f"{name}: {reason}"
+            if name in self.queue.last_error:
+                return False, f"{name}: index unusable: {self.queue.last_error[name]}"
+        return True, None
+
+
+def _disk_problem(root: Any, min_free: int) -> str | None:
+    try:
+        st = os.statvfs(root)
+    except OSError as exc:
+        return f"{root} unavailable: {exc.strerror}"
+    if not os.access(root, os.W_OK) or st.f_flag & os.ST_RDONLY:
+        return f"{root} is not writable"
+    free = st.f_bavail * st.f_frsize
+    if free < min_free:
+        return f"only {free // (1024 * 1024)} MiB free on {root}"
+    return None
+
+
+def _forbidden(target: MemoryFile, why: str) -> ApiError:
+    return ApiError(
+        403, "forbidden_path", f"{target.rel} in the {target.scope} tier: {why}; nothing was "
+        "written",
+    )  # fmt: skip
+
+
+def _write_failure(target: MemoryFile, exc: OSError) -> ApiError:
+    if isinstance(exc, durable.NotDurable):
+        return ApiError(
+            500, "not_durable", f"{target.rel}: the new content is in place but {exc.strerror}; "
+            "it may not survive a crash. Read the file before writing again.",
+        )  # fmt: skip
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return ApiError(
+            507, "disk_full", f"no space left to write {target.rel}; nothing was written"
+        )
+    if exc.errno == errno.EROFS:
+        return ApiError(503, "read_only", f"memory folder is read-only; {target.rel} unchanged")
+    return ApiError(
+        500, "write_failed", f"could not write {target.rel} ({exc.strerror or exc}); "
+        "nothing was written",
+    )  # fmt: skip

@@ -66,28 +66,40 @@ def open_confined(root: Path, rel: str, flags: int = os.O_RDONLY, mode: int = 0o
         os.close(dir_fd)
 
 
-def read_confined(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
-    """Bytes and stat of a regular file below root, or None if it is absent or not plain.
+def read_regular(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
+    """Bytes and stat of ``root/rel``; None if absent; UnsafePath for a link or non-file.
 
     ``O_NONBLOCK`` keeps a FIFO named like a note from hanging the caller; the type
     is checked on the open descriptor, so nothing can be swapped in after the check.
     """
     try:
         fd = open_confined(root, rel, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
     except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EACCES, errno.ENXIO):
-            return None
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+            raise UnsafePath(f"{rel}: a symlink or non-directory is on the path") from exc
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return None
+            raise UnsafePath(f"{rel} is not a regular file")
         chunks = []
         while block := os.read(fd, 1 << 20):
             chunks.append(block)
         return b"".join(chunks), st
     finally:
         os.close(fd)
+
+
+def read_confined(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
+    """Like :func:`read_regular`, but anything that is not a plain readable file is None."""
+    try:
+        return read_regular(root, rel)
+    except UnsafePath:
+        return None
+    except PermissionError:
+        return None
 
 
 def walk_markdown(root: Path, sub: str = "") -> Iterator[tuple[str, os.stat_result]]:

@@ -1,0 +1,142 @@
+"""Where a write becomes durable: lock, temp file, fsync, rename, directory fsync.
+
+A reader (or a crash) sees either the old file or the new one, never a mix:
+the new bytes go to a temp file created exclusively in the same directory,
+are fsynced, and only then renamed over the target; the directory is fsynced
+so the rename itself survives power loss. Every directory on the way is opened
+with ``O_NOFOLLOW`` relative to its parent, so a symlink swapped in at any
+moment cannot redirect the write outside the tier.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import secrets
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sidecar.tiers import UnsafePath, split_relative
+
+TMP_SUFFIX = ".sidecar-tmp"
+_TMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}" + re.escape(TMP_SUFFIX) + "$")
+
+
+class NotDurable(OSError):
+    """The rename happened but the directory fsync failed: the new content is in place
+    and visible, but may not survive a crash."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOutcome:
+    old: bytes | None  # None: the file did not exist
+    new: bytes
+
+
+def _open_parent(root: Path, parts: list[str], create: bool) -> int:
+    """A descriptor of the target's directory, creating missing directories if asked."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
+            try:
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnsafePath(f"{part!r} is a symlink or not a directory") from exc
+                raise
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_current(dir_fd: int, name: str) -> tuple[bytes | None, int]:
+    """Current bytes and permission bits of the target, without following a link."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None, 0o644
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(f"{name!r} is a symlink") from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(f"{name!r} is not a regular file")
+        chunks = []
+        while block := os.read(fd, 1 << 20):
+            chunks.append(block)
+        return b"".join(chunks), stat.S_IMODE(st.st_mode)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_file(root: Path, rel: str, build: Callable[[bytes | None], bytes]) -> WriteOutcome:
+    """Replace ``root/rel`` with ``build(current bytes)``, atomically and durably.
+
+    ``build`` runs under the lock, so concurrent writers (in any process) each see
+    the result of the previous one. If it raises, nothing is written. Any failure
+    before the rename leaves the target untouched and removes the temp file.
+    """
+    parts = split_relative(rel)
+    dir_fd = _open_parent(root, parts[:-1], create=True)
+    tmp: str | None = None
+    try:
+        fcntl.flock(dir_fd, fcntl.LOCK_EX)  # other processes writing in this directory
+        name = parts[-1]
+        old, mode = _read_current(dir_fd, name)
+        new = build(old)
+        tmp = f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+            dir_fd=dir_fd,
+        )  # fmt: skip
+        try:
+            _write_all(fd, new)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        tmp = None
+        try:
+            os.fsync(dir_fd)
+        except OSError as exc:
+            raise NotDurable(exc.errno, f"directory fsync failed: {exc.strerror}") from exc
+        return WriteOutcome(old, new)
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+        os.close(dir_fd)  # also releases the flock
+
+
+def remove_stale_temps(root: Path) -> list[str]:
+    """Delete temp files a crash left behind (they never replaced anything)."""
+    removed: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for fname in filenames:
+            if _TMP_NAME.match(fname):
+                path = os.path.join(dirpath, fname)
+                with contextlib.suppress(FileNotFoundError):
+                    if stat.S_ISREG(os.lstat(path).st_mode):
+                        os.unlink(path)
+                        removed.append(os.path.relpath(path, root))
+    return removed

@@ -1,0 +1,148 @@
+"""Which memory files an agent may write or read through the API, and their size caps.
+
+The API is narrower than the folder on purpose: a model can only touch the
+files the memory layout defines, so a confused or injected instruction cannot
+scatter notes (or anything else) around the tier.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from sidecar.errors import ApiError
+
+KIB = 1024
+
+_DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
+_SLUGGED = re.compile(r"(topics|users)/([a-z0-9][a-z0-9_-]{0,63})\.md")
+_TODAY = {"", "daily", "daily/", "daily/today", "daily/today.md", "daily/.md"}
+
+CORE = "core"  # AGENT.md or CREW.md
+DAILY = "daily"
+TOPIC = "topic"  # topics/ and users/
+
+CORE_FILE = {"agent": "AGENT.md", "crew": "CREW.md"}
+ALLOWED = {
+    "agent": "AGENT.md, daily/YYYY-MM-DD.md (or daily/today)",
+    "crew": "CREW.md, daily/YYYY-MM-DD.md (or daily/today), topics/<slug>.md, users/<slug>.md "
+    "(slug: lowercase letters, digits, '-' and '_', at most 64)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """Largest allowed size in UTF-8 bytes of a file after a write, by kind, and of a tier."""
+
+    core: int = 4000
+    daily: int = 100 * KIB
+    topic: int = 16 * KIB
+    tier: int = 10 * KIB * KIB
+
+    def for_kind(self, kind: str) -> int:
+        return {CORE: self.core, DAILY: self.daily, TOPIC: self.topic}[kind]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFile:
+    scope: str
+    rel: str  # tier-relative path
+    kind: str  # CORE, DAILY or TOPIC
+
+
+def today_utc() -> date:
+    return datetime.now(UTC).date()
+
+
+def check_path_shape(file: str) -> None:
+    """Refuse what can only be an attempt to leave the tier (403), before any other check."""
+    if (
+        file.startswith("/")
+        or "\\" in file
+        or "\x00" in file
+        or ".." in file.split("/")
+        or re.match(r"^[A-Za-z]:", file)
+    ):
+        raise ApiError(
+            403, "forbidden_path", f"{file!r} is not a plain path inside the memory folder"
+        )
+
+
+def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
+    """Map the ``file`` an agent named to an allowed tier-relative path, or raise ApiError."""
+    if scope not in CORE_FILE:
+        raise ApiError(400, "bad_scope", "'scope' must be agent or crew")
+    if not isinstance(file, str):
+        raise ApiError(400, "bad_file", f"'file' must be a string; allowed: {ALLOWED[scope]}")
+    check_path_shape(file)
+    name = file.strip()
+    if name in _TODAY:
+        name = f"daily/{(today or today_utc()).isoformat()}.md"
+    if name == CORE_FILE[scope]:
+        return MemoryFile(scope, name, CORE)
+    m = _DAILY.fullmatch(name)
+    if m:
+        try:
+            date.fromisoformat(m.group(1))
+        except ValueError:
+            raise ApiError(
+                400, "file_not_allowed", f"{m.group(1)} is not a real date (YYYY-MM-DD)"
+            ) from None
+        return MemoryFile(scope, name, DAILY)
+    if scope == "crew" and _SLUGGED.fullmatch(name):
+        return MemoryFile(scope, name, TOPIC)
+    raise ApiError(
+        400,
+        "file_not_allowed",
+        f"{file!r} is not a memory file of the {scope} tier; allowed: {ALLOWED[scope]}",
+    )
+
+
+def compose(current: bytes | None, content: str, mode: str) -> bytes:
+    """The file's next bytes. Appends start on a fresh line; every write ends with one."""
+    text = content.encode("utf-8")
+    if text and not text.endswith(b"\n"):
+        text += b"\n"
+    if mode == "replace" or not current:
+        return text
+    return current + (b"" if current.endswith(b"\n") else b"\n") + text
+
+
+def usage(size: int, cap: int) -> dict[str, int | float]:
+    return {"bytes": size, "cap": cap, "pct": round(100 * size / cap, 1)}
+
+
+def usage_text(size: int, cap: int) -> str:
+    return f"{size} of {cap} bytes, {100 * size // cap}%"
+
+
+WARN_PCT = 80
+
+
+class CapExceeded(Exception):
+    """Raised inside the write lock: the projected file (or tier) is over its cap."""
+
+    def __init__(self, what: str, cap: int, projected: int, current: bytes | None) -> None:
+        super().__init__(what)
+        self.what = what
+        self.cap = cap
+        self.projected = projected
+        self.current = current
+
+    def to_api_error(self) -> ApiError:
+        entries = (self.current or b"").decode("utf-8", errors="replace")
+        return ApiError(
+            422,
+            "cap_exceeded",
+            f"{self.what} would be {self.projected} bytes, over its cap of {self.cap}; "
+            "nothing was written. Consolidate the current entries (merge duplicates, drop "
+            "what is outdated or already done) and retry in this same turn with "
+            "mode=replace and the consolidated content plus the new entry.",
+            {
+                "cap": self.cap,
+                "projected": self.projected,
+                "current_entries": entries,
+                "usage": usage_text(len(self.current or b""), self.cap),
+            },
+        )
