@@ -321,8 +321,8 @@ class MemoryService:
             raise ApiError(400, "bad_content", "'content' must not contain NUL characters")
         if mode == "append" and not content.strip():
             raise ApiError(400, "bad_content", "nothing to append: 'content' is empty")
-        state = self._writable_tier(scope)
         target = memory_files.resolve(scope, file)
+        state = self._writable_tier(scope)
         caps = self.settings.caps
         cap = caps.for_kind(target.kind)
         lock = self._file_locks.setdefault((scope, target.rel), asyncio.Lock())
@@ -378,8 +378,6 @@ class MemoryService:
         self, scope: str, file: object, start_line: int | None = None, end_line: int | None = None
     ) -> dict[str, Any]:
         """Read a memory file (crew files straight from the shared folder, on any role)."""
-        if scope not in memory_files.CORE_FILE:
-            raise ApiError(400, "bad_scope", "'scope' must be agent or crew")
         target = memory_files.resolve(scope, file)
         if start_line is not None and start_line < 1:
             raise ApiError(400, "bad_range", "'start_line' must be 1 or more")
