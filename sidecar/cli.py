@@ -23,6 +23,7 @@ from sidecar import demo, indexer, logs, query
 from sidecar.chunking import DEFAULT_MAX_CHARS
 from sidecar.config import DEFAULT_PORT, ROLES, Settings
 from sidecar.http_api import create_app
+from sidecar.memory_files import Caps
 from sidecar.search import Result, search_store
 from sidecar.service import MemoryService, SearchResponse, stats_json
 from sidecar.sqlite_store import SQLiteStore
@@ -76,6 +77,23 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="append",
         default=[h for h in _env("ALLOWED_HOSTS", "").split(",") if h],
         help="extra Host header name to accept (env SIDECAR_ALLOWED_HOSTS, comma list)",
+    )
+    defaults = Caps()
+    for kind, what in (("core", "AGENT.md / CREW.md"), ("daily", "a daily log"),
+                       ("topic", "a topic or user file"), ("tier", "a whole tier")):  # fmt: skip
+        env = f"CAP_{kind.upper()}_BYTES"
+        p.add_argument(
+            f"--cap-{kind}-bytes",
+            type=int,
+            dest=f"cap_{kind}",
+            default=int(_env(env, getattr(defaults, kind))),
+            help=f"largest size of {what} after a write (env SIDECAR_{env})",
+        )
+    p.add_argument(
+        "--min-free-mb",
+        type=int,
+        default=int(_env("MIN_FREE_MB", 64)),
+        help="free disk below which writes are withheld (env SIDECAR_MIN_FREE_MB)",
     )
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
     p.set_defaults(func=cmd_serve)
@@ -160,6 +178,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             chunk_chars=args.chunk_chars,
             reconcile_interval=args.reconcile_interval,
             allowed_hosts=tuple(h.lower() for h in args.allowed_host),
+            caps=Caps(args.cap_core, args.cap_daily, args.cap_topic, args.cap_tier),
+            min_free_bytes=args.min_free_mb * 1024 * 1024,
         )
         asyncio.run(serve(settings))
     except (ValueError, OSError) as exc:
