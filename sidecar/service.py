@@ -326,23 +326,28 @@ class MemoryService:
         caps = self.settings.caps
         cap = caps.for_kind(target.kind)
         lock = self._file_locks.setdefault((scope, target.rel), asyncio.Lock())
+        loop = asyncio.get_running_loop()
+        reindexed: list[asyncio.Future[Any]] = []
+
+        def build(current: bytes | None) -> bytes:
+            new = memory_files.compose(current, content, mode)
+            if len(new) > cap:
+                raise CapExceeded(target.rel, cap, len(new), current)
+            projected_tier = state.store.stats().total_bytes - len(current or b"") + len(new)
+            if projected_tier > caps.tier:
+                raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
+            return new
+
+        def on_renamed() -> None:  # worker thread: queue the reindex on the loop
+            key = JobKey(scope, FILE, target.rel)
+            loop.call_soon_threadsafe(lambda: reindexed.append(self.queue.submit(key)))
+
         async with lock:
-            loop = asyncio.get_running_loop()
-            tier_bytes = (await loop.run_in_executor(self._readers, state.store.stats)).total_bytes
-
-            def build(current: bytes | None) -> bytes:
-                new = memory_files.compose(current, content, mode)
-                if len(new) > cap:
-                    raise CapExceeded(target.rel, cap, len(new), current)
-                projected_tier = tier_bytes - len(current or b"") + len(new)
-                if projected_tier > caps.tier:
-                    raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
-                return new
-
             try:
                 outcome = await loop.run_in_executor(
-                    self._files, durable.write_file, state.tier.root, target.rel, build
-                )
+                    self._files, durable.write_file, state.tier.root, target.rel, build,
+                    on_renamed,
+                )  # fmt: skip
             except CapExceeded as exc:
                 raise exc.to_api_error() from None
             except UnsafePath as exc:
@@ -358,7 +363,8 @@ class MemoryService:
                 "usage": memory_files.usage(len(outcome.new), cap),
             }
             try:
-                await self.queue.submit(JobKey(scope, FILE, target.rel))
+                # Queued before the executor's answer reached us (both via the loop).
+                await reindexed[0]
                 body["indexed"] = True
             except Exception as exc:  # the write stands; only search lags
                 body["indexed"] = False

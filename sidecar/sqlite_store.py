@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from sidecar.chunking import Chunk
 from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
 
 log = logging.getLogger(__name__)
@@ -198,10 +199,23 @@ class SQLiteStore:
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, item: IndexedFile, now: float) -> None:
+    def _insert_chunks(conn: sqlite3.Connection, path: str, chunks: Iterable[Chunk]) -> None:
+        for c in chunks:
+            cur = conn.execute(
+                "INSERT INTO chunks(path, start_line, end_line, heading, body) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (path, c.start_line, c.end_line, c.heading, c.text),
+            )
+            conn.execute(
+                "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
+                (cur.lastrowid, c.heading, c.text),
+            )
+
+    @staticmethod
+    def _upsert_file(conn: sqlite3.Connection, item: IndexedFile, now: float) -> None:
         st = item.state
         conn.execute(
-            "INSERT INTO files(path, size, mtime_ns, sha256, metadata, indexed_at) "
+            "INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, metadata, indexed_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             (
                 item.path,
@@ -212,23 +226,26 @@ class SQLiteStore:
                 now,
             ),
         )
-        for c in item.chunks:
-            if not c.text:
-                continue
-            cur = conn.execute(
-                "INSERT INTO chunks(path, start_line, end_line, heading, body) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (item.path, c.start_line, c.end_line, c.heading, c.text),
-            )
-            conn.execute(
-                "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
-                (cur.lastrowid, c.heading, c.text),
-            )
 
     def replace_file(self, item: IndexedFile) -> None:
+        """Rewrite only the chunks that changed: an append usually touches the last few,
+        and every FTS5 delete has to re-tokenize the old text."""
+        new = {(c.start_line, c.end_line, c.heading, c.text): c for c in item.chunks if c.text}
         with self._transaction() as conn:
-            self._delete_path(conn, item.path)
-            self._insert(conn, item, time.time())
+            rows = conn.execute(
+                "SELECT id, start_line, end_line, heading, body FROM chunks WHERE path = ?",
+                (item.path,),
+            ).fetchall()
+            for row_id, start, end, heading, body in rows:
+                if new.pop((start, end, heading, body), None) is None:
+                    conn.execute(
+                        "INSERT INTO chunks_fts(chunks_fts, rowid, heading, body) "
+                        "VALUES ('delete', ?, ?, ?)",
+                        (row_id, heading, body),
+                    )
+                    conn.execute("DELETE FROM chunks WHERE id = ?", (row_id,))
+            self._insert_chunks(conn, item.path, new.values())
+            self._upsert_file(conn, item, time.time())
 
     def touch_file(self, path: str, state: FileState) -> None:
         with self._transaction() as conn:
@@ -252,7 +269,8 @@ class SQLiteStore:
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM files")
             for item in items:
-                self._insert(conn, item, now)
+                self._upsert_file(conn, item, now)
+                self._insert_chunks(conn, item.path, (c for c in item.chunks if c.text))
 
     def optimize(self) -> None:
         with self._transaction() as conn:
