@@ -44,8 +44,11 @@ def _open_parent(root: Path, parts: list[str], create: bool) -> int:
     try:
         for part in parts:
             if create:
-                with contextlib.suppress(FileExistsError):
+                try:
                     os.mkdir(part, 0o755, dir_fd=fd)
+                    os.fsync(fd)  # the new entry must survive a crash as much as the file
+                except FileExistsError:
+                    pass
             try:
                 nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             except OSError as exc:
@@ -136,15 +139,28 @@ def write_file(
 
 
 def remove_stale_temps(root: Path) -> list[str]:
-    """Delete temp files a crash left behind (they never replaced anything)."""
+    """Delete temp files a crash left behind (they never replaced anything).
+
+    A directory whose lock another process holds is skipped: its temp file may
+    belong to a write in progress, not a crash.
+    """
     removed: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for fname in filenames:
-            if _TMP_NAME.match(fname):
-                path = os.path.join(dirpath, fname)
+        stale = [f for f in filenames if _TMP_NAME.match(f)]
+        if not stale:
+            continue
+        dir_fd = os.open(dirpath, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            try:
+                fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            for fname in stale:
                 with contextlib.suppress(FileNotFoundError):
-                    if stat.S_ISREG(os.lstat(path).st_mode):
-                        os.unlink(path)
-                        removed.append(os.path.relpath(path, root))
+                    if stat.S_ISREG(os.lstat(fname, dir_fd=dir_fd).st_mode):
+                        os.unlink(fname, dir_fd=dir_fd)
+                        removed.append(os.path.relpath(os.path.join(dirpath, fname), root))
+        finally:
+            os.close(dir_fd)
     return removed

@@ -52,9 +52,7 @@ async def test_directory_moved_in_and_removed(
     (outside / "nested").mkdir()
     (outside / "nested" / "deep.md").write_text("# Deep\npistachio deep note\n")
     shutil.move(str(outside), str(crew / "users"))
-    await eventually(
-        lambda: _count(service, "pistachio", "crew", 2), "moved-in directory indexed"
-    )
+    await eventually(lambda: _count(service, "pistachio", "crew", 2), "moved-in directory indexed")
     shutil.rmtree(crew / "users")
     await eventually(lambda: _count(service, "pistachio", "crew", 0), what="directory removal")
 
