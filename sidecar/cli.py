@@ -132,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _offline_parser(sub, "status", "print a tier folder's index status as JSON")
     p.set_defaults(func=cmd_status)
 
+    _mcp_parser(sub)
+
     p = sub.add_parser("seed-demo", help="create example agent/ and crew/ memory under PATH")
     p.add_argument("path", type=Path)
     p.set_defaults(func=cmd_seed_demo)
@@ -185,6 +187,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         log.error("cannot start", extra={"error": str(exc)})
         return 2
+    return 0
+
+
+# -- mcp -------------------------------------------------------------------------
+
+
+def _mcp_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("mcp", help="serve the memory tools over MCP on stdin/stdout")
+    p.add_argument(
+        "--url",
+        default=_env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"),
+        help="the local daemon (env SIDECAR_URL)",
+    )
+    p.add_argument(
+        "--poll-interval",
+        type=float,
+        default=float(_env("MCP_POLL_INTERVAL", 1.0)),
+        help="seconds between daemon health checks (env SIDECAR_MCP_POLL_INTERVAL)",
+    )
+    p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
+    p.set_defaults(func=cmd_mcp)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Logs go to stderr: stdout is the protocol."""
+    logs.setup(args.log_level)
+    try:
+        from sidecar import mcp_stdio  # the MCP SDK loads only for this command
+
+        asyncio.run(mcp_stdio.serve_stdio(args.url, args.poll_interval))
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 

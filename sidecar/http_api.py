@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from sidecar.errors import ApiError
+from sidecar.mcp_mount import mount_mcp
 from sidecar.service import SCOPES, MemoryService
 
 log = logging.getLogger(__name__)
@@ -183,4 +184,5 @@ def create_app(service: MemoryService) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_post("/memory/write", write)
     app.router.add_get("/memory/read", read)
+    mount_mcp(app, service)
     return app

@@ -1,0 +1,223 @@
+"""``/mcp``: streamable HTTP MCP served by the daemon itself, on the same port as the API.
+
+The SDK's streamable HTTP transport is an ASGI application; the daemon is
+aiohttp. Rather than run a second server on a second port, ``handle`` turns
+each aiohttp request into an ASGI call: the body is read once (aiohttp's 1 MiB
+limit applies) and handed over as one ``http.request`` message, and every
+``http.response.body`` message is written through to the client as it comes,
+so SSE streams (the GET stream, ``subscriptions/listen``) flow event by event.
+
+The tools call ``MemoryService`` directly: no HTTP hop, and the same durable
+write path and errors as ``POST /memory/write``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+from aiohttp import web
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from sidecar.mcp_tools import MemoryTools, quiet_sdk_logs
+from sidecar.service import MemoryService
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1024 * 1024  # the same limit as the rest of the API
+DISCONNECT_POLL = 0.5  # how often a waiting stream checks whether its client left
+APP_GRACE = 5.0  # how long a request whose client left may take to wind down
+
+
+class ServiceBackend:
+    """``MemoryBackend`` over the daemon's own ``MemoryService``."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+
+    async def write(self, scope: str, file: str, content: str, mode: str) -> dict[str, Any]:
+        return await self.service.write(scope, file, content, mode)
+
+    async def read(
+        self, scope: str, file: str, start_line: int | None, end_line: int | None
+    ) -> dict[str, Any]:
+        return await self.service.read(scope, file, start_line, end_line)
+
+    async def search(self, query: str, scope: str, limit: int) -> dict[str, Any]:
+        return (await self.service.search(query, scope, limit)).to_json()
+
+    async def write_health(self) -> tuple[bool, str | None]:
+        return await self.service.write_health()
+
+
+class McpEndpoint:
+    """The session manager, the health monitor and the aiohttp handler for ``/mcp``."""
+
+    def __init__(self, service: MemoryService, poll_interval: float = 1.0) -> None:
+        quiet_sdk_logs()
+        self.tools = MemoryTools(ServiceBackend(service))
+        self.allowed_hosts = service.settings.allowed_hosts
+        self.poll_interval = poll_interval
+        self.manager = StreamableHTTPSessionManager(
+            app=self.tools.server,
+            # The daemon's Host guard already ran for this request. The SDK's copy
+            # knows only 127.0.0.1/localhost/[::1] and would refuse --allowed-host names.
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            max_request_body_size=MAX_BODY_BYTES,
+        )
+        self._stop = asyncio.Event()
+        self._sessions: asyncio.Task[None] | None = None
+        self._monitor: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check health once, then run the session manager and the monitor in their own tasks.
+
+        ``manager.run()`` holds an anyio task group, whose scope must be entered and
+        left by the same task; aiohttp runs startup and cleanup hooks in different
+        tasks, so the manager gets a task of its own that lives until ``stop``.
+        """
+        await self.tools.refresh_health()
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._sessions = asyncio.create_task(self._run_manager(ready), name="mcp-sessions")
+        await ready
+        self._monitor = asyncio.create_task(self.tools.monitor(self.poll_interval))
+
+    async def _run_manager(self, ready: asyncio.Future[None]) -> None:
+        try:
+            async with self.manager.run():
+                ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    async def stop(self) -> None:
+        """End open streams and sessions first, so the server's drain does not wait on them."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self.tools.listen.close()
+        if self._monitor is not None:
+            self._monitor.cancel()
+        for task in (self._monitor, self._sessions):
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    # -- the ASGI bridge ------------------------------------------------------------
+
+    def _origin_allowed(self, origin: str) -> bool:
+        """Browsers send Origin; only pages served from a loopback name may talk MCP."""
+        from sidecar.http_api import is_loopback_host  # http_api imports this module
+
+        host = urlsplit(origin).netloc
+        return bool(host) and is_loopback_host(host, self.allowed_hosts)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        origin = request.headers.get("Origin")
+        if origin is not None and not self._origin_allowed(origin):
+            detail = f"Origin {origin!r} is not a loopback page"
+            return web.json_response({"error": "forbidden_origin", "detail": detail}, status=403)
+        body = await request.read()
+        finished = asyncio.Event()
+        response: web.StreamResponse | None = None
+        body_taken = False
+        lock = asyncio.Lock()  # the SDK writes from more than one task (events, pings)
+
+        async def receive() -> dict[str, Any]:
+            nonlocal body_taken
+            if not body_taken:
+                body_taken = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await _until_disconnected(request, finished)
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal response
+            async with lock:
+                if message["type"] == "http.response.start":
+                    response = web.StreamResponse(status=message["status"])
+                    for name, value in message.get("headers", ()):
+                        response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+                    await response.prepare(request)
+                elif message["type"] == "http.response.body" and response is not None:
+                    if message.get("body"):
+                        await response.write(message["body"])
+                    if not message.get("more_body", False):
+                        await response.write_eof()
+
+        app = asyncio.create_task(self.manager.handle_request(_scope(request), receive, send))
+        try:
+            await asyncio.shield(app)
+        except asyncio.CancelledError:
+            # aiohttp may cancel the handler of a client that left. An ASGI app
+            # expects to hear that as http.disconnect, not as a cancellation in the
+            # middle of its own bookkeeping (the SDK would drop a session whose
+            # opening response had already gone out), so tell it and let it finish.
+            finished.set()
+            await _finish(app)
+            raise
+        except Exception:
+            if response is None or not response.prepared:
+                raise  # nothing sent yet: the API's error middleware answers
+            # Headers are out; usually the client went away mid-stream.
+            log.debug("MCP stream ended with an error", exc_info=True)
+        finally:
+            finished.set()
+        if response is None:
+            raise RuntimeError("the MCP transport sent no response")
+        return response
+
+
+def _scope(request: web.Request) -> dict[str, Any]:
+    transport = request.transport
+    peer = transport.get_extra_info("peername") if transport else None
+    local = transport.get_extra_info("sockname") if transport else None
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.rel_url.raw_path.encode("latin-1"),
+        "query_string": request.rel_url.raw_query_string.encode("latin-1"),
+        "root_path": "",
+        "headers": [(name.lower(), value) for name, value in request.raw_headers],
+        "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
+        "server": tuple(local[:2]) if isinstance(local, tuple) else None,
+        "state": {},
+    }
+
+
+async def _finish(app: asyncio.Task[None]) -> None:
+    """Give a told-to-stop ASGI call a moment to wind down, then cancel it."""
+    done, _ = await asyncio.wait({app}, timeout=APP_GRACE)
+    if not done:
+        app.cancel()
+    elif not app.cancelled() and app.exception() is not None:
+        log.debug("MCP request ended with an error after its client left", exc_info=app.exception())
+
+
+async def _until_disconnected(request: web.Request, finished: asyncio.Event) -> None:
+    """Return once the client has gone (or the exchange is over).
+
+    aiohttp offers no callback for a lost connection on a handler that is not
+    reading a body, so the transport is checked at a slow tick. The SDK cancels
+    this wait with anyio cancel scopes, which ``asyncio.wait_for`` can swallow on
+    Python 3.11, hence anyio's own timeout.
+    """
+    while not finished.is_set():
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return
+        with anyio.move_on_after(DISCONNECT_POLL):
+            await finished.wait()

@@ -1,0 +1,141 @@
+"""``sidecar mcp``: the memory tools over stdio, for clients that spawn their MCP servers.
+
+The proxy holds no memory of its own: every call goes to the local daemon over
+HTTP. It outlives the daemon on purpose: while the daemon is down (or says its
+write path is unhealthy) the tools are withdrawn and the client is told, and
+they come back, with another notice, when the daemon does. stdout carries the
+protocol, so logs go to stderr only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import aiohttp
+from mcp.server.stdio import stdio_server
+
+from sidecar.errors import ApiError
+from sidecar.mcp_tools import MemoryTools, quiet_sdk_logs
+
+log = logging.getLogger(__name__)
+
+DEFAULT_URL = "http://127.0.0.1:9119"
+CONNECT_TIMEOUT = 1.0
+HEALTH_TIMEOUT = 2.0
+CALL_TIMEOUT = 10.0
+WRITE_TIMEOUT = 20.0  # a write waits for fsync and for its reindex job
+
+
+class HttpBackend:
+    """``MemoryBackend`` over the daemon's HTTP API, on one pooled session."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:  # created lazily: it must belong to the running loop
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=8),
+                timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT, connect=CONNECT_TIMEOUT),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _call(self, method: str, path: str, seconds: float, **kwargs: Any) -> dict[str, Any]:
+        """One request; an error answer becomes the ``ApiError`` the daemon described."""
+        async with self._http().request(
+            method,
+            self.url + path,
+            timeout=aiohttp.ClientTimeout(total=seconds, connect=CONNECT_TIMEOUT),
+            **kwargs,
+        ) as resp:
+            try:
+                body = await resp.json(content_type=None)
+            except ValueError:
+                body = None
+            if not isinstance(body, dict):
+                raise RuntimeError(f"{method} {path} answered {resp.status} without a JSON object")
+            if resp.status >= 400:
+                extra = {k: v for k, v in body.items() if k not in ("error", "detail")}
+                raise ApiError(
+                    resp.status,
+                    str(body.get("error", "http_error")),
+                    str(body.get("detail", f"HTTP {resp.status}")),
+                    extra,
+                )
+            return body
+
+    async def write(self, scope: str, file: str, content: str, mode: str) -> dict[str, Any]:
+        body = {"scope": scope, "file": file, "content": content, "mode": mode}
+        try:
+            return await self._call("POST", "/memory/write", WRITE_TIMEOUT, json=body)
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
+            raise  # never connected: certainly nothing was written
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # The request may have reached the daemon: do not claim either outcome.
+            why = f"the memory sidecar stopped answering ({exc or type(exc).__name__})"
+            raise ApiError(
+                504,
+                "outcome_unknown",
+                f"{why}; the write may or may not have been saved. Read {file} before writing "
+                "it again.",
+            ) from exc
+
+    async def read(
+        self, scope: str, file: str, start_line: int | None, end_line: int | None
+    ) -> dict[str, Any]:
+        params: dict[str, str] = {"scope": scope, "file": file}
+        if start_line is not None:
+            params["start_line"] = str(start_line)
+        if end_line is not None:
+            params["end_line"] = str(end_line)
+        return await self._call("GET", "/memory/read", CALL_TIMEOUT, params=params)
+
+    async def search(self, query: str, scope: str, limit: int) -> dict[str, Any]:
+        body = {"query": query, "scope": scope, "limit": limit}
+        return await self._call("POST", "/memory/search", CALL_TIMEOUT, json=body)
+
+    async def write_health(self) -> tuple[bool, str | None]:
+        """Healthy means the daemon answers ``/healthz`` and reports its write path ok."""
+        try:
+            health = await self._call("GET", "/healthz", HEALTH_TIMEOUT)
+        except (aiohttp.ClientError, TimeoutError, RuntimeError, ApiError) as exc:
+            return False, f"cannot reach the memory sidecar at {self.url}: {exc or 'timeout'}"
+        write_path = health.get("write_path")
+        if not isinstance(write_path, dict):
+            return False, "the memory sidecar does not report its write path"
+        if write_path.get("ok") is not True:
+            return False, str(write_path.get("reason") or "write path unhealthy")
+        return True, None
+
+
+async def serve_stdio(url: str, poll_interval: float = 1.0) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin."""
+    quiet_sdk_logs()
+    backend = HttpBackend(url)
+    tools = MemoryTools(backend)
+    try:
+        await tools.refresh_health()  # so the first tools/list is already right
+        if not tools.healthy:
+            why = {"url": url, "reason": tools.reason}
+            log.warning("memory sidecar not ready; tools stay hidden until it is", extra=why)
+        monitor = asyncio.create_task(tools.monitor(poll_interval), name="mcp-health")
+        try:
+            async with stdio_server() as (read_stream, write_stream):
+                await tools.server.run(
+                    read_stream, write_stream, tools.server.create_initialization_options()
+                )
+        finally:
+            monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await monitor
+    finally:
+        await backend.close()
