@@ -22,6 +22,7 @@ from aiohttp import web
 from sidecar import demo, indexer, logs, query
 from sidecar.chunking import DEFAULT_MAX_CHARS
 from sidecar.config import DEFAULT_PORT, ROLES, Settings
+from sidecar.crew_api import create_crew_app
 from sidecar.http_api import create_app
 from sidecar.memory_files import Caps
 from sidecar.search import Result, search_store
@@ -95,6 +96,21 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=int(_env("MIN_FREE_MB", 64)),
         help="free disk below which writes are withheld (env SIDECAR_MIN_FREE_MB)",
     )
+    p.add_argument(
+        "--lead-url",
+        default=_env("LEAD_URL", ""),
+        help="a member's route to the lead's crew address (env SIDECAR_LEAD_URL); "
+        "the crew token comes from SIDECAR_CREW_TOKEN",
+    )
+    crew_listen = _env("CREW_LISTEN", "")
+    p.add_argument(
+        "--crew-listen",
+        type=_host_port,
+        default=_host_port(crew_listen) if crew_listen else None,
+        metavar="HOST:PORT",
+        help="on the lead, also serve crew-only reads here (env SIDECAR_CREW_LISTEN); "
+        "requests need the SIDECAR_CREW_TOKEN bearer token",
+    )
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
     p.set_defaults(func=cmd_serve)
 
@@ -143,29 +159,43 @@ def build_parser() -> argparse.ArgumentParser:
 # -- serve -------------------------------------------------------------------
 
 
-async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
+async def serve(settings: Settings) -> None:
     """Run until SIGTERM/SIGINT; then stop taking requests and drain the reindex queue."""
     service = MemoryService(settings)
     await service.start()
-    runner = web.AppRunner(create_app(service), access_log=None, shutdown_timeout=5)
-    await runner.setup()
+    sites = [(create_app(service), settings.host, settings.port)]
+    if settings.crew_listen:
+        host, port = settings.crew_listen
+        sites.append((create_crew_app(service, settings.crew_token or ""), host, port))
+    runners: list[web.AppRunner] = []
     try:
-        await web.TCPSite(runner, settings.host, settings.port).start()
+        for app, host, port in sites:
+            runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
+            runners.append(runner)
+            await runner.setup()
+            await web.TCPSite(runner, host, port).start()
+            log.info("listening", extra={"url": f"http://{host}:{port}"})
     except OSError:
-        await runner.cleanup()
+        for runner in runners:
+            await runner.cleanup()
         await service.stop()
         raise
-    log.info("listening", extra={"url": f"http://{settings.host}:{settings.port}"})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    if ready is not None:
-        ready.set()
     await stop.wait()
     log.info("shutting down: draining the reindex queue")
-    await runner.cleanup()
+    for runner in runners:
+        await runner.cleanup()
     await service.stop()
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -182,6 +212,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             allowed_hosts=tuple(h.lower() for h in args.allowed_host),
             caps=Caps(args.cap_core, args.cap_daily, args.cap_topic, args.cap_tier),
             min_free_bytes=args.min_free_mb * 1024 * 1024,
+            lead_url=args.lead_url or None,
+            crew_listen=args.crew_listen,
+            crew_token=os.environ.get("SIDECAR_CREW_TOKEN") or None,
         )
         asyncio.run(serve(settings))
     except (ValueError, OSError) as exc:

@@ -25,6 +25,9 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     caps: Caps = field(default_factory=Caps)
     min_free_bytes: int = 64 * 1024 * 1024  # below this, writes are withdrawn from MCP
+    lead_url: str | None = None  # a member asks the lead's sidecar for the crew tier
+    crew_listen: tuple[str, int] | None = None  # the lead's crew-only address
+    crew_token: str | None = None  # shared secret between the lead and its members
 
     def __post_init__(self) -> None:
         # Watcher events carry absolute, resolved paths; compare like with like.
@@ -34,6 +37,12 @@ class Settings:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
         if self.reconcile_interval <= 0:
             raise ValueError("reconcile interval must be positive")
+        if self.crew_listen and self.role != "lead":
+            raise ValueError("only the lead (--role lead) serves a crew address")
+        if self.lead_url and self.role == "lead":
+            raise ValueError("the lead owns the crew tier; --lead-url is for members")
+        if (self.crew_listen or self.lead_url) and not self.crew_token:
+            raise ValueError("a crew address or lead URL needs SIDECAR_CREW_TOKEN")
 
     def tiers(self) -> list[Tier]:
         """The tiers this sidecar indexes: its own, plus the crew tier on the lead."""

@@ -55,31 +55,35 @@ def is_loopback_host(host: str, extra: tuple[str, ...] = ()) -> bool:
         return False
 
 
-def _guard(allowed: tuple[str, ...]) -> Any:
+def _host_guard(allowed: tuple[str, ...]) -> Any:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         host = request.headers.get("Host")
         if host is not None and not is_loopback_host(host, allowed):
             return _error(403, "forbidden_host", f"Host {host!r} is not a loopback name")
-        try:
-            return await handler(request)
-        except ApiError as exc:
-            return web.json_response(exc.to_json(), status=exc.status)
-        except web.HTTPException as exc:
-            if exc.status < 400:
-                raise
-            code = _HTTP_CODES.get(exc.status, "http_error")
-            detail = exc.text or exc.reason
-            if exc.status == 413:
-                detail = f"request body is larger than {MAX_BODY_BYTES} bytes"
-            elif exc.status == 404:
-                detail = f"no such endpoint: {request.method} {request.path}"
-            return _error(exc.status, code, detail)
-        except Exception as exc:
-            log.exception("internal error", extra={"path": request.path})
-            return _error(500, "internal", f"{type(exc).__name__}: {exc}")
+        return await handler(request)
 
     return middleware
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure becomes ``{"error", "detail"}`` JSON with a fitting status."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return web.json_response(exc.to_json(), status=exc.status)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, "http_error")
+        detail = exc.text or exc.reason
+        if exc.status == 404:
+            detail = f"no such endpoint: {request.method} {request.path}"
+        return _error(exc.status, code, detail)
+    except Exception as exc:
+        log.exception("internal error", extra={"path": request.path})
+        return _error(500, "internal", f"{type(exc).__name__}: {exc}")
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:
@@ -103,7 +107,8 @@ def _scope_param(request: web.Request, allow_both: bool) -> str:
     return scope
 
 
-async def search(request: web.Request) -> web.Response:
+async def parse_search(request: web.Request) -> tuple[str, str, int]:
+    """(query, scope, limit) from a search request body, or a 400 saying what is wrong."""
     body = await _json_body(request)
     _check_fields(body, ("query", "limit", "scope"))
     query = body.get("query")
@@ -117,6 +122,11 @@ async def search(request: web.Request) -> web.Response:
     scope = body.get("scope", "agent")
     if scope not in SCOPES:
         raise ApiError(400, "bad_scope", f"'scope' must be one of {', '.join(SCOPES)}")
+    return query, scope, limit
+
+
+async def search(request: web.Request) -> web.Response:
+    query, scope, limit = await parse_search(request)
     response = await request.app[SERVICE].search(query, scope, limit)
     return web.json_response(response.to_json())
 
@@ -175,7 +185,7 @@ async def healthz(request: web.Request) -> web.Response:
 def create_app(service: MemoryService) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY_BYTES,
-        middlewares=[_guard(service.settings.allowed_hosts)],
+        middlewares=[_host_guard(service.settings.allowed_hosts), error_middleware],
     )
     app[SERVICE] = service
     app.router.add_post("/memory/search", search)

@@ -21,6 +21,7 @@ from typing import Any
 from sidecar import durable, indexer, memory_files, watcher
 from sidecar.chunking import split_lines
 from sidecar.config import Settings
+from sidecar.crew_proxy import LeadClient, LeadError, LeadUnavailable
 from sidecar.errors import ApiError
 from sidecar.index_store import Hit, IndexStore, StoreStats
 from sidecar.memory_files import CapExceeded, MemoryFile
@@ -50,13 +51,17 @@ class SearchResponse:
     results: list[Result]
     query_mode: str
     query_terms: list[str] = field(default_factory=list)
+    degraded: list[str] = field(default_factory=list)  # what could not be searched, and why
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "results": [r.to_json(self.query_terms) for r in self.results],
             "count": len(self.results),
             "query_mode": self.query_mode,
         }
+        if self.degraded:
+            body["degraded"] = self.degraded
+        return body
 
 
 def _iso(ts: float | None) -> str | None:
@@ -85,6 +90,9 @@ class MemoryService:
         self.watcher_ready = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.watcher_error: str | None = None
+        self.lead: LeadClient | None = None
+        if settings.lead_url:
+            self.lead = LeadClient(settings.lead_url, settings.crew_token or "")
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -98,6 +106,8 @@ class MemoryService:
                 log.warning("removed temp files left by a crash", extra={"files": stale})
             self.tiers[tier.name] = TierState(tier, store)
         self.queue.start()
+        if self.lead is not None:
+            await self.lead.start()
         for name in self.tiers:  # reconcile against the existing index, never rebuild
             self.queue.submit(JobKey(name, TREE, ""))
         self._tasks.append(asyncio.create_task(self._watch(), name="watcher"))
@@ -125,6 +135,8 @@ class MemoryService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.queue.drain_and_stop()
+        if self.lead is not None:
+            await self.lead.close()
         for state in self.tiers.values():
             await asyncio.get_running_loop().run_in_executor(self._writer, state.store.close)
         self._writer.shutdown()
@@ -197,16 +209,22 @@ class MemoryService:
 
     # -- queries -----------------------------------------------------------
 
-    def _scope_tiers(self, scope: str) -> list[TierState]:
+    def _scope_tiers(self, scope: str, proxied: bool = False) -> list[TierState]:
+        """The local tiers a scope covers. With ``proxied``, a crew tier served by the
+        lead is left for the caller to ask there instead of being an error."""
         if scope not in SCOPES:
             raise ApiError(400, "bad_scope", f"scope must be one of {', '.join(SCOPES)}")
         names = ["agent", "crew"] if scope == "both" else [scope]
+        if proxied and self.lead is not None:
+            names = [n for n in names if n != "crew"]
         missing = [n for n in names if n not in self.tiers]
         if missing:
+            owner = " (the crew lead owns it)" if missing[0] == "crew" else ""
             raise ApiError(
                 503,
                 "tier_unavailable",
-                f"this sidecar (role {self.settings.role}) does not serve the {missing[0]} tier",
+                f"this sidecar (role {self.settings.role}) does not serve the "
+                f"{missing[0]} tier{owner}",
             )
         return [self.tiers[n] for n in names]
 
@@ -216,25 +234,68 @@ class MemoryService:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._readers, search_store, state.store, planned, limit)
 
+    async def _search_lead(self, query: str, limit: int) -> tuple[list[Hit], str]:
+        """The crew half of a member's search, answered by the lead's sidecar."""
+        assert self.lead is not None
+        try:
+            body = await self.lead.request(
+                "POST", "/memory/search", {"query": query, "scope": "crew", "limit": limit}
+            )
+        except LeadError as exc:
+            raise ApiError(exc.status, exc.body.get("error", "lead_error"),
+                           f"crew lead: {exc.body.get('detail', '')}") from None  # fmt: skip
+        hits = [
+            Hit(r["file"], r["start_line"], r["end_line"], r["heading"], r["snippet"], r["score"])
+            for r in body["results"]
+        ]
+        return hits, body["query_mode"]
+
     async def search(self, query: str, scope: str, limit: int) -> SearchResponse:
-        states = self._scope_tiers(scope)
+        """One tier ranked by BM25, or both fused by rank; a member asks the lead for crew."""
+        states = self._scope_tiers(scope, proxied=True)
         planned = plan(query)
         if planned is None:
             raise ApiError(400, "empty_query", "the query has no searchable words")
-        outcomes = await asyncio.gather(*(self._search_tier(s, planned, limit) for s in states))
-        ranked = {s.tier.name: hits for s, (hits, _) in zip(states, outcomes, strict=True)}
-        fell_back = any(mode == MODE_FALLBACK for _, mode in outcomes)
-        mode = MODE_FALLBACK if fell_back else planned.mode
-        if len(states) == 1:
-            name = states[0].tier.name
-            results = [Result(name, h, h.score) for h in ranked[name]]
+        searches = [self._search_tier(s, planned, limit) for s in states]
+        names = [s.tier.name for s in states]
+        if len(names) < (2 if scope == "both" else 1):  # the crew tier is the lead's
+            searches.append(self._search_lead(query, limit))
+            names.append("crew")
+        outcomes = await asyncio.gather(*searches, return_exceptions=True)
+        ranked: dict[str, list[Hit]] = {}
+        modes: set[str] = set()
+        degraded: list[str] = []
+        for name, outcome in zip(names, outcomes, strict=True):
+            if isinstance(outcome, LeadUnavailable):
+                if scope == "crew":
+                    raise ApiError(
+                        503, "crew_unavailable",
+                        f"lead sidecar at {self.settings.lead_url} unreachable: {outcome}",
+                    )  # fmt: skip
+                degraded.append("crew: lead unreachable")
+                continue
+            if isinstance(outcome, BaseException):
+                raise outcome
+            ranked[name], mode = outcome
+            modes.add(mode)
+        mode = MODE_FALLBACK if MODE_FALLBACK in modes else planned.mode
+        if scope != "both":
+            results = [Result(scope, h, h.score) for h in ranked[scope]]
         else:
             results = rrf_fuse(ranked, limit)
-        return SearchResponse(results, mode, terms(query))
+        return SearchResponse(results, mode, terms(query), degraded)
 
     async def status(self, scope: str) -> dict[str, Any]:
         if scope == "both":
             raise ApiError(400, "bad_scope", "status takes scope agent or crew")
+        if scope == "crew" and self.lead is not None:
+            try:
+                return await self.lead.request("GET", "/memory/status?scope=crew")
+            except LeadUnavailable as exc:
+                raise ApiError(
+                    503, "crew_unavailable",
+                    f"lead sidecar at {self.settings.lead_url} unreachable: {exc}",
+                ) from None  # fmt: skip
         (state,) = self._scope_tiers(scope)
         loop = asyncio.get_running_loop()
         stats = await loop.run_in_executor(self._readers, state.store.stats)
@@ -278,6 +339,10 @@ class MemoryService:
             if error:
                 info["last_error"] = error
             tiers[name] = info
+        if self.lead is not None:
+            tiers["crew"] = self.lead.health()
+            if not self.lead.reachable:
+                reasons.append(f"crew: lead unreachable: {self.lead.last_error or 'not yet asked'}")
         if not self.watcher_ready.is_set():
             why = f": {self.watcher_error}" if self.watcher_error else " not confirmed"
             reasons.append(f"file watcher down{why}; direct edits wait for the reconcile scan")

@@ -22,20 +22,29 @@ def free_port() -> int:
 
 
 class SidecarProcess:
-    def __init__(self, agent_dir: Path, crew_dir: Path, role: str = "lead") -> None:
+    def __init__(
+        self,
+        agent_dir: Path,
+        crew_dir: Path,
+        role: str = "lead",
+        extra: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.args = [
             sys.executable, "-m", "sidecar", "serve",
             "--agent-dir", str(agent_dir), "--crew-dir", str(crew_dir),
-            "--role", role, "--port", str(self.port), "--log-level", "INFO",
+            "--role", role, "--port", str(self.port), "--log-level", "INFO", *(extra or []),
         ]  # fmt: skip
+        self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
+        agent_dir.parent.mkdir(parents=True, exist_ok=True)
         self.log_path = agent_dir.parent / f"sidecar-{self.port}.log"
 
     def start(self, timeout: float = 20.0) -> SidecarProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
-        self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, env=os.environ.copy())
+        self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, env=self.env)
         log.close()
         deadline = time.monotonic() + timeout
         while True:
@@ -44,7 +53,7 @@ class SidecarProcess:
             try:
                 health = self.get("/healthz")
                 if health.get("watcher") == "ready" and all(
-                    t["state"] == "ready" for t in health["tiers"].values()
+                    t["state"] in ("ready", "proxied") for t in health["tiers"].values()
                 ):
                     return self
             except (urllib.error.URLError, ConnectionError):
@@ -58,6 +67,24 @@ class SidecarProcess:
         req = urllib.request.Request(self.url + path, data=data, method=method)
         with urllib.request.urlopen(req, timeout=10) as resp:
             return json.loads(resp.read())
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        url: str | None = None,
+    ) -> tuple[int, Any]:
+        """Any request, error statuses included: (status, JSON body)."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request((url or self.url) + path, data=data, method=method,
+                                     headers=headers or {})  # fmt: skip
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)

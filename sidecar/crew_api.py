@@ -1,0 +1,70 @@
+"""The lead's crew address: crew-tier reads for the members, and nothing else.
+
+It listens on the crew network (``--crew-listen``), so unlike the loopback API
+it trusts no Host header: every request must carry the crew token, compared in
+constant time. Only crew search, crew status and a crew-only health check are
+routed here; the agent tier has no route on this app at all.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from sidecar.errors import ApiError
+from sidecar.http_api import SERVICE, Handler, error_middleware, parse_search
+from sidecar.service import MemoryService
+
+log = logging.getLogger(__name__)
+
+
+def _auth(token: str) -> Any:
+    expected = f"Bearer {token}".encode()
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        given = request.headers.get("Authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            return web.json_response(
+                {"error": "unauthorized", "detail": "a valid crew token is required"},
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="crew"'},
+            )
+        return await handler(request)
+
+    return middleware
+
+
+async def search(request: web.Request) -> web.Response:
+    query, scope, limit = await parse_search(request)
+    if scope != "crew":
+        raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
+    response = await request.app[SERVICE].search(query, "crew", limit)
+    return web.json_response(response.to_json())
+
+
+async def status(request: web.Request) -> web.Response:
+    if request.query.get("scope", "crew") != "crew":
+        raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
+    return web.json_response(await request.app[SERVICE].status("crew"))
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """The lead's health as the crew sees it: no agent-tier paths or state."""
+    health = await request.app[SERVICE].health()
+    crew = {k: v for k, v in health["tiers"]["crew"].items() if k != "root"}
+    ok = crew["state"] == "ready" and not crew.get("last_error")
+    body = {"status": "ok" if ok else "degraded", "role": health["role"], "tiers": {"crew": crew}}
+    return web.json_response(body)
+
+
+def create_crew_app(service: MemoryService, token: str) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024, middlewares=[_auth(token), error_middleware])
+    app[SERVICE] = service
+    app.router.add_post("/memory/search", search)
+    app.router.add_get("/memory/status", status)
+    app.router.add_get("/healthz", healthz)
+    return app
