@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import http.client
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -95,10 +96,21 @@ class Client:
 
 
 class Daemon:
-    def __init__(self, agent_dir: Path, crew_dir: Path, log_path: Path) -> None:
+    def __init__(
+        self,
+        agent_dir: Path,
+        crew_dir: Path,
+        log_path: Path,
+        role: str = "lead",
+        extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.agent_dir = agent_dir
         self.crew_dir = crew_dir
         self.log_path = log_path
+        self.role = role
+        self.extra_args = extra_args or []
+        self.env = {**os.environ, **(env or {})}
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0  # time.monotonic() when the process was spawned
@@ -131,11 +143,16 @@ class Daemon:
         flags = {
             "--agent-dir": self.agent_dir,
             "--crew-dir": self.crew_dir,
-            "--role": "lead",
+            "--role": self.role,
             "--port": self.port,
             "--log-level": "WARNING",
         }
-        cmd = [*sidecar_command(), "serve", *(str(x) for pair in flags.items() for x in pair)]
+        cmd = [
+            *sidecar_command(),
+            "serve",
+            *(str(x) for pair in flags.items() for x in pair),
+            *self.extra_args,
+        ]
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.started_at = time.monotonic()
         try:
@@ -144,6 +161,7 @@ class Daemon:
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
+                env=self.env,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         except BaseException:
