@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import yaml
@@ -21,15 +22,22 @@ DEFAULT_MAX_CHARS = 650
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_STRUCTURE_FIRST = " #`~"  # what a heading or fence line can start with
 # libyaml's loader is several times faster than the pure-Python one.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONT_MATTER_SCAN = 200  # lines; a front matter block longer than this is body text
 # A line ending like this introduces what follows it (a question, "Options:").
 _LEAD_IN = ("?", ":")
-# Cost of cutting right after a lead-in line, in the units of _pack's size cost:
-# one chunk as far off the target size as an empty one.
-_LEAD_IN_COST = 1.0
-_WINDOW = 32  # units either side of the best-sized chunk start that _pack considers
+# _pack aims every chunk at this fraction of the cap, and cutting right after a
+# lead-in line costs _LEAD_IN_COST in the units of its size cost (one chunk about
+# as far off the target as a chunk of a fifth of it).
+_TARGET = 0.8
+_LEAD_IN_COST = 1.5
+# How far past a chunk's start _pack looks before it commits to that chunk, in caps.
+# This bounds what an append can move: only chunks starting within this distance of
+# the old end of the section.
+_HORIZON = 2.0
+_WINDOW = 32  # units either side of the best-sized chunk start that _pack tries
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +62,8 @@ def split_lines(text: str) -> list[str]:
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
+    if "\r" not in text:
+        return lines
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
@@ -90,6 +100,8 @@ def _sections(lines: list[str], body_start: int) -> list[tuple[int, int, str]]:
     fence: str | None = None
     for i in range(body_start, len(lines)):
         line = lines[i]
+        if line[:1] not in _STRUCTURE_FIRST:
+            continue  # neither a heading nor a fence: most lines, skipped cheaply
         fm = _FENCE.match(line)
         if fm:
             marker = fm.group(1)
@@ -162,77 +174,129 @@ def _split_long_line(line: str, max_chars: int) -> list[str]:
 def _units(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int, int]]:
     """Paragraphs of lines[lo:hi] (runs ending in blank lines); a paragraph that alone
     exceeds the cap is broken into its lines."""
+    blank = [not s for s in map(str.strip, lines[lo:hi])]
     paragraphs: list[tuple[int, int]] = []
     p = lo
-    for i in range(lo, hi):
-        if not lines[i].strip() and (i + 1 == hi or lines[i + 1].strip()):
-            paragraphs.append((p, i + 1))
-            p = i + 1
+    if True in blank:
+        for k, is_blank in enumerate(blank):
+            if is_blank and (k + 1 == len(blank) or not blank[k + 1]):
+                paragraphs.append((p, lo + k + 1))
+                p = lo + k + 1
     if p < hi:
         paragraphs.append((p, hi))
     units: list[tuple[int, int]] = []
     for a, b in paragraphs:
-        if sum(len(lines[k]) for k in range(a, b)) + (b - a - 1) <= max_chars:
+        if sum(map(len, lines[a:b])) + (b - a - 1) <= max_chars:
             units.append((a, b))
         else:
-            units.extend((k, k + 1) for k in range(a, b))
+            units.extend(zip(range(a, b), range(a + 1, b + 1), strict=True))
     return units
 
 
 def _pack(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int, int]]:
     """Group lines[lo:hi] into ranges of at most max_chars, cutting only between units.
 
-    A section that needs k chunks is cut into k or more chunks of about equal size
-    rather than filled greedily, which would leave a short tail with little context.
-    Cutting right after a lead-in line (one ending in "?" or ":") costs as much as
-    one extra chunk, so a question stays with its answer and "Next steps:" with its
-    list. A blank line ends a paragraph unit, so cuts there are never lead-ins.
+    Chunks aim at a fixed target size (``_TARGET`` of the cap) rather than being
+    filled greedily, which would leave a short tail with little context. Cutting right
+    after a lead-in line (one ending in "?" or ":") costs about as much as one badly
+    sized chunk, so a question stays with its answer and "Next steps:" with its list.
+    A blank line ends a paragraph unit, so cuts there are never lead-ins.
+
+    Cuts are chosen one chunk at a time with bounded look-ahead, so appending lines to
+    a section moves only its last two or three chunks (the index rewrites only those):
+    from a chunk's start, the best cuts of the next ``_HORIZON`` caps are found by
+    dynamic programming, the path with the least cost per target length is taken and
+    only its first chunk is kept. Once the end of the section is in view, the rest is
+    cut exactly.
     """
     units = _units(lines, lo, hi, max_chars)
-    # offset[k]: characters before lines[lo + k], one newline per line included
-    offset = [0]
-    for k in range(lo, hi):
-        offset.append(offset[-1] + len(lines[k]) + 1)
-    starts = [offset[a - lo] for a, _ in units]  # ascending
-
-    def size(a: int, b: int) -> int:
-        return offset[b - lo] - offset[a - lo] - 1
-
-    if size(lo, hi) <= max_chars:
-        return [(lo, hi)]
-    count, cur_a = 1, units[0][0]
-    for a, b in units[1:]:
-        if size(cur_a, b) > max_chars:
-            count, cur_a = count + 1, a
-    target = size(lo, hi) / count
-
-    # best[j]: least cost of cutting units[:j]. A chunk costs its squared relative
-    # deviation from the target size, plus _LEAD_IN_COST if a lead-in line ends it.
-    # Only starts within _WINDOW units of the one nearest the target size are tried,
-    # which bounds the work on files of very many tiny lines.
     n = len(units)
-    best = [0.0] + [math.inf] * n
+    # sig[k]: characters of unit k with one newline per line, negated for a lead-in
+    sig: list[int] = []
+    for a, b in units:
+        size = sum(map(len, lines[a:b])) + b - a
+        sig.append(-size if lines[b - 1].rstrip().endswith(_LEAD_IN) else size)
+    ends = list(accumulate(map(abs, sig)))  # characters through unit k
+    if ends[-1] - 1 <= max_chars:
+        return [(lo, hi)]
+    horizon = _HORIZON * max_chars
+    ranges: list[tuple[int, int]] = []
+    i = start = 0
+    while True:
+        w = bisect_right(ends, start + horizon, i)  # units [i, w) are in view
+        if w >= n:  # the end of the section is in view: cut the rest exactly
+            cuts = _cut_exactly(sig[i:], max_chars)
+            ranges.extend((units[i + a][0], units[i + b - 1][1]) for a, b in cuts)
+            return ranges
+        f = _first_cut(tuple(sig[i : max(w, i + 1)]), max_chars)
+        ranges.append((units[i][0], units[i + f - 1][1]))
+        i += f
+        start = ends[i - 1]
+
+
+def _best_paths(
+    sizes: list[int], lead: list[bool], max_chars: int, final: bool
+) -> tuple[list[float], list[int]]:
+    """best[j]: least cost of cutting the first j units into chunks; back[j]: where the
+    last of those chunks starts. A chunk costs its squared relative deviation from the
+    target size, plus _LEAD_IN_COST if it ends right after a lead-in line (unless it
+    ends the section: ``final`` and j is the last unit)."""
+    target = _TARGET * max_chars
+    n = len(sizes)
+    starts = [0, *accumulate(sizes)]
+    best = [0.0] * (n + 1)
     back = [0] * (n + 1)
     for j in range(1, n + 1):
-        end = offset[units[j - 1][1] - lo]
-        first = bisect_left(starts, end - 1 - max_chars)
-        near = min(bisect_left(starts, end - 1 - target), j - 1)
-        first = min(max(first, near - _WINDOW), j - 1)  # a lone over-long unit is its own chunk
-        last = min(near + _WINDOW, j - 1)
-        penalty = 0.0
-        if j < n and lines[units[j - 1][1] - 1].rstrip().endswith(_LEAD_IN):
-            penalty = _LEAD_IN_COST
-        for i in range(first, last + 1):
-            cost = best[i] + ((end - 1 - starts[i] - target) / target) ** 2 + penalty
-            if cost < best[j]:
-                best[j], back[j] = cost, i
-    ranges: list[tuple[int, int]] = []
-    j = n
-    while j > 0:
-        i = back[j]
-        ranges.append((units[i][0], units[j - 1][1]))
-        j = i
-    return ranges[::-1]
+        end = starts[j] - 1 - target
+        # Chunks may start from m_lo (not over the cap; a lone over-long unit is its own
+        # chunk); with many tiny units, only those within _WINDOW units of the start
+        # that gives the target size are tried.
+        m_hi = j - 1
+        m_lo = bisect_left(starts, starts[j] - 1 - max_chars, 0, m_hi)
+        if m_hi - m_lo > 2 * _WINDOW:
+            near = bisect_left(starts, end, m_lo, m_hi)
+            m_lo, m_hi = max(m_lo, near - _WINDOW), min(m_hi, near + _WINDOW)
+        cost, arg = math.inf, m_hi
+        for m in range(m_hi, m_lo - 1, -1):
+            d = (end - starts[m]) / target
+            c = best[m] + d * d
+            if c < cost:
+                cost, arg = c, m
+        if lead[j - 1] and not (final and j == n):
+            cost += _LEAD_IN_COST
+        best[j], back[j] = cost, arg
+    return best, back
+
+
+def _first_cut(sig: tuple[int, ...], max_chars: int) -> int:
+    """How many of the units in view (sizes, negated for lead-ins) the next chunk takes:
+    the first chunk of the cheapest path per target length among those whose last cut
+    could still be followed by one more chunk past the view."""
+    sizes = [abs(s) for s in sig]
+    best, back = _best_paths(sizes, [s < 0 for s in sig], max_chars, final=False)
+    target = _TARGET * max_chars
+    reach = _HORIZON * max_chars - max_chars
+    f, rate, end = len(sizes), math.inf, 0
+    for j, size in enumerate(sizes, start=1):
+        end += size
+        if end - 1 > reach:
+            r = best[j] * target / end
+            if r < rate:
+                f, rate = j, r
+    while back[f]:
+        f = back[f]
+    return f
+
+
+def _cut_exactly(sig: list[int], max_chars: int) -> list[tuple[int, int]]:
+    """The cheapest cuts of units that end the section, as (first, end) unit indices."""
+    _, back = _best_paths([abs(s) for s in sig], [s < 0 for s in sig], max_chars, True)
+    cuts = []
+    j = len(sig)
+    while j:
+        cuts.append((back[j], j))
+        j = back[j]
+    return cuts[::-1]
 
 
 def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:

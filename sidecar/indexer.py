@@ -42,7 +42,8 @@ class SyncResult:
         return self.indexed + self.removed
 
 
-def _load(root: Path, rel: str, max_chars: int) -> IndexedFile | None:
+def _read(root: Path, rel: str) -> tuple[bytes, FileState] | None:
+    """The file's bytes and state, or None if it is not a plain readable file we index."""
     got = read_confined(root, rel)
     if got is None:
         return None
@@ -50,9 +51,17 @@ def _load(root: Path, rel: str, max_chars: int) -> IndexedFile | None:
     if len(data) > MAX_FILE_BYTES:
         log.warning("file too large to index", extra={"file": rel, "bytes": len(data)})
         return None
-    state = FileState(st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+    return data, FileState(st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+
+
+def _parse(rel: str, data: bytes, state: FileState, max_chars: int) -> IndexedFile:
     parsed = chunk_markdown(data.decode("utf-8", errors="replace"), max_chars)
     return IndexedFile(rel, state, parsed.metadata, parsed.chunks)
+
+
+def _load(root: Path, rel: str, max_chars: int) -> IndexedFile | None:
+    got = _read(root, rel)
+    return None if got is None else _parse(rel, *got, max_chars)
 
 
 def _stat_unchanged(known: FileState | None, st: os.stat_result) -> bool:
@@ -70,14 +79,17 @@ def sync_file(
     except ValueError:
         return SyncResult()
     known = store.file_state(rel)
-    item = _load(root, rel, max_chars) if is_indexable_name(parts[-1]) else None
-    if item is None:
+    got = _read(root, rel) if is_indexable_name(parts[-1]) else None
+    if got is None:
         return SyncResult(removed=store.remove_files([rel]) if known else 0)
-    if known is not None and known.sha256 == item.state.sha256:
-        if known != item.state:
-            store.touch_file(rel, item.state)
+    data, state = got
+    if known is not None and known.sha256 == state.sha256:
+        # Typically the watcher's event for a write whose reindex already ran:
+        # hashing proved it unchanged, so there is nothing to parse.
+        if known != state:
+            store.touch_file(rel, state)
         return SyncResult(unchanged=1)
-    store.replace_file(item)
+    store.replace_file(_parse(rel, data, state, max_chars))
     return SyncResult(indexed=1)
 
 

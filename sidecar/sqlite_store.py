@@ -22,7 +22,7 @@ from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, S
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5  # 5: no rank config; 4: balanced, lead-in-aware chunk cuts
+SCHEMA_VERSION = 6  # 6: append-stable chunk cuts; 5: no rank config; 4: balanced cuts
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # BM25 column weights (heading, body): a term in the breadcrumb says more about
 # a chunk than the same term somewhere in its prose.
@@ -200,16 +200,22 @@ class SQLiteStore:
 
     @staticmethod
     def _insert_chunks(conn: sqlite3.Connection, path: str, chunks: Iterable[Chunk]) -> None:
-        for c in chunks:
-            cur = conn.execute(
-                "INSERT INTO chunks(path, start_line, end_line, heading, body) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (path, c.start_line, c.end_line, c.heading, c.text),
-            )
-            conn.execute(
-                "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
-                (cur.lastrowid, c.heading, c.text),
-            )
+        # Ids are assigned here (as SQLite would: one past the largest) so that both
+        # tables can be filled with one executemany each.
+        rows = [(path, c.start_line, c.end_line, c.heading, c.text) for c in chunks]
+        if not rows:
+            return
+        (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
+        ids = range(last + 1, last + 1 + len(rows))
+        conn.executemany(
+            "INSERT INTO chunks(id, path, start_line, end_line, heading, body) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(i, *r) for i, r in zip(ids, rows, strict=True)],
+        )
+        conn.executemany(
+            "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
+            [(i, r[3], r[4]) for i, r in zip(ids, rows, strict=True)],
+        )
 
     @staticmethod
     def _upsert_file(conn: sqlite3.Connection, item: IndexedFile, now: float) -> None:
@@ -228,24 +234,66 @@ class SQLiteStore:
         )
 
     def replace_file(self, item: IndexedFile) -> None:
-        """Rewrite only the chunks that changed: an append usually touches the last few,
-        and every FTS5 delete has to re-tokenize the old text."""
-        new = {(c.start_line, c.end_line, c.heading, c.text): c for c in item.chunks if c.text}
+        """Rewrite only the chunks that changed: an append usually touches the last one or
+        two, and every FTS5 delete has to re-tokenize the old text.
+
+        A row whose (start_line, end_line, heading, body) is still wanted is kept as is; a row
+        whose heading and body are still wanted on other lines (text inserted above it) only
+        gets its line range updated, since the FTS index holds no line numbers. The rest is
+        deleted, and what is left of the new chunks is inserted.
+        """
         with self._transaction() as conn:
             rows = conn.execute(
                 "SELECT id, start_line, end_line, heading, body FROM chunks WHERE path = ?",
                 (item.path,),
             ).fetchall()
-            for row_id, start, end, heading, body in rows:
-                if new.pop((start, end, heading, body), None) is None:
-                    conn.execute(
-                        "INSERT INTO chunks_fts(chunks_fts, rowid, heading, body) "
-                        "VALUES ('delete', ?, ?, ?)",
-                        (row_id, heading, body),
-                    )
-                    conn.execute("DELETE FROM chunks WHERE id = ?", (row_id,))
-            self._insert_chunks(conn, item.path, new.values())
+            fresh = self._diff_chunks(conn, rows, [c for c in item.chunks if c.text])
+            self._insert_chunks(conn, item.path, fresh)
             self._upsert_file(conn, item, time.time())
+
+    @staticmethod
+    def _diff_chunks(
+        conn: sqlite3.Connection, rows: list[tuple[int, int, int, str, str]], chunks: list[Chunk]
+    ) -> list[Chunk]:
+        """Keep, move or delete the existing rows of one file; return the chunks to insert."""
+        wanted: dict[tuple[int, int, str, str], list[int]] = {}
+        for k, c in enumerate(chunks):
+            wanted.setdefault((c.start_line, c.end_line, c.heading, c.text), []).append(k)
+        placed = [False] * len(chunks)
+        leftover: list[tuple[int, str, str]] = []
+        for row_id, start, end, heading, body in rows:
+            same = wanted.get((start, end, heading, body))
+            if same:
+                placed[same.pop()] = True
+            else:
+                leftover.append((row_id, heading, body))
+        if leftover:
+            by_text: dict[tuple[str, str], list[int]] = {}
+            for k in range(len(chunks) - 1, -1, -1):  # popped from the end: file order
+                if not placed[k]:
+                    by_text.setdefault((chunks[k].heading, chunks[k].text), []).append(k)
+            moved: list[tuple[int, int, int]] = []
+            stale: list[tuple[int, str, str]] = []
+            for row_id, heading, body in leftover:
+                same = by_text.get((heading, body))
+                if same:
+                    k = same.pop()
+                    placed[k] = True
+                    moved.append((chunks[k].start_line, chunks[k].end_line, row_id))
+                else:
+                    stale.append((row_id, heading, body))
+            if stale:
+                conn.executemany(
+                    "INSERT INTO chunks_fts(chunks_fts, rowid, heading, body) "
+                    "VALUES ('delete', ?, ?, ?)",
+                    stale,
+                )
+                conn.executemany("DELETE FROM chunks WHERE id = ?", [(r[0],) for r in stale])
+            if moved:
+                conn.executemany(
+                    "UPDATE chunks SET start_line = ?, end_line = ? WHERE id = ?", moved
+                )
+        return [c for k, c in enumerate(chunks) if not placed[k]]
 
     def touch_file(self, path: str, state: FileState) -> None:
         with self._transaction() as conn:

@@ -490,3 +490,58 @@ def test_chunks_partition_the_file_and_keep_every_line(
     assert squash("".join(c.text for c in parsed.chunks)) == squash(
         "".join(lines[i] for i in body_nonblank)
     )
+
+
+# -- appends move only the end of a section -----------------------------------------
+
+
+def section_chunks(lines: list[str], max_chars: int = DEFAULT_MAX_CHARS) -> list[Chunk]:
+    return chunk_markdown("\n".join(lines) + "\n", max_chars).chunks
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        lambda i: ("- " + "durable append benchmark entry " * 7)[:199],  # bench/writes.py
+        lambda i: (
+            f"- 09:{i % 60:02d} deployed build {i} to staging; smoke tests green, "
+            f"rollback plan in runbook section {i % 7}"
+        ),
+    ],
+    ids=["200_byte_lines", "log_lines"],
+)
+def test_appending_to_a_long_section_keeps_all_but_its_last_two_chunks(entry) -> None:
+    lines = ["# 2026-11-21", *(entry(i) for i in range(30))]
+    before = section_chunks(lines)
+    for i in range(30, 100):
+        lines.append(entry(i))
+        after = section_chunks(lines)
+        assert len(before) > 3
+        kept = before[:-2]
+        assert after[: len(kept)] == kept, f"appending line {len(lines)} moved an early cut"
+        before = after
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 400), min_size=2, max_size=80),
+    appended=st.integers(1, 6),
+    cut=st.floats(0.1, 0.95),
+    max_chars=st.sampled_from([60, 200, DEFAULT_MAX_CHARS]),
+)
+def test_appends_only_move_chunks_near_the_old_end(
+    sizes: list[int], appended: int, cut: float, max_chars: int
+) -> None:
+    """Every chunk starting more than two caps before the old end of a section (of lines
+    without blank ones, like a log) survives an append unchanged."""
+    words = itertools.cycle(["alpha", "beta?", "gamma", "delta:", "epsilon", "zeta"])
+    lines = ["# Log", *(" ".join(next(words) for _ in range(1 + n // 7))[:n] for n in sizes)]
+    old_n = max(2, int(len(lines) * cut))
+    old, new = lines[:old_n], lines[: min(len(lines), old_n + appended)]
+    offsets = list(itertools.accumulate(len(line) + 1 for line in old))
+    old_end = offsets[-1]
+    after = section_chunks(new, max_chars)
+    for c in section_chunks(old, max_chars):
+        starts_at = offsets[c.start_line - 2] if c.start_line > 1 else 0
+        if old_end - starts_at > 2 * max_chars:
+            assert c in after, (c, old_end - starts_at)

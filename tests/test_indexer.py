@@ -234,6 +234,42 @@ def test_sync_file_lifecycle(store: SQLiteStore, root: Path) -> None:
     assert store.file_states() == {}
 
 
+def test_sync_file_does_not_parse_a_file_whose_content_is_unchanged(
+    store: SQLiteStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(root, "daily/note.md", "# Note\nvictor words\n")
+    assert counts(sync_file(store, root, "daily/note.md")) == (1, 0, 0)
+
+    def no_parsing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an unchanged file was parsed")
+
+    monkeypatch.setattr("sidecar.indexer.chunk_markdown", no_parsing)
+    os.utime(path, ns=(OLD_NS, OLD_NS))  # the watcher's event after the write's own reindex
+    assert counts(sync_file(store, root, "daily/note.md")) == (0, 0, 1)
+    assert store.file_state("daily/note.md").mtime_ns == OLD_NS
+
+
+def test_an_append_rewrites_only_the_last_chunks_of_a_long_file(
+    store: SQLiteStore, root: Path
+) -> None:
+    entry = "- {:03d} durable append entry, some words about what happened in this step"
+    text = "# Day\n" + "".join(entry.format(i) + "\n" for i in range(60))
+    path = write(root, "daily/2026-11-21.md", text)
+    sync_file(store, root, "daily/2026-11-21.md")
+    query = "SELECT id, start_line, end_line, body FROM chunks WHERE path = ?"
+    before = set(store._reader().execute(query, ("daily/2026-11-21.md",)))
+    assert len(before) > 8
+    for i in range(60, 70):
+        with path.open("a", encoding="utf-8") as f:
+            f.write(entry.format(i) + "\n")
+        assert counts(sync_file(store, root, "daily/2026-11-21.md")) == (1, 0, 0)
+        after = set(store._reader().execute(query, ("daily/2026-11-21.md",)))
+        # Only chunks starting within two caps of the old end may move: three at most.
+        assert len(before - after) <= 3, f"append {i} rewrote {len(before - after)} chunks"
+        before = after
+    assert found(store, "069") == ["daily/2026-11-21.md"]
+
+
 @pytest.mark.parametrize("target", ["inside", "outside"])
 def test_sync_file_on_a_path_that_became_a_symlink_removes_it(
     store: SQLiteStore, root: Path, tmp_path: Path, target: str

@@ -115,6 +115,68 @@ def test_replacing_a_file_removes_its_old_text(store: SQLiteStore) -> None:
     assert store.stats().total_chunks == 2
 
 
+def rows(store: SQLiteStore, path: str) -> dict[int, tuple[int, int, str, str]]:
+    """id -> (start_line, end_line, heading, body) of every chunk row of one file."""
+    got = store._reader().execute(
+        "SELECT id, start_line, end_line, heading, body FROM chunks WHERE path = ?", (path,)
+    )
+    return {i: (s, e, h, b) for i, s, e, h, b in got}
+
+
+def assert_fts_consistent(store: SQLiteStore) -> None:
+    """FTS5 checks its index against the chunks table (raises if they disagree)."""
+    with store._transaction() as conn:
+        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def lines_item(path: str, *chunks: tuple[int, int, str]) -> IndexedFile:
+    return IndexedFile(
+        path, FileState(1, 1, "0" * 64), {}, [Chunk(a, b, "Log", t) for a, b, t in chunks]
+    )
+
+
+def test_replace_file_keeps_the_rows_of_unchanged_chunks(store: SQLiteStore) -> None:
+    store.replace_file(lines_item("d.md", (1, 2, "alpha one"), (3, 4, "bravo two")))
+    before = rows(store, "d.md")
+    store.replace_file(
+        lines_item("d.md", (1, 2, "alpha one"), (3, 5, "bravo two\ncharlie"), (6, 6, "delta"))
+    )
+    after = rows(store, "d.md")
+    kept = [i for i, r in before.items() if r[2:] == ("Log", "alpha one")]
+    assert len(kept) == 1 and after[kept[0]] == before[kept[0]]
+    assert sorted(r[:2] for r in after.values()) == [(1, 2), (3, 5), (6, 6)]
+    assert paths(store.search('"charlie"', 10)) == ["d.md"]
+    assert paths(store.search('"delta"', 10)) == ["d.md"]
+    assert_fts_consistent(store)
+
+
+def test_replace_file_only_moves_chunks_whose_text_shifted_down(store: SQLiteStore) -> None:
+    store.replace_file(lines_item("d.md", (1, 1, "alpha one"), (2, 3, "bravo two")))
+    before = rows(store, "d.md")
+    # Two lines inserted at the top: both old chunks keep their text, on new lines.
+    store.replace_file(
+        lines_item("d.md", (1, 2, "echo new"), (3, 3, "alpha one"), (4, 5, "bravo two"))
+    )
+    after = rows(store, "d.md")
+    assert set(before) < set(after)  # the old rows (and their FTS entries) survive
+    assert {after[i][3]: after[i][:2] for i in before} == {"alpha one": (3, 3), "bravo two": (4, 5)}
+    hits = store.search('"bravo"', 10)
+    assert [(h.start_line, h.end_line) for h in hits] == [(4, 5)]
+    assert paths(store.search('"echo"', 10)) == ["d.md"]
+    assert_fts_consistent(store)
+
+
+def test_replace_file_keeps_identical_chunks_apart(store: SQLiteStore) -> None:
+    # The pieces of one over-long line can be identical: each is a row of its own.
+    store.replace_file(lines_item("d.md", (1, 1, "xxxx"), (1, 1, "xxxx"), (2, 2, "yankee")))
+    assert len(rows(store, "d.md")) == 3
+    store.replace_file(lines_item("d.md", (1, 1, "xxxx"), (1, 1, "xxxx"), (1, 1, "xxxx")))
+    assert sorted(rows(store, "d.md").values()) == [(1, 1, "Log", "xxxx")] * 3
+    assert store.stats().total_chunks == 3
+    assert store.search('"yankee"', 10) == []
+    assert_fts_consistent(store)
+
+
 def test_remove_files(store: SQLiteStore) -> None:
     fill(store)
     assert store.remove_files(["a.md", "missing.md"]) == 1
