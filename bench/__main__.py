@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bench import crew, freshness, indexing, latency, memory, retrieval, writes
+from bench import crew, freshness, indexing, latency, memory, prompt_block, retrieval, writes
 from bench.context import REPO, Context
 from bench.report import BenchResult, progress, render, render_summary
 
@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     memory.NAME: (memory.run, "idle resident memory of the daemon"),
     writes.NAME: (writes.run, "durable append latency and throughput"),
     crew.NAME: (crew.run, "crew search through a member vs on the lead"),
+    prompt_block.NAME: (prompt_block.run, "assembling the system-prompt memory block"),
 }
 
 

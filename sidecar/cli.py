@@ -14,6 +14,9 @@ import logging
 import os
 import signal
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_status)
 
     _mcp_parser(sub)
+    _context_parser(sub)
 
     p = sub.add_parser("seed-demo", help="create example agent/ and crew/ memory under PATH")
     p.add_argument("path", type=Path)
@@ -220,6 +224,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         log.error("cannot start", extra={"error": str(exc)})
         return 2
+    return 0
+
+
+# -- context -----------------------------------------------------------------------
+
+
+def _context_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("context", help="print the memory block for a system prompt")
+    p.add_argument("--url", default=_env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"),
+                   help="the local daemon (env SIDECAR_URL)")  # fmt: skip
+    p.add_argument("--budget", type=int, default=15_000, help="characters (default 15000)")
+    p.add_argument("--query", help="fill leftover budget with the best hits for this")
+    p.add_argument("--user-id", help="the session opener, for the operator model")
+    p.add_argument("--workspace-id", help="the session opener's workspace")
+    p.add_argument("--json", action="store_true", help="JSON with per-section accounting")
+    p.set_defaults(func=cmd_context)
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    params = {"budget": args.budget, "query": args.query, "user_id": args.user_id,
+              "workspace_id": args.workspace_id}  # fmt: skip
+    query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+    accept = "application/json" if args.json else "text/plain"
+    req = urllib.request.Request(f"{args.url.rstrip('/')}/memory/context?{query}",
+                                 headers={"Accept": accept})  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            sys.stdout.write(resp.read().decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        raise SystemExit(f"sidecar: {exc.code}: {exc.read().decode('utf-8', 'replace')}") from None
+    except urllib.error.URLError as exc:
+        raise SystemExit(f"sidecar: daemon at {args.url} unreachable: {exc.reason}") from None
     return 0
 
 

@@ -168,6 +168,21 @@ async def read(request: web.Request) -> web.Response:
     return web.json_response(result)
 
 
+async def context(request: web.Request) -> web.StreamResponse:
+    """The memory block as text, or JSON with per-section accounting."""
+    q = request.query
+    try:
+        budget = int(q.get("budget", "15000"))
+    except ValueError:
+        raise ApiError(400, "bad_budget", "'budget' must be a whole number") from None
+    block = await request.app[SERVICE].context(
+        budget, q.get("query") or None, q.get("user_id") or None, q.get("workspace_id")
+    )
+    if "application/json" in request.headers.get("Accept", ""):
+        return web.json_response(block.to_json())
+    return web.Response(text=block.text, content_type="text/plain", charset="utf-8")
+
+
 async def status(request: web.Request) -> web.Response:
     scope = _scope_param(request, allow_both=False)
     return web.json_response(await request.app[SERVICE].status(scope))
@@ -194,5 +209,6 @@ def create_app(service: MemoryService) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_post("/memory/write", write)
     app.router.add_get("/memory/read", read)
+    app.router.add_get("/memory/context", context)
     mount_mcp(app, service)
     return app

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sidecar.index_store import Hit, IndexStore, QuerySyntaxError
+from sidecar.injection import scan
 from sidecar.query import MODE_FALLBACK, PlannedQuery
 
 RRF_K = 60
@@ -24,7 +25,7 @@ class Result:
     score: float
 
     def to_json(self, query_terms: Sequence[str]) -> dict[str, object]:
-        return {
+        body: dict[str, object] = {
             "file": self.hit.path,
             "source": self.source,
             "start_line": self.hit.start_line,
@@ -33,6 +34,10 @@ class Result:
             "snippet": snippet(self.hit.text, query_terms),
             "score": round(self.score, 6),
         }
+        finding = scan(self.hit.text)
+        if finding is not None:  # say so; the MCP tools withhold the text
+            body["flagged"] = {"category": finding.category, "pattern": finding.pattern}
+        return body
 
 
 def search_store(store: IndexStore, planned: PlannedQuery, limit: int) -> tuple[list[Hit], str]:

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sidecar import durable, indexer, memory_files, watcher
+from sidecar import durable, indexer, memory_block, memory_files, watcher
 from sidecar.chunking import split_lines
 from sidecar.config import Settings
 from sidecar.crew_proxy import LeadClient, LeadError, LeadUnavailable
 from sidecar.errors import ApiError
 from sidecar.index_store import Hit, IndexStore, StoreStats
+from sidecar.injection import scan
 from sidecar.memory_files import CapExceeded, MemoryFile
 from sidecar.query import MODE_FALLBACK, PlannedQuery, plan, terms
 from sidecar.reindex_queue import FILE, OPTIMIZE, REBUILD, TREE, JobKey, ReindexQueue
@@ -386,6 +387,15 @@ class MemoryService:
             raise ApiError(400, "bad_content", "'content' must not contain NUL characters")
         if mode == "append" and not content.strip():
             raise ApiError(400, "bad_content", "nothing to append: 'content' is empty")
+        finding = scan(content)
+        if finding is not None:
+            raise ApiError(
+                422, "injection_suspected",
+                f"content looks like a prompt injection (category={finding.category}, "
+                f"pattern={finding.pattern}); nothing was written. Memory holds notes, not "
+                "instructions: describe what happened instead of quoting commands to a model.",
+                {"category": finding.category, "pattern": finding.pattern},
+            )  # fmt: skip
         target = memory_files.resolve(scope, file)
         state = self._writable_tier(scope)
         caps = self.settings.caps
@@ -470,7 +480,7 @@ class MemoryService:
         first = start_line or 1
         last = min(end_line or len(lines), len(lines))
         content = "\n".join(lines[first - 1 : last])
-        return {
+        body: dict[str, Any] = {
             "file": target.rel,
             "scope": scope,
             "content": content,
@@ -479,6 +489,48 @@ class MemoryService:
             "end_line": last,
             "total_lines": len(lines),
         }
+        finding = scan(content)
+        if finding is not None:  # say so; the MCP tools withhold the text
+            body["flagged"] = {"category": finding.category, "pattern": finding.pattern}
+        return body
+
+    async def context(
+        self,
+        budget: int = memory_block.DEFAULT_BUDGET,
+        query: str | None = None,
+        user_id: str | None = None,
+        workspace_id: str | None = None,
+    ) -> memory_block.MemoryBlock:
+        """The prompt-ready memory block; crew files come from the shared folder."""
+        if not 1000 <= budget <= 200_000:
+            raise ApiError(400, "bad_budget", "'budget' must be from 1000 to 200000 characters")
+        today = memory_files.today_utc()
+        agent_dir, crew_dir = self.settings.agent_dir, self.settings.crew_dir
+
+        def load() -> tuple[list[memory_block.Section], ...]:
+            return (
+                memory_block.agent_sections(agent_dir, today),
+                memory_block.crew_sections(crew_dir, today),
+                memory_block.operator_sections(crew_dir, user_id, workspace_id),
+            )
+
+        loop = asyncio.get_running_loop()
+        agent, crew, operator = await loop.run_in_executor(self._files, load)
+        hits: list[memory_block.Section] = []
+        if query:
+            has_crew = "crew" in self.tiers or self.lead is not None
+            response = await self.search(query, "both" if has_crew else "agent", 20)
+            shown = {("agent", s.label) for s in agent} | {("crew", s.label) for s in crew}
+            hits = [
+                memory_block.Section(
+                    f"{r.source}:{r.hit.path}",
+                    f"{r.source}/{r.hit.path} lines {r.hit.start_line}-{r.hit.end_line}",
+                    r.hit.text,
+                )
+                for r in response.results
+                if (r.source, r.hit.path) not in shown
+            ]
+        return memory_block.assemble(agent, crew, operator, hits, budget)
 
     async def write_health(self) -> tuple[bool, str | None]:
         """Can a write succeed right now? Used to gate the MCP write tools."""

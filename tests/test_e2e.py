@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -107,3 +108,16 @@ def offline(*args: str) -> str:
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def test_context_command_prints_the_block(
+    sidecar: SidecarProcess, tier_dirs: tuple[Path, Path]
+) -> None:
+    agent, _ = tier_dirs
+    (agent / "AGENT.md").write_text("# Prefs\n- the ocelot preference\n")
+    text = offline("context", "--url", sidecar.url, "--budget", "5000")
+    assert text.startswith("[AGENT MEMORY]")
+    assert "the ocelot preference" in text
+    assert len(text) <= 5000
+    body = json.loads(offline("context", "--url", sidecar.url, "--json"))
+    assert body["used"] == len(body["text"])
