@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sidecar.tiers import UnsafePath, split_relative
+from sidecar.tiers import UnsafePath, read_fd, split_relative
 
 TMP_SUFFIX = ".sidecar-tmp"
 _TMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}" + re.escape(TMP_SUFFIX) + "$")
@@ -73,16 +73,8 @@ def _read_current(dir_fd: int, name: str) -> tuple[bytes | None, int]:
         if exc.errno == errno.ELOOP:
             raise UnsafePath(f"{name!r} is a symlink") from exc
         raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafePath(f"{name!r} is not a regular file")
-        chunks = []
-        while block := os.read(fd, 1 << 20):
-            chunks.append(block)
-        return b"".join(chunks), stat.S_IMODE(st.st_mode)
-    finally:
-        os.close(fd)
+    data, st = read_fd(fd, repr(name))
+    return data, stat.S_IMODE(st.st_mode)
 
 
 def _write_all(fd: int, data: bytes) -> None:

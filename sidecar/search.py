@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sidecar.index_store import Hit, IndexStore, QuerySyntaxError
 from sidecar.injection import scan
@@ -23,8 +23,12 @@ class Result:
     source: str  # tier name
     hit: Hit
     score: float
+    # A result the crew lead already rendered (snippet, flag): passed through as is.
+    rendered: dict[str, object] | None = None
 
     def to_json(self, query_terms: Sequence[str]) -> dict[str, object]:
+        if self.rendered is not None:
+            return {**self.rendered, "score": round(self.score, 6)}
         body: dict[str, object] = {
             "file": self.hit.path,
             "source": self.source,
@@ -50,15 +54,16 @@ def search_store(store: IndexStore, planned: PlannedQuery, limit: int) -> tuple[
         return store.search(planned.fallback, limit), MODE_FALLBACK
 
 
-def rrf_fuse(ranked: dict[str, list[Hit]], limit: int, k: int = RRF_K) -> list[Result]:
+def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> list[Result]:
     """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank)."""
     scored: dict[tuple[str, str, int, int], Result] = {}
-    for source, hits in ranked.items():
-        for rank, hit in enumerate(hits, start=1):
+    for source, results in ranked.items():
+        for rank, result in enumerate(results, start=1):
+            hit = result.hit
             key = (source, hit.path, hit.start_line, hit.end_line)
             prev = scored.get(key)
             add = 1.0 / (k + rank)
-            scored[key] = Result(source, hit, add + (prev.score if prev else 0.0))
+            scored[key] = replace(result, score=add + (prev.score if prev else 0.0))
     fused = sorted(scored.values(), key=lambda r: (-r.score, r.source, r.hit.path))
     return fused[:limit]
 

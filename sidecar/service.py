@@ -231,11 +231,14 @@ class MemoryService:
 
     async def _search_tier(
         self, state: TierState, planned: PlannedQuery, limit: int
-    ) -> tuple[list[Hit], str]:
+    ) -> tuple[list[Result], str]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._readers, search_store, state.store, planned, limit)
+        hits, mode = await loop.run_in_executor(
+            self._readers, search_store, state.store, planned, limit
+        )
+        return [Result(state.tier.name, h, h.score) for h in hits], mode
 
-    async def _search_lead(self, query: str, limit: int) -> tuple[list[Hit], str]:
+    async def _search_lead(self, query: str, limit: int) -> tuple[list[Result], str]:
         """The crew half of a member's search, answered by the lead's sidecar."""
         assert self.lead is not None
         try:
@@ -245,11 +248,12 @@ class MemoryService:
         except LeadError as exc:
             raise ApiError(exc.status, exc.body.get("error", "lead_error"),
                            f"crew lead: {exc.body.get('detail', '')}") from None  # fmt: skip
-        hits = [
-            Hit(r["file"], r["start_line"], r["end_line"], r["heading"], r["snippet"], r["score"])
-            for r in body["results"]
-        ]
-        return hits, body["query_mode"]
+        results = []
+        for r in body["results"]:
+            hit = Hit(r["file"], r["start_line"], r["end_line"], r["heading"], r["snippet"],
+                      r["score"])  # fmt: skip
+            results.append(Result("crew", hit, r["score"], rendered=r))
+        return results, body["query_mode"]
 
     async def search(self, query: str, scope: str, limit: int) -> SearchResponse:
         """One tier ranked by BM25, or both fused by rank; a member asks the lead for crew."""
@@ -263,7 +267,7 @@ class MemoryService:
             searches.append(self._search_lead(query, limit))
             names.append("crew")
         outcomes = await asyncio.gather(*searches, return_exceptions=True)
-        ranked: dict[str, list[Hit]] = {}
+        ranked: dict[str, list[Result]] = {}
         modes: set[str] = set()
         degraded: list[str] = []
         for name, outcome in zip(names, outcomes, strict=True):
@@ -280,10 +284,7 @@ class MemoryService:
             ranked[name], mode = outcome
             modes.add(mode)
         mode = MODE_FALLBACK if MODE_FALLBACK in modes else planned.mode
-        if scope != "both":
-            results = [Result(scope, h, h.score) for h in ranked[scope]]
-        else:
-            results = rrf_fuse(ranked, limit)
+        results = ranked[scope] if scope != "both" else rrf_fuse(ranked, limit)
         return SearchResponse(results, mode, terms(query), degraded)
 
     async def status(self, scope: str) -> dict[str, Any]:

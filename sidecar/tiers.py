@@ -80,10 +80,18 @@ def read_regular(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
             raise UnsafePath(f"{rel}: a symlink or non-directory is on the path") from exc
         raise
+    return read_fd(fd, rel)
+
+
+def read_fd(fd: int, label: str) -> tuple[bytes, os.stat_result]:
+    """Read an open descriptor to the end and close it; UnsafePath unless a regular file.
+
+    The type is checked on the descriptor itself, so it is the file we read.
+    """
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise UnsafePath(f"{rel} is not a regular file")
+            raise UnsafePath(f"{label} is not a regular file")
         chunks = []
         while block := os.read(fd, 1 << 20):
             chunks.append(block)
