@@ -83,19 +83,12 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def write_file(
-    root: Path,
-    rel: str,
-    build: Callable[[bytes | None], bytes],
-    on_renamed: Callable[[], None] = lambda: None,
-) -> WriteOutcome:
+def write_file(root: Path, rel: str, build: Callable[[bytes | None], bytes]) -> WriteOutcome:
     """Replace ``root/rel`` with ``build(current bytes)``, atomically and durably.
 
     ``build`` runs under the lock, so concurrent writers (in any process) each see
     the result of the previous one. If it raises, nothing is written. Any failure
     before the rename leaves the target untouched and removes the temp file.
-    ``on_renamed`` runs as soon as the new content is in place, so the caller can
-    start reindexing while the directory fsync is still under way.
     """
     parts = split_relative(rel)
     dir_fd = _open_parent(root, parts[:-1], create=True)
@@ -117,7 +110,6 @@ def write_file(
             os.close(fd)
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         tmp = None
-        on_renamed()
         try:
             os.fsync(dir_fd)
         except OSError as exc:

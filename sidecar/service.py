@@ -403,7 +403,6 @@ class MemoryService:
         cap = caps.for_kind(target.kind)
         lock = self._file_locks.setdefault((scope, target.rel), asyncio.Lock())
         loop = asyncio.get_running_loop()
-        reindexed: list[asyncio.Future[Any]] = []
 
         def build(current: bytes | None) -> bytes:
             new = memory_files.compose(current, content, mode)
@@ -414,15 +413,10 @@ class MemoryService:
                 raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
             return new
 
-        def on_renamed() -> None:  # worker thread: queue the reindex on the loop
-            key = JobKey(scope, FILE, target.rel)
-            loop.call_soon_threadsafe(lambda: reindexed.append(self.queue.submit(key)))
-
         async with lock:
             try:
                 outcome = await loop.run_in_executor(
                     self._files, durable.write_file, state.tier.root, target.rel, build,
-                    on_renamed,
                 )  # fmt: skip
             except CapExceeded as exc:
                 raise exc.to_api_error() from None
@@ -439,8 +433,7 @@ class MemoryService:
                 "usage": memory_files.usage(len(outcome.new), cap),
             }
             try:
-                # Queued before the executor's answer reached us (both via the loop).
-                await reindexed[0]
+                await self.queue.submit(JobKey(scope, FILE, target.rel))
                 body["indexed"] = True
             except Exception as exc:  # the write stands; only search lags
                 body["indexed"] = False
