@@ -22,7 +22,6 @@ from sidecar.mcp_tools import MemoryTools, quiet_sdk_logs
 
 log = logging.getLogger(__name__)
 
-DEFAULT_URL = "http://127.0.0.1:9119"
 CONNECT_TIMEOUT = 1.0
 HEALTH_TIMEOUT = 2.0
 CALL_TIMEOUT = 10.0
