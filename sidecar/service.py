@@ -187,6 +187,8 @@ class MemoryService:
                 state.reconciled = True
                 state.last_reconcile = time.time()
         elif key.kind == REBUILD:
+            log.info("index rebuild started; searches use the old index until it is done",
+                     extra={"tier": key.tier})  # fmt: skip
             started = time.monotonic()
             store.replace_all(indexer.load_tree(root, cap))
             state.reconciled = True
