@@ -87,8 +87,6 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        raise ApiError(413, "body_too_large", f"request body is larger than {MAX_BODY_BYTES} bytes")
     raw = await request.read()
     try:
         body = json.loads(raw)

@@ -24,12 +24,12 @@ from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
+from sidecar.http_api import MAX_BODY_BYTES, is_loopback_host
 from sidecar.mcp_tools import MemoryTools, quiet_sdk_logs
 from sidecar.service import MemoryService
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 1024 * 1024  # the same limit as the rest of the API
 DISCONNECT_POLL = 0.5  # how often a waiting stream checks whether its client left
 APP_GRACE = 5.0  # how long a request whose client left may take to wind down
 
@@ -116,8 +116,6 @@ class McpEndpoint:
 
     def _origin_allowed(self, origin: str) -> bool:
         """Browsers send Origin; only pages served from a loopback name may talk MCP."""
-        from sidecar.http_api import is_loopback_host  # http_api imports this module
-
         host = urlsplit(origin).netloc
         return bool(host) and is_loopback_host(host, self.allowed_hosts)
 

@@ -410,7 +410,7 @@ class MemoryService:
             new = memory_files.compose(current, content, mode)
             if len(new) > cap:
                 raise CapExceeded(target.rel, cap, len(new), current)
-            projected_tier = state.store.stats().total_bytes - len(current or b"") + len(new)
+            projected_tier = state.store.total_bytes() - len(current or b"") + len(new)
             if projected_tier > caps.tier:
                 raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
             return new

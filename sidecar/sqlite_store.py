@@ -176,6 +176,9 @@ class SQLiteStore:
             raise QuerySyntaxError(str(exc)) from exc
         return [Hit(p, s, e, h, b, -rank) for p, s, e, h, b, rank in rows]
 
+    def total_bytes(self) -> int:
+        return int(self._reader().execute("SELECT coalesce(sum(size), 0) FROM files").fetchone()[0])
+
     def stats(self) -> StoreStats:
         conn = self._reader()
         files, size, indexed_at = conn.execute(
