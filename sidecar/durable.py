@@ -29,13 +29,16 @@ _TMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}" + re.escape(TMP_SUFFIX) + "$")
 
 class NotDurable(OSError):
     """The rename happened but the directory fsync failed: the new content is in place
-    and visible, but may not survive a crash."""
+    and visible, but may not survive a crash. ``outcome`` is what was put in place."""
+
+    outcome: WriteOutcome
 
 
 @dataclass(frozen=True, slots=True)
 class WriteOutcome:
     old: bytes | None  # None: the file did not exist
     new: bytes
+    mtime_ns: int  # of the new file, so its index entry needs no second stat
 
 
 def _open_parent(root: Path, parts: list[str], create: bool) -> int:
@@ -106,15 +109,19 @@ def write_file(root: Path, rel: str, build: Callable[[bytes | None], bytes]) -> 
         try:
             _write_all(fd, new)
             os.fsync(fd)
+            mtime_ns = os.fstat(fd).st_mtime_ns
         finally:
             os.close(fd)
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         tmp = None
+        outcome = WriteOutcome(old, new, mtime_ns)
         try:
             os.fsync(dir_fd)
         except OSError as exc:
-            raise NotDurable(exc.errno, f"directory fsync failed: {exc.strerror}") from exc
-        return WriteOutcome(old, new)
+            failure = NotDurable(exc.errno, f"directory fsync failed: {exc.strerror}")
+            failure.outcome = outcome
+            raise failure from exc
+        return outcome
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):

@@ -6,7 +6,7 @@ them on worker threads so the event loop never waits on storage.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -57,7 +57,12 @@ class IndexStore(Protocol):
 
     def file_state(self, path: str) -> FileState | None: ...
 
-    def replace_file(self, item: IndexedFile) -> None: ...
+    def replace_file(
+        self, item: IndexedFile, confirm: Callable[[], FileState] | None = None
+    ) -> None:
+        """Replace one file's chunks in one transaction. With ``confirm``, commit only
+        once it returns the file's state on disk; if it raises, change nothing."""
+        ...
 
     def touch_file(self, path: str, state: FileState) -> None: ...
 

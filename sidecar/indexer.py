@@ -10,7 +10,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +91,25 @@ def sync_file(
         return SyncResult(unchanged=1)
     store.replace_file(_parse(rel, data, state, max_chars))
     return SyncResult(indexed=1)
+
+
+def index_written(
+    store: IndexStore,
+    rel: str,
+    data: bytes,
+    mtime_ns: Callable[[], int],
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> None:
+    """Index the bytes a durable write is putting in place, without reading them back.
+
+    ``mtime_ns`` blocks until the write's rename is done and returns the new file's
+    mtime (or raises, and nothing changes): parsing and staging overlap the write's
+    fsync, and the commit follows the rename, so the text is never searchable
+    before it is on disk.
+    """
+    sha = hashlib.sha256(data).hexdigest()
+    item = _parse(rel, data, FileState(len(data), 0, sha), max_chars)
+    store.replace_file(item, lambda: FileState(len(data), mtime_ns(), sha))
 
 
 def sync_tree(

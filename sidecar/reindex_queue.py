@@ -1,7 +1,7 @@
 """The single reindex worker: strict FIFO, one job at a time, no duplicate waiting jobs.
 
-Watcher events, periodic reconcile scans, rebuild requests and (later) API
-writes all go through here, so the index sees changes in the order they were
+Watcher events, periodic reconcile scans, rebuild requests and API writes
+all go through here, so the index sees changes in the order they were
 noticed and only one writer ever touches a store. Anyone may await a job; a
 request for a job that is already waiting shares that job's future, since the
 waiting job will read the file after the request was made anyway.
@@ -23,6 +23,7 @@ FILE = "file"  # one path changed
 TREE = "tree"  # a directory appeared, vanished or moved: reconcile below it
 REBUILD = "rebuild"  # replace the whole tier index in one transaction
 OPTIMIZE = "optimize"  # merge FTS5 segments
+WRITE = "write"  # an API write and its reindex, as one job (one per file at a time)
 
 
 @dataclass(frozen=True, slots=True)

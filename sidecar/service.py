@@ -13,7 +13,8 @@ import errno
 import logging
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +28,15 @@ from sidecar.index_store import Hit, IndexStore, StoreStats
 from sidecar.injection import scan
 from sidecar.memory_files import CapExceeded, MemoryFile
 from sidecar.query import MODE_FALLBACK, PlannedQuery, plan, terms
-from sidecar.reindex_queue import FILE, OPTIMIZE, REBUILD, TREE, JobKey, ReindexQueue
+from sidecar.reindex_queue import (
+    FILE,
+    OPTIMIZE,
+    REBUILD,
+    TREE,
+    WRITE,
+    JobKey,
+    ReindexQueue,
+)
 from sidecar.search import Result, rrf_fuse, search_store
 from sidecar.sqlite_store import SQLiteStore
 from sidecar.tiers import Tier, UnsafePath, read_regular
@@ -45,6 +54,18 @@ class TierState:
     reconciled: bool = False  # the startup scan has finished
     changes_since_optimize: int = 0
     last_reconcile: float | None = None
+
+
+Builder = Callable[[bytes | None], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteJob:
+    """What a write job did: the write's outcome or its error, and any index failure."""
+
+    outcome: durable.WriteOutcome | None
+    error: Exception | None
+    index_error: Exception | None
 
 
 @dataclass(slots=True)
@@ -86,6 +107,7 @@ class MemoryService:
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-search")
         self._files = ThreadPoolExecutor(2, thread_name_prefix="sidecar-files")
         self._file_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._writes: dict[JobKey, Builder] = {}  # a queued write's content builder
         self.queue = ReindexQueue(self._run_job, self._writer)
         self._stop = asyncio.Event()
         self.watcher_ready = asyncio.Event()
@@ -199,6 +221,8 @@ class MemoryService:
                 extra={"tier": key.tier, "seconds": round(time.monotonic() - started, 3)},
             )
             return None
+        elif key.kind == WRITE:
+            return self._write_and_index(state, key.path, self._writes.pop(key))
         elif key.kind == OPTIMIZE:
             store.optimize()
             state.changes_since_optimize = 0
@@ -209,6 +233,55 @@ class MemoryService:
         if result.changed:
             log.debug("reindexed", extra={"tier": key.tier, "path": key.path, "kind": key.kind})
         return result
+
+    def _write_and_index(self, state: TierState, rel: str, build: Builder) -> WriteJob:
+        """One API write: make it durable and reindex it, overlapping the two.
+
+        The file I/O runs on a files thread; as soon as the new bytes are built, this
+        thread parses them and stages the index update while the fsync runs, and
+        commits it once the rename is done. A write that fails changes neither the
+        file nor the index; an index failure alone leaves the write standing.
+        """
+        built: Future[bytes] = Future()
+
+        def build_and_share(current: bytes | None) -> bytes:
+            try:
+                new = build(current)
+            except BaseException as exc:
+                built.set_exception(exc)
+                raise
+            built.set_result(new)
+            return new
+
+        def failed_before_build(io: Future[durable.WriteOutcome]) -> None:
+            if not built.done():  # the I/O failed before build ran: nothing to index
+                built.set_exception(io.exception() or RuntimeError("write cancelled"))
+
+        def in_place_mtime() -> int:
+            try:
+                return io.result().mtime_ns
+            except durable.NotDurable as exc:  # renamed, only not yet durable: index it
+                return exc.outcome.mtime_ns
+
+        io = self._files.submit(durable.write_file, state.tier.root, rel, build_and_share)
+        io.add_done_callback(failed_before_build)
+        index_error: Exception | None = None
+        try:
+            new = built.result()
+        except BaseException:
+            pass  # io carries the reason
+        else:
+            try:
+                indexer.index_written(
+                    state.store, rel, new, in_place_mtime, self.settings.chunk_chars
+                )
+                state.changes_since_optimize += 1
+            except Exception as exc:
+                index_error = exc
+        try:
+            return WriteJob(io.result(), None, index_error)
+        except Exception as exc:
+            return WriteJob(None, exc, None)
 
     # -- queries -----------------------------------------------------------
 
@@ -377,10 +450,10 @@ class MemoryService:
         return state
 
     async def write(self, scope: str, file: object, content: object, mode: str) -> dict[str, Any]:
-        """Persist durably, then reindex through the FIFO queue before answering.
+        """Persist durably and reindex, as one job in the FIFO queue, before answering.
 
-        The answer comes only after the file's reindex job has run, so a search
-        right after a successful write finds the new text.
+        The answer comes only after the job has committed the new text to the index,
+        so a search right after a successful write finds it.
         """
         if mode not in ("append", "replace"):
             raise ApiError(400, "bad_mode", "'mode' must be append or replace")
@@ -404,7 +477,6 @@ class MemoryService:
         caps = self.settings.caps
         cap = caps.for_kind(target.kind)
         lock = self._file_locks.setdefault((scope, target.rel), asyncio.Lock())
-        loop = asyncio.get_running_loop()
 
         def build(current: bytes | None) -> bytes:
             new = memory_files.compose(current, content, mode)
@@ -415,40 +487,47 @@ class MemoryService:
                 raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
             return new
 
+        key = JobKey(scope, WRITE, target.rel)
         async with lock:
+            self._writes[key] = build
             try:
-                outcome = await loop.run_in_executor(
-                    self._files, durable.write_file, state.tier.root, target.rel, build,
-                )  # fmt: skip
-            except CapExceeded as exc:
-                raise exc.to_api_error() from None
-            except UnsafePath as exc:
-                raise _forbidden(target, str(exc)) from None
-            except OSError as exc:
-                raise _write_failure(target, exc) from exc
-            body: dict[str, Any] = {
-                "file": target.rel,
-                "scope": scope,
-                "bytes_written": len(outcome.new) - len(outcome.old or b"")
-                if mode == "append"
-                else len(outcome.new),
-                "usage": memory_files.usage(len(outcome.new), cap),
-            }
-            try:
-                await self.queue.submit(JobKey(scope, FILE, target.rel))
-                body["indexed"] = True
-            except Exception as exc:  # the write stands; only search lags
-                body["indexed"] = False
-                body["warning"] = f"written durably, but not yet searchable: {exc}"
-                log.warning("reindex after write failed", extra={"file": target.rel})
+                done: WriteJob = await self.queue.submit(key)
+            except RuntimeError as exc:  # shutting down: the job was never queued
+                self._writes.pop(key, None)
+                raise ApiError(503, "shutting_down", f"{exc}; nothing was written") from None
+        if isinstance(done.error, CapExceeded):
+            raise done.error.to_api_error()
+        if isinstance(done.error, UnsafePath):
+            raise _forbidden(target, str(done.error))
+        if isinstance(done.error, OSError):
+            raise _write_failure(target, done.error) from done.error
+        if done.error is not None:
+            raise done.error
+        outcome = done.outcome
+        assert outcome is not None
+        body: dict[str, Any] = {
+            "file": target.rel,
+            "scope": scope,
+            "bytes_written": len(outcome.new) - len(outcome.old or b"")
+            if mode == "append"
+            else len(outcome.new),
+            "usage": memory_files.usage(len(outcome.new), cap),
+            "indexed": done.index_error is None,
+        }
+        if done.index_error is not None:  # the write stands; only search lags
+            self.queue.last_error[scope] = f"write {target.rel}: {done.index_error}"
+            body["warning"] = f"written durably, but not yet searchable: {done.index_error}"
+            log.warning(
+                "reindex after write failed",
+                extra={"file": target.rel, "error": str(done.index_error)},
+            )
         if 100 * len(outcome.new) >= memory_files.WARN_PCT * cap:
             body["current_entries"] = outcome.new.decode("utf-8", errors="replace")
             body["usage_text"] = memory_files.usage_text(len(outcome.new), cap)
-            body["warning"] = (
+            body["warning"] = " ".join(filter(None, [body.get("warning"),
                 f"{target.rel} is at {body['usage_text']} of its cap. Consolidate these "
                 "entries now (mode=replace with a merged, shorter version) before the next "
-                "append is refused."
-            )
+                "append is refused."]))  # fmt: skip
         return body
 
     async def read(

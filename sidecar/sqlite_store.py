@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -221,8 +221,10 @@ class SQLiteStore:
         )
 
     @staticmethod
-    def _upsert_file(conn: sqlite3.Connection, item: IndexedFile, now: float) -> None:
-        st = item.state
+    def _upsert_file(
+        conn: sqlite3.Connection, item: IndexedFile, now: float, state: FileState | None = None
+    ) -> None:
+        st = state or item.state
         conn.execute(
             "INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, metadata, indexed_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -236,9 +238,16 @@ class SQLiteStore:
             ),
         )
 
-    def replace_file(self, item: IndexedFile) -> None:
+    def replace_file(
+        self, item: IndexedFile, confirm: Callable[[], FileState] | None = None
+    ) -> None:
         """Rewrite only the chunks that changed: an append usually touches the last one or
         two, and every FTS5 delete has to re-tokenize the old text.
+
+        With ``confirm``, the changes are staged and committed only once ``confirm()``
+        returns the file's state; if it raises, they are rolled back. A durable write
+        stages its index update this way while its own fsync runs, and the new text
+        becomes searchable only after the file itself is in place.
 
         A row whose (start_line, end_line, heading, body) is still wanted is kept as is; a row
         whose heading and body are still wanted on other lines (text inserted above it) only
@@ -252,7 +261,7 @@ class SQLiteStore:
             ).fetchall()
             fresh = self._diff_chunks(conn, rows, [c for c in item.chunks if c.text])
             self._insert_chunks(conn, item.path, fresh)
-            self._upsert_file(conn, item, time.time())
+            self._upsert_file(conn, item, time.time(), confirm() if confirm else None)
 
     @staticmethod
     def _diff_chunks(

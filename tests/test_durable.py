@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from sidecar import durable
+from sidecar import durable, indexer
 from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.service import MemoryService
@@ -333,6 +333,65 @@ async def test_service_directory_fsync_failure_is_not_durable(
     assert fault.fired == 1
     assert (root / "AGENT.md").read_bytes() == OLD + b"- new fact\n"
     assert temps(root) == []
+
+
+async def found(service: MemoryService, word: str) -> list[str]:
+    response = await service.search(word, "agent", 10)
+    return [r.hit.path for r in response.results]
+
+
+@pytest.mark.parametrize("case", ["file_fsync-EIO", "rename-EIO", "write-ENOSPC"])
+async def test_failed_write_is_never_searchable(
+    case: str, service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index update is staged while the fsync runs; a failed write must roll it back."""
+    call, code, _, _ = BEFORE_RENAME[case]
+    await service.write("agent", "AGENT.md", OLD.decode(), "replace")
+    fault = Fault(call, code)
+    fault.inject(monkeypatch)
+    with pytest.raises(ApiError):
+        await service.write("agent", "AGENT.md", "- the quokka fact", "append")
+    assert fault.fired == 1
+    assert await found(service, "quokka") == []
+    assert await found(service, "tabs") == ["AGENT.md"]  # the old text is still there
+
+    monkeypatch.setattr(durable, "os", os)
+    body = await service.write("agent", "AGENT.md", "- the quokka fact", "append")
+    assert body["indexed"] is True
+    assert await found(service, "quokka") == ["AGENT.md"]
+
+
+async def test_not_durable_write_is_in_place_and_searchable(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await service.write("agent", "AGENT.md", OLD.decode(), "replace")
+    Fault("dir_fsync", errno.EIO).inject(monkeypatch)
+    with pytest.raises(ApiError) as info:
+        await service.write("agent", "AGENT.md", "- the wombat fact", "append")
+    assert info.value.error == "not_durable"
+    # The file holds the new text, so the index must too.
+    assert await found(service, "wombat") == ["AGENT.md"]
+
+
+async def test_index_failure_leaves_the_write_standing(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("index is wedged")
+
+    monkeypatch.setattr(indexer, "index_written", broken)
+    body = await service.write("agent", DAY, "- the numbat fact", "append")
+    assert body["indexed"] is False
+    assert "index is wedged" in body["warning"]
+    assert (agent_root(service) / DAY).read_bytes() == b"- the numbat fact\n"
+    ok, why = await service.write_health()
+    assert not ok and "index is wedged" in (why or "")
+
+    monkeypatch.undo()
+    body = await service.write("agent", DAY, "- the bilby fact", "append")
+    assert body["indexed"] is True
+    assert await found(service, "numbat") == [DAY]  # the whole file was indexed again
+    assert (await service.write_health())[0]
 
 
 async def test_service_cap_exceeded_writes_nothing(service: MemoryService) -> None:
