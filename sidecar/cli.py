@@ -26,6 +26,7 @@ from sidecar import demo, indexer, logs, query
 from sidecar.chunking import DEFAULT_MAX_CHARS
 from sidecar.config import DEFAULT_PORT, ROLES, Settings
 from sidecar.crew_api import create_crew_app
+from sidecar.embedding import EMBEDDERS
 from sidecar.http_api import create_app
 from sidecar.memory_files import Caps
 from sidecar.search import Result, search_store
@@ -113,6 +114,29 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="HOST:PORT",
         help="on the lead, also serve crew-only reads here (env SIDECAR_CREW_LISTEN); "
         "requests need the SIDECAR_CREW_TOKEN bearer token",
+    )
+    p.add_argument(
+        "--embedder",
+        choices=EMBEDDERS,
+        default=_env("EMBEDDER", "auto"),
+        help="dense retrieval: auto = in-process MiniLM if installed, else sparse-only "
+        "(env SIDECAR_EMBEDDER)",
+    )
+    p.add_argument(
+        "--embed-threads",
+        type=int,
+        default=int(_env("EMBED_THREADS", 1)),
+        help="inference threads for the in-process model (env SIDECAR_EMBED_THREADS)",
+    )
+    p.add_argument(
+        "--ollama-url",
+        default=_env("OLLAMA_URL", "http://127.0.0.1:11434"),
+        help="with --embedder ollama (env SIDECAR_OLLAMA_URL)",
+    )
+    p.add_argument(
+        "--ollama-model",
+        default=_env("OLLAMA_MODEL", "nomic-embed-text"),
+        help="with --embedder ollama (env SIDECAR_OLLAMA_MODEL)",
     )
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
     p.set_defaults(func=cmd_serve)
@@ -219,6 +243,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             lead_url=args.lead_url or None,
             crew_listen=args.crew_listen,
             crew_token=os.environ.get("SIDECAR_CREW_TOKEN") or None,
+            embedder=args.embedder,
+            embed_threads=args.embed_threads,
+            ollama_url=args.ollama_url,
+            ollama_model=args.ollama_model,
         )
         asyncio.run(serve(settings))
     except (ValueError, OSError) as exc:

@@ -28,6 +28,11 @@ class Settings:
     lead_url: str | None = None  # a member asks the lead's sidecar for the crew tier
     crew_listen: tuple[str, int] | None = None  # the lead's crew-only address
     crew_token: str | None = None  # shared secret between the lead and its members
+    # Dense retrieval: "auto" (in-process MiniLM when installed), "minilm", "ollama", "none".
+    embedder: str = "auto"
+    embed_threads: int = 1  # inference threads: the rest of the machine stays responsive
+    ollama_url: str = ""
+    ollama_model: str = ""
 
     def __post_init__(self) -> None:
         # Watcher events carry absolute, resolved paths; compare like with like.

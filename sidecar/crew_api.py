@@ -39,10 +39,10 @@ def _auth(token: str) -> Any:
 
 
 async def search(request: web.Request) -> web.Response:
-    query, scope, limit = await parse_search(request)
+    query, scope, limit, mode = await parse_search(request)
     if scope != "crew":
         raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
-    response = await request.app[SERVICE].search(query, "crew", limit)
+    response = await request.app[SERVICE].search(query, "crew", limit, mode)
     return web.json_response(response.to_json())
 
 

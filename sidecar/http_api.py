@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from sidecar.errors import ApiError
+from sidecar.fusion import MODES
 from sidecar.mcp_mount import mount_mcp
 from sidecar.service import SCOPES, MemoryService
 
@@ -105,10 +106,10 @@ def _scope_param(request: web.Request, allow_both: bool) -> str:
     return scope
 
 
-async def parse_search(request: web.Request) -> tuple[str, str, int]:
-    """(query, scope, limit) from a search request body, or a 400 saying what is wrong."""
+async def parse_search(request: web.Request) -> tuple[str, str, int, str | None]:
+    """(query, scope, limit, mode) from a search request body, or a 400 saying what is wrong."""
     body = await _json_body(request)
-    _check_fields(body, ("query", "limit", "scope"))
+    _check_fields(body, ("query", "limit", "scope", "mode"))
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
         raise ApiError(400, "missing_query", "'query' must be a non-empty string")
@@ -120,12 +121,15 @@ async def parse_search(request: web.Request) -> tuple[str, str, int]:
     scope = body.get("scope", "agent")
     if scope not in SCOPES:
         raise ApiError(400, "bad_scope", f"'scope' must be one of {', '.join(SCOPES)}")
-    return query, scope, limit
+    mode = body.get("mode")
+    if mode is not None and mode not in MODES:
+        raise ApiError(400, "bad_mode", f"'mode' must be one of {', '.join(MODES)}")
+    return query, scope, limit, mode
 
 
 async def search(request: web.Request) -> web.Response:
-    query, scope, limit = await parse_search(request)
-    response = await request.app[SERVICE].search(query, scope, limit)
+    query, scope, limit, mode = await parse_search(request)
+    response = await request.app[SERVICE].search(query, scope, limit, mode)
     return web.json_response(response.to_json())
 
 

@@ -38,6 +38,8 @@ class Hit:
     heading: str
     text: str
     score: float  # higher is better; only comparable within one result list
+    chunk_id: int = -1  # the store's row id; -1 for a hit another sidecar rendered
+    key: str = ""  # content hash of ``text``: what its vectors are stored under
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,28 @@ class IndexStore(Protocol):
         ...
 
     def search(self, match: str, limit: int) -> list[Hit]: ...
+
+    def hits(self, chunk_ids: Iterable[int]) -> dict[int, Hit]:
+        """The chunks with these ids that still exist (score 0), for dense results."""
+        ...
+
+    def chunk_keys(self) -> dict[int, str]:
+        """Every chunk's id and content hash: what the vector index must hold."""
+        ...
+
+    def chunk_texts(self, chunk_ids: Iterable[int]) -> list[tuple[int, str, str]]:
+        """(id, content hash, body) of the chunks that still exist, to embed them."""
+        ...
+
+    def get_vectors(self, model_id: str, keys: Iterable[str]) -> dict[str, bytes]:
+        """Stored vector blobs by content hash, for one model."""
+        ...
+
+    def put_vectors(self, model_id: str, items: Iterable[tuple[str, bytes]]) -> None: ...
+
+    def prune_vectors(self, model_id: str) -> int:
+        """Drop vectors of other models and of text no chunk holds any more."""
+        ...
 
     def stats(self) -> StoreStats: ...
 

@@ -25,6 +25,7 @@ class Result:
     score: float
     # A result the crew lead already rendered (snippet, flag): passed through as is.
     rendered: dict[str, object] | None = None
+    ranks: dict[str, int] | None = None  # 1-based rank in each retrieval leg
 
     def to_json(self, query_terms: Sequence[str]) -> dict[str, object]:
         if self.rendered is not None:
@@ -38,6 +39,8 @@ class Result:
             "snippet": snippet(self.hit.text, query_terms),
             "score": round(self.score, 6),
         }
+        if self.ranks:
+            body["ranks"] = self.ranks
         finding = scan(self.hit.text)
         if finding is not None:  # say so; the MCP tools withhold the text
             body["flagged"] = {"category": finding.category, "pattern": finding.pattern}

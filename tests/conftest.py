@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -12,6 +13,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.config import Settings
 from sidecar.http_api import create_app
 from sidecar.service import MemoryService
+
+# Sidecar processes the tests start are sparse-only too, unless a test says otherwise.
+os.environ.setdefault("SIDECAR_EMBEDDER", "none")
 
 
 async def eventually(
@@ -37,7 +41,10 @@ def tier_dirs(tmp_path: Path) -> tuple[Path, Path]:
 @pytest.fixture
 def settings(tier_dirs: tuple[Path, Path]) -> Settings:
     agent, crew = tier_dirs
-    return Settings(agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600)
+    # Sparse-only unless a test is about dense retrieval: loading the model costs time.
+    return Settings(
+        agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600, embedder="none"
+    )
 
 
 @pytest.fixture

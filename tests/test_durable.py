@@ -336,7 +336,7 @@ async def test_service_directory_fsync_failure_is_not_durable(
 
 
 async def found(service: MemoryService, word: str) -> list[str]:
-    response = await service.search(word, "agent", 10)
+    response = await service.search(word, "agent", 10, "sparse")
     return [r.hit.path for r in response.results]
 
 
@@ -453,7 +453,11 @@ async def test_really_full_filesystem_is_disk_full_and_changes_nothing(
 ) -> None:
     agent = small_fs / "agent"
     settings = Settings(
-        agent_dir=agent, crew_dir=tier_dirs[1], role="lead", reconcile_interval=3600
+        agent_dir=agent,
+        crew_dir=tier_dirs[1],
+        role="lead",
+        reconcile_interval=3600,
+        embedder="none",
     )
     svc = MemoryService(settings)
     await svc.start()

@@ -219,7 +219,7 @@ async def test_healthz(client: TestClient) -> None:
 
 async def test_agent_role_has_no_crew_tier(tier_dirs: tuple[Path, Path]) -> None:
     agent, crew = tier_dirs
-    svc = MemoryService(Settings(agent_dir=agent, crew_dir=crew, role="agent"))
+    svc = MemoryService(Settings(agent_dir=agent, crew_dir=crew, role="agent", embedder="none"))
     await svc.start()
     try:
         async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as c:

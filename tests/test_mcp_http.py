@@ -99,7 +99,9 @@ async def test_list_changes_stream_to_connected_clients(
 async def test_unhealthy_daemon_lists_no_tools_from_the_start(
     tier_dirs: tuple[Path, Path],
 ) -> None:
-    settings = Settings(*tier_dirs, role="lead", reconcile_interval=3600, min_free_bytes=1 << 62)
+    settings = Settings(
+        *tier_dirs, role="lead", reconcile_interval=3600, min_free_bytes=1 << 62, embedder="none"
+    )
     service = MemoryService(settings)
     await service.start()
     try:

@@ -1,0 +1,171 @@
+"""An embedder backed by a local Ollama server's ``POST /api/embed``.
+
+Synchronous and stdlib-only on purpose: the daemon calls it from its embedding
+thread, so blocking I/O is fine there and an HTTP client library would be one
+more dependency for a single POST. Every way the server can fail (down, slow,
+model not pulled, odd reply) becomes an ``EmbedderError`` that says what to do,
+because the caller treats embedding as optional and only logs the message.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from sidecar.embedding import EmbedderError, Vectors, normalize
+
+DEFAULT_URL = "http://127.0.0.1:11434"
+DEFAULT_MODEL = "nomic-embed-text"
+DEFAULT_TIMEOUT = 10.0  # per batch request: connect, then each socket read
+DEFAULT_BATCH_SIZE = 32
+_ERROR_BODY_LIMIT = 300  # characters of a non-JSON error body worth quoting
+
+
+class OllamaEmbedder:
+    """Embeds texts with an Ollama model; ``dim`` is 0 until a reply reveals it.
+
+    A new connection per batch keeps the object safe to share between threads
+    and immune to a server restart between calls; on loopback the handshake
+    costs nothing next to the model's inference.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        model: str = DEFAULT_MODEL,
+        timeout: float = DEFAULT_TIMEOUT,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise EmbedderError(f"Ollama URL {url!r} is not http(s)://host[:port]")
+        if batch_size < 1:
+            raise EmbedderError(f"batch_size must be at least 1, not {batch_size}")
+        self.url = url.rstrip("/")
+        self.model = model
+        self.model_id = f"ollama:{model}"
+        self.dim = 0
+        self.timeout = timeout
+        self.batch_size = batch_size
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port
+        self._path = parts.path.rstrip("/") + "/api/embed"
+
+    def probe(self) -> int:
+        """Embed one word to prove the server and model work; returns the learned ``dim``."""
+        self.embed(["probe"])
+        return self.dim
+
+    def embed(self, texts: list[str]) -> Vectors:
+        """One L2-normalised float32 row per text, in order; raises EmbedderError only."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        try:
+            batches = [
+                self._embed_batch(texts[start : start + self.batch_size])
+                for start in range(0, len(texts), self.batch_size)
+            ]
+        except EmbedderError:
+            raise
+        except Exception as exc:  # the contract: nothing but EmbedderError escapes
+            raise EmbedderError(f"Ollama embedding failed unexpectedly: {exc!r}") from exc
+        return normalize(np.concatenate(batches))
+
+    def close(self) -> None:
+        """Nothing to release: connections live only for one request."""
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        status, body = self._post({"model": self.model, "input": texts, "truncate": True})
+        if not 200 <= status < 300:
+            raise EmbedderError(self._http_error(status, body))
+        return self._parse(body, len(texts))
+
+    def _post(self, payload: dict[str, Any]) -> tuple[int, bytes]:
+        conn_type = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        conn = conn_type(self._host, self._port, timeout=self.timeout)
+        try:
+            conn.request(
+                "POST",
+                self._path,
+                body=json.dumps(payload).encode(),
+                headers={"Content-Type": "application/json", "Accept": "application/json"},
+            )
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        except TimeoutError as exc:
+            raise EmbedderError(
+                f"Ollama at {self.url} did not answer within {self.timeout:g}s "
+                f"(model {self.model!r} may still be loading: check `ollama ps`, "
+                "or raise the embedder timeout)"
+            ) from exc
+        except (OSError, http.client.HTTPException) as exc:
+            raise EmbedderError(
+                f"cannot reach Ollama at {self.url} ({exc.__class__.__name__}: {exc}); "
+                f"is Ollama running there? Start it with `ollama serve`, "
+                f"then `ollama pull {self.model}`"
+            ) from exc
+        finally:
+            conn.close()
+
+    def _http_error(self, status: int, body: bytes) -> str:
+        text = body.decode("utf-8", "replace")
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            reply = None
+        if isinstance(reply, dict) and isinstance(reply.get("error"), str):
+            detail = reply["error"]
+        else:
+            detail = text.strip()[:_ERROR_BODY_LIMIT] or "(empty body)"
+        if status == 404 and "not found" in detail:
+            hint = f"pull the model with `ollama pull {self.model}`"
+        elif status == 404:
+            hint = f"is {self.url} an Ollama server new enough to have /api/embed?"
+        else:
+            hint = "check the Ollama server log"
+        return (
+            f"Ollama at {self.url} answered HTTP {status} for model {self.model!r}: "
+            f"{detail}; {hint}"
+        )
+
+    def _parse(self, body: bytes, count: int) -> np.ndarray:
+        where = f"Ollama at {self.url} (model {self.model!r})"
+        try:
+            reply = json.loads(body)
+        except ValueError as exc:
+            raise EmbedderError(
+                f"{where} sent a reply that is not JSON ({exc}); is that URL an Ollama server?"
+            ) from exc
+        rows = reply.get("embeddings") if isinstance(reply, dict) else None
+        if not isinstance(rows, list):
+            raise EmbedderError(f"{where} sent no 'embeddings' list; is the server up to date?")
+        if len(rows) != count:
+            raise EmbedderError(f"{where} returned {len(rows)} embeddings for {count} texts")
+        dims = {len(row) if isinstance(row, list) else -1 for row in rows}
+        if len(dims) != 1 or min(dims) < 1:
+            raise EmbedderError(f"{where} returned embeddings of mixed or empty lengths")
+        (dim,) = dims
+        if self.dim and dim != self.dim:
+            raise EmbedderError(
+                f"{where} returned {dim}-dimensional vectors, earlier ones had {self.dim}; "
+                "did the model behind that name change? Reindex after switching models"
+            )
+        if not all(_is_number(x) for row in rows for x in row):
+            raise EmbedderError(f"{where} returned embeddings holding non-numeric values")
+        vectors = np.array(rows, dtype=np.float64)
+        peaks = np.abs(vectors).max(axis=1, keepdims=True)
+        if not np.all(peaks > 0):
+            raise EmbedderError(f"{where} returned an all-zero embedding")
+        self.dim = dim
+        return vectors / peaks  # direction kept, magnitude tamed for float32 normalising
+
+
+def _is_number(x: object) -> bool:
+    """A finite JSON number: bools and strings are ints/floats only to the lenient."""
+    return type(x) in (int, float) and math.isfinite(x)  # type: ignore[arg-type]

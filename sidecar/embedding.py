@@ -1,0 +1,63 @@
+"""The interface every embedder implements (in-process ONNX, Ollama), and its errors.
+
+Calls are synchronous and batch-sized: the daemon runs them on its embedding
+thread so inference or a slow model server never stalls the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+class EmbedderError(RuntimeError):
+    """The embedder could not produce vectors (model missing, server down, bad reply)."""
+
+
+class Embedder(Protocol):
+    model_id: str  # names the model *and* anything that changes its vectors
+    dim: int
+
+    def embed(self, texts: list[str]) -> Vectors:
+        """One L2-normalised float32 row per text, in order; raises EmbedderError."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def normalize(rows: npt.NDArray[np.floating]) -> Vectors:
+    """Scale each row to unit length so a dot product is the cosine similarity."""
+    out = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    return out / norms
+
+
+EMBEDDERS = ("auto", "minilm", "ollama", "none")
+
+
+def load_embedder(
+    kind: str, threads: int = 1, ollama_url: str = "", ollama_model: str = ""
+) -> Embedder | None:
+    """The configured embedder, or None for sparse-only; EmbedderError if it cannot load.
+
+    ``auto`` is the in-process model when its packages are installed and sparse-only
+    (with the reason logged by the caller) when they are not.
+    """
+    if kind == "none":
+        return None
+    if kind == "ollama":
+        from sidecar.embed_ollama import DEFAULT_MODEL, DEFAULT_URL, OllamaEmbedder
+
+        ollama = OllamaEmbedder(ollama_url or DEFAULT_URL, ollama_model or DEFAULT_MODEL)
+        ollama.probe()
+        return ollama
+    if kind in ("auto", "minilm"):
+        from sidecar.embed_minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder(threads)
+    raise EmbedderError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDERS)}")

@@ -1,0 +1,82 @@
+"""How the sparse (BM25) and dense (embedding) legs become one ranking for a tier.
+
+Measured on LoCoMo (README, "Hybrid retrieval"): reciprocal rank fusion of the
+two legs with all-MiniLM-L6-v2 loses to BM25 alone, because the dense leg's
+own top hits are mostly wrong and RRF gives them the same say as BM25's. What
+helps is letting the dense leg *re-order* BM25's candidates, never add new ones:
+
+    score = ALPHA * bm25 / max(bm25 in pool) + (1 - ALPHA) * dense
+    dense = LINE_MIX * max(cosine of each line) + (1 - LINE_MIX) * cosine of the chunk
+
+over BM25's top ``POOL`` chunks. A chunk still waiting for its vector keeps its
+BM25 share as its dense share, so it neither gains nor loses for being new.
+When BM25 finds fewer chunks than asked for (no shared words), dense hits fill
+the rest, below every BM25 hit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sidecar.embedding import Vectors
+from sidecar.index_store import Hit
+from sidecar.vector_sync import from_blob
+
+POOL = 20
+ALPHA = 0.5
+LINE_MIX = 0.5
+
+SPARSE, DENSE, HYBRID = "sparse", "dense", "hybrid"
+MODES = (HYBRID, SPARSE, DENSE)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    hit: Hit
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)  # 1-based rank in each leg
+
+
+def dense_score(query: Vectors, blob: bytes) -> float:
+    """The chunk's similarity to the query: its best line mixed with the whole."""
+    sims = from_blob(blob, len(query)) @ query
+    best_line = float(sims[1:].max()) if len(sims) > 1 else float(sims[0])
+    return LINE_MIX * best_line + (1 - LINE_MIX) * float(sims[0])
+
+
+def rerank(
+    sparse: list[Hit], dense: dict[str, float], fill: list[tuple[Hit, float]], limit: int
+) -> list[Ranked]:
+    """BM25's pool re-ordered by the mixed score, then dense-only hits if too few.
+
+    ``dense`` maps a chunk's content hash to its :func:`dense_score`; ``fill`` is the
+    dense leg's own top hits (hit, cosine), best first.
+    """
+    ranked: list[Ranked] = []
+    if sparse:
+        top = max(h.score for h in sparse)
+        norm = [h.score / top if top > 0 else 1.0 for h in sparse]
+        sims = [dense.get(h.key) for h in sparse]
+        known = [s for s in sims if s is not None]
+        dense_rank = {s: r for r, s in enumerate(sorted(known, reverse=True), start=1)}
+        for i, hit in enumerate(sparse):
+            sim = sims[i]
+            mixed = ALPHA * norm[i] + (1 - ALPHA) * (norm[i] if sim is None else sim)
+            ranks = {SPARSE: i + 1}
+            if sim is not None:
+                ranks[DENSE] = dense_rank[sim]
+            ranked.append(Ranked(hit, mixed, ranks))
+        order = np.argsort([-r.score for r in ranked], kind="stable")
+        ranked = [ranked[j] for j in order]
+    if len(ranked) < limit:
+        seen = {(r.hit.path, r.hit.start_line) for r in ranked}
+        # Below every BM25 hit (mixed scores are above -1), in the dense leg's order.
+        shift = -2.0 if ranked else 0.0
+        for rank, (hit, sim) in enumerate(fill, start=1):
+            if len(ranked) >= limit:
+                break
+            if (hit.path, hit.start_line) not in seen:
+                ranked.append(Ranked(hit, shift + sim, {DENSE: rank}))
+    return ranked[:limit]

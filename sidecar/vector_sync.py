@@ -1,0 +1,193 @@
+"""Keep each tier's vectors in step with its chunks, in the background.
+
+BM25 indexing never waits for a model: a chunk is searchable by its words as
+soon as its file is indexed, and by meaning once this worker has embedded it.
+Vectors are stored by content hash, so a restart, a rebuild or a chunk that
+only moved costs a lookup, not an inference; a model change re-embeds lazily
+because vectors are looked up under the current ``model_id`` only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+import numpy as np
+
+from sidecar.embedding import Embedder, EmbedderError, Vectors
+from sidecar.index_store import IndexStore
+from sidecar.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+EMBED_BATCH = 32  # chunks per inference call: short enough to stop promptly
+LOOKUP_BATCH = 500
+RETRY_SECONDS = 30.0
+
+
+def texts_to_embed(body: str) -> list[str]:
+    """The whole chunk, then each of its lines when it has several.
+
+    A chunk is as relevant as its best line: one line of a conversation or one
+    bullet of a log is often the whole answer, and averaging it with its
+    neighbours blurs it. Ranking uses both (see ``fusion``).
+    """
+    lines = [line for line in body.split("\n") if line.strip()]
+    return [body, *lines] if len(lines) > 1 else [body]
+
+
+def to_blob(vectors: Vectors) -> bytes:
+    return np.ascontiguousarray(vectors, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes, dim: int) -> Vectors:
+    return np.frombuffer(blob, dtype=np.float32).reshape(-1, dim)
+
+
+def _batches(items: Sequence[int], size: int) -> Iterable[Sequence[int]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class TierVectors:
+    """One tier's vector index and how far it lags behind the chunks."""
+
+    def __init__(self, store: IndexStore, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.index = VectorIndex(embedder.dim)
+        self.pending = 0  # chunks known to need a vector, as of the last look
+        self.embedded = 0  # vectors computed (not looked up) since start
+
+    def lag(self) -> int:
+        """Chunks without a current vector right now (exact, unlike ``pending``)."""
+        held = self.index.keys()
+        return sum(1 for i, k in self.store.chunk_keys().items() if held.get(i) != k)
+
+    def sync(self, stop: Callable[[], bool]) -> None:
+        """Bring the index in line with the store: drop stale rows, load stored vectors,
+        embed the rest in batches. Runs on the embedding thread."""
+        keys = self.store.chunk_keys()
+        held = self.index.keys()
+        self.index.remove([i for i, k in held.items() if keys.get(i) != k])
+        missing = [i for i, k in keys.items() if held.get(i) != k]
+        self.pending = len(missing)
+        model = self.embedder.model_id
+        todo: list[int] = []
+        for part in _batches(missing, LOOKUP_BATCH):
+            blobs = self.store.get_vectors(model, (keys[i] for i in part))
+            found = [i for i in part if keys[i] in blobs]
+            if found:
+                hashes = [keys[i] for i in found]
+                rows = np.stack([from_blob(blobs[k], self.index.dim)[0] for k in hashes])
+                self.index.upsert(found, hashes, rows)
+                self.pending -= len(found)
+            todo += [i for i in part if keys[i] not in blobs]
+        for part in _batches(todo, EMBED_BATCH):
+            if stop():
+                return
+            self._embed(part)
+            self.pending -= len(part)
+
+    def _embed(self, ids: Sequence[int]) -> None:
+        rows = self.store.chunk_texts(ids)  # chunks deleted meanwhile are simply absent
+        by_hash: dict[str, str] = {}
+        for _, key, body in rows:
+            by_hash.setdefault(key, body)
+        texts: list[str] = []
+        spans: dict[str, tuple[int, int]] = {}
+        for key, body in by_hash.items():
+            parts = texts_to_embed(body)
+            spans[key] = (len(texts), len(texts) + len(parts))
+            texts += parts
+        vectors = self.embedder.embed(texts)
+        blobs = [(key, to_blob(vectors[a:b])) for key, (a, b) in spans.items()]
+        self.store.put_vectors(self.embedder.model_id, blobs)
+        if rows:
+            self.index.upsert(
+                [i for i, _, _ in rows],
+                [k for _, k, _ in rows],
+                np.stack([vectors[spans[k][0]] for _, k, _ in rows]),
+            )
+        self.embedded += len(by_hash)
+
+
+@dataclass(slots=True)
+class SyncState:
+    error: str | None = None  # the embedder's last failure, until a sync succeeds
+    failed_at: float | None = None
+
+
+class VectorSync:
+    """The background worker: wakes when an index changes and embeds what is missing.
+
+    When the embedder fails, search is sparse-only (and says so) until a retry
+    succeeds; the retry comes after ``RETRY_SECONDS`` or on the next change.
+    """
+
+    def __init__(
+        self, embedder: Embedder, tiers: dict[str, TierVectors], executor: Executor
+    ) -> None:
+        self.embedder = embedder
+        self.tiers = tiers
+        self.state = SyncState()
+        self._executor = executor
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._idle = asyncio.Event()
+
+    def notify(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def pending(self) -> int:
+        return sum(t.pending for t in self.tiers.values())
+
+    async def wait_idle(self) -> None:
+        """Until every tier has a vector for every chunk (or the embedder failed)."""
+        await self._idle.wait()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._wake.set()  # load stored vectors and catch up at start
+        while not self._stopping:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._stopping:
+                break
+            try:
+                for tier in self.tiers.values():
+                    await loop.run_in_executor(self._executor, tier.sync, self._should_stop)
+            except EmbedderError as exc:
+                self._failed(str(exc))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), RETRY_SECONDS)
+                self._wake.set()
+                continue
+            if self.state.error is not None:
+                log.warning("embedder recovered; hybrid search is back")
+                self.state = SyncState()
+            if not self._wake.is_set():
+                self._idle.set()
+        self._idle.set()
+
+    def _should_stop(self) -> bool:
+        return self._stopping
+
+    def _failed(self, error: str) -> None:
+        if self.state.error is None:
+            log.warning(
+                "embedder failed; searches are sparse-only until it recovers",
+                extra={"error": error, "retry_s": RETRY_SECONDS},
+            )
+        self.state = SyncState(error, time.time())
+        self._idle.set()
