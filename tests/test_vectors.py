@@ -1,0 +1,133 @@
+"""The in-memory vector matrix and the sparse/dense fusion, on small exact inputs."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from sidecar import fusion
+from sidecar.embedding import normalize
+from sidecar.index_store import Hit
+from sidecar.vector_sync import from_blob, texts_to_embed, to_blob
+from sidecar.vectors import VectorIndex
+
+
+def unit(*xs: float) -> np.ndarray:
+    return normalize(np.array([xs], dtype=np.float32))[0]
+
+
+def test_top_k_is_exact_and_best_first() -> None:
+    rng = np.random.default_rng(7)
+    rows = normalize(rng.standard_normal((1000, 16)))
+    index = VectorIndex(16)
+    index.upsert(list(range(1000, 2000)), [f"h{i}" for i in range(1000)], rows)
+    query = normalize(rng.standard_normal((1, 16)))[0]
+    ids, scores = index.top_k(query, 10)
+    expected = np.argsort(-(rows @ query))[:10] + 1000
+    assert ids.tolist() == expected.tolist()
+    assert np.all(np.diff(scores) <= 0)
+    assert len(index.top_k(query, 5000)[0]) == 1000  # k beyond n: everything, sorted
+
+
+def test_remove_fills_the_hole_and_keeps_ids_straight() -> None:
+    index = VectorIndex(2)
+    index.upsert([1, 2, 3], ["a", "b", "c"], np.stack([unit(1, 0), unit(0, 1), unit(1, 1)]))
+    index.remove([1, 99])  # an unknown id is ignored
+    assert len(index) == 2
+    assert index.keys() == {2: "b", 3: "c"}
+    ids, _ = index.top_k(unit(1, 0.1), 2)
+    assert ids.tolist() == [3, 2]
+    assert index.similarity(unit(0, 1), [2, 1, 3]) == pytest.approx([1.0, None, 0.7071], abs=1e-4)
+
+
+def test_upsert_replaces_a_row_and_grows_past_its_capacity() -> None:
+    index = VectorIndex(2)
+    n = 1000  # several doublings of the initial capacity
+    index.upsert(list(range(n)), ["x"] * n, np.tile(unit(1, 0), (n, 1)))
+    index.upsert([5], ["y"], np.stack([unit(0, 1)]))
+    assert len(index) == n
+    assert index.keys()[5] == "y"
+    assert index.top_k(unit(0, 1), 1)[0].tolist() == [5]
+
+
+def test_searches_during_updates_never_see_a_torn_matrix() -> None:
+    index = VectorIndex(8)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set():
+            index.upsert([i], [str(i)], normalize(np.ones((1, 8))))
+            if i % 3 == 0:
+                index.remove([i - 1])
+            i += 1
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        for _ in range(2000):
+            ids, scores = index.top_k(normalize(np.ones((1, 8)))[0], 5)
+            if len(ids) and not np.allclose(scores, 1.0, atol=1e-5):
+                errors.append(AssertionError(scores))
+    finally:
+        stop.set()
+        thread.join()
+    assert errors == []
+
+
+def test_texts_to_embed_adds_lines_only_when_there_are_several() -> None:
+    assert texts_to_embed("one line") == ["one line"]
+    assert texts_to_embed("a\n\n b \n") == ["a\n\n b \n", "a", " b "]
+
+
+def test_blob_round_trip() -> None:
+    rows = normalize(np.arange(12, dtype=np.float32).reshape(3, 4) + 1)
+    assert np.array_equal(from_blob(to_blob(rows), 4), rows)
+
+
+def hit(name: str, score: float) -> Hit:
+    return Hit(f"{name}.md", 1, 1, "", name, score, key=name)
+
+
+def test_dense_score_mixes_best_line_and_whole_chunk() -> None:
+    query = unit(1, 0)
+    blob = to_blob(np.stack([unit(0, 1), unit(1, 0), unit(-1, 0)]))  # chunk, line 1, line 2
+    assert fusion.dense_score(query, blob) == pytest.approx(
+        fusion.LINE_MIX * 1.0 + (1 - fusion.LINE_MIX) * 0.0
+    )
+    single = to_blob(np.stack([unit(1, 1)]))
+    assert fusion.dense_score(query, single) == pytest.approx(0.7071, abs=1e-4)
+
+
+def test_rerank_reorders_the_pool_and_reports_both_ranks() -> None:
+    sparse = [hit("a", 10.0), hit("b", 9.0), hit("c", 1.0)]
+    dense = {"a": 0.0, "b": 0.9, "c": 0.8}
+    ranked = fusion.rerank(sparse, dense, [], 10)
+    # b: .5*.9 + .5*.9 = .9; a: .5*1 + 0 = .5; c: .5*.1 + .5*.8 = .45
+    assert [r.hit.key for r in ranked] == ["b", "a", "c"]
+    assert [r.score for r in ranked] == pytest.approx([0.9, 0.5, 0.45])
+    assert ranked[0].ranks == {"sparse": 2, "dense": 1}
+    assert ranked[2].ranks == {"sparse": 3, "dense": 2}
+
+
+def test_rerank_keeps_bm25_share_for_chunks_without_a_vector() -> None:
+    sparse = [hit("new", 10.0), hit("old", 8.0)]
+    ranked = fusion.rerank(sparse, {"old": 0.1}, [], 10)
+    assert [r.hit.key for r in ranked] == ["new", "old"]
+    assert ranked[0].score == pytest.approx(1.0)
+    assert "dense" not in ranked[0].ranks
+
+
+def test_dense_hits_fill_below_every_bm25_hit_and_never_repeat() -> None:
+    sparse = [hit("a", 2.0)]
+    fill = [(hit("a", 0.0), 0.99), (hit("z", 0.0), 0.98), (hit("y", 0.0), 0.5)]
+    ranked = fusion.rerank(sparse, {"a": -1.0}, fill, 3)
+    assert [r.hit.key for r in ranked] == ["a", "z", "y"]
+    assert ranked[1].ranks == {"dense": 2}
+    assert ranked[0].score > ranked[1].score > ranked[2].score
+    only_dense = fusion.rerank([], {}, fill, 2)
+    assert [r.hit.key for r in only_dense] == ["a", "z"]
+    assert only_dense[0].score == pytest.approx(0.99)
