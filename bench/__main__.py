@@ -22,7 +22,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bench import crew, freshness, indexing, latency, memory, prompt_block, retrieval, writes
+from bench import (
+    crew,
+    dense,
+    freshness,
+    indexing,
+    latency,
+    memory,
+    prompt_block,
+    retrieval,
+    writes,
+)
 from bench.context import REPO, Context
 from bench.report import BenchResult, progress, render, render_summary
 
@@ -37,6 +47,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     writes.NAME: (writes.run, "durable append latency and throughput"),
     crew.NAME: (crew.run, "crew search through a member vs on the lead"),
     prompt_block.NAME: (prompt_block.run, "assembling the system-prompt memory block"),
+    dense.NAME: (dense.run, "dense top-k over 100k vectors, embedding throughput"),
 }
 
 

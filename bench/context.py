@@ -33,12 +33,17 @@ class Context:
 
     @contextlib.contextmanager
     def daemon(
-        self, agent_dir: Path, workdir: Path, crew_dir: Path | None = None
+        self, agent_dir: Path, workdir: Path, crew_dir: Path | None = None, embedder: str = "none"
     ) -> Iterator[Daemon]:
-        """A started daemon (crew tier in ``workdir/crew`` by default), always stopped."""
+        """A started daemon (crew tier in ``workdir/crew`` by default), always stopped.
+
+        Sparse-only unless ``embedder`` says otherwise, so that figures about the index
+        and write paths are not mixed with background inference.
+        """
         crew = crew_dir or workdir / "crew"
         crew.mkdir(parents=True, exist_ok=True)
         agent_dir.mkdir(parents=True, exist_ok=True)
-        with Daemon(agent_dir, crew, workdir / "daemon.log") as daemon:
+        log = workdir / "daemon.log"
+        with Daemon(agent_dir, crew, log, extra_args=["--embedder", embedder]) as daemon:
             daemon.wait_ready()
             yield daemon

@@ -54,10 +54,11 @@ def run(ctx: Context) -> BenchResult:
         grown = Replicator(source_files(loc.dev_corpora()), crew_dir).grow_to(CHUNKS)
         crew_port = free_port()
         env = {"SIDECAR_CREW_TOKEN": TOKEN}
+        sparse = ["--embedder", "none"]
         lead = Daemon(tmp / "lead", crew_dir, tmp / "lead.log", "lead",
-                      ["--crew-listen", f"127.0.0.1:{crew_port}"], env)  # fmt: skip
+                      ["--crew-listen", f"127.0.0.1:{crew_port}", *sparse], env)  # fmt: skip
         member = Daemon(tmp / "member", crew_dir, tmp / "member.log", "agent",
-                        ["--lead-url", f"http://127.0.0.1:{crew_port}"], env)  # fmt: skip
+                        ["--lead-url", f"http://127.0.0.1:{crew_port}", *sparse], env)  # fmt: skip
         for daemon in (lead, member):
             daemon.agent_dir.mkdir(parents=True)
         with lead, member:

@@ -210,7 +210,8 @@ class Daemon:
         raise DaemonError(f"no 200 from /healthz within {timeout} s; log:\n{self.log_tail()}")
 
     def wait_indexed(self, expected_files: int, timeout: float = 60.0) -> dict[str, Any]:
-        """Poll the agent tier's status until the index is idle and holds every file."""
+        """Poll the agent tier's status until the index is idle, holds every file, and
+        (with an embedder) every chunk has its vector."""
         started = time.monotonic()
         last: dict[str, Any] = {}
         while time.monotonic() - started < timeout:
@@ -219,6 +220,7 @@ class Daemon:
             if (
                 not last.get("indexing")
                 and last.get("queue_depth") == 0
+                and not last.get("pending")  # chunks still waiting for a vector
                 and last.get("total_files") == expected_files
             ):
                 return last
