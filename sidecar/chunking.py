@@ -8,6 +8,7 @@ an agent passes to ``sed -n`` or ``memory.read``, so they count ``\\n`` only.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -268,10 +269,14 @@ def _best_paths(
     return best, back
 
 
+@functools.lru_cache(maxsize=4096)
 def _first_cut(sig: tuple[int, ...], max_chars: int) -> int:
     """How many of the units in view (sizes, negated for lead-ins) the next chunk takes:
     the first chunk of the cheapest path per target length among those whose last cut
-    could still be followed by one more chunk past the view."""
+    could still be followed by one more chunk past the view.
+
+    Cached: it depends only on the view, and an append changes only the views near the
+    end of a section, so re-chunking a file after an append is mostly cache hits."""
     sizes = [abs(s) for s in sig]
     best, back = _best_paths(sizes, [s < 0 for s in sig], max_chars, final=False)
     target = _TARGET * max_chars

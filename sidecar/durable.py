@@ -46,23 +46,31 @@ def _open_parent(root: Path, parts: list[str], create: bool) -> int:
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for part in parts:
-            if create:
+            try:
+                nxt = _open_dir(fd, part)
+            except FileNotFoundError:
+                if not create:
+                    raise
                 try:
                     os.mkdir(part, 0o755, dir_fd=fd)
                     os.fsync(fd)  # the new entry must survive a crash as much as the file
                 except FileExistsError:
                     pass
-            try:
-                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise UnsafePath(f"{part!r} is a symlink or not a directory") from exc
-                raise
+                nxt = _open_dir(fd, part)
             os.close(fd)
             fd = nxt
         return fd
     except BaseException:
         os.close(fd)
+        raise
+
+
+def _open_dir(parent_fd: int, name: str) -> int:
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafePath(f"{name!r} is a symlink or not a directory") from exc
         raise
 
 
@@ -86,12 +94,19 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def write_file(root: Path, rel: str, build: Callable[[bytes | None], bytes]) -> WriteOutcome:
+def write_file(
+    root: Path,
+    rel: str,
+    build: Callable[[bytes | None], bytes],
+    renamed: Callable[[WriteOutcome], None] | None = None,
+) -> WriteOutcome:
     """Replace ``root/rel`` with ``build(current bytes)``, atomically and durably.
 
     ``build`` runs under the lock, so concurrent writers (in any process) each see
     the result of the previous one. If it raises, nothing is written. Any failure
     before the rename leaves the target untouched and removes the temp file.
+    ``renamed`` is called as soon as the new content is in place, before the
+    directory fsync, so that a caller can overlap its own work with that fsync.
     """
     parts = split_relative(rel)
     dir_fd = _open_parent(root, parts[:-1], create=True)
@@ -115,6 +130,8 @@ def write_file(root: Path, rel: str, build: Callable[[bytes | None], bytes]) -> 
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         tmp = None
         outcome = WriteOutcome(old, new, mtime_ns)
+        if renamed is not None:
+            renamed(outcome)
         try:
             os.fsync(dir_fd)
         except OSError as exc:

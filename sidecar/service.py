@@ -297,10 +297,12 @@ class MemoryService:
 
         The file I/O runs on a files thread; as soon as the new bytes are built, this
         thread parses them and stages the index update while the fsync runs, and
-        commits it once the rename is done. A write that fails changes neither the
-        file nor the index; an index failure alone leaves the write standing.
+        commits it once the rename is done (while the directory fsync runs). A write
+        that fails changes neither the file nor the index; an index failure alone
+        leaves the write standing.
         """
         built: Future[bytes] = Future()
+        placed: Future[int] = Future()  # the new file's mtime, once it is in place
 
         def build_and_share(current: bytes | None) -> bytes:
             try:
@@ -311,27 +313,26 @@ class MemoryService:
             built.set_result(new)
             return new
 
-        def failed_before_build(io: Future[durable.WriteOutcome]) -> None:
-            if not built.done():  # the I/O failed before build ran: nothing to index
-                built.set_exception(io.exception() or RuntimeError("write cancelled"))
+        def failed_early(io: Future[durable.WriteOutcome]) -> None:
+            # The I/O ended before build ran or before the rename: nothing to index.
+            for step in (built, placed):
+                if not step.done():
+                    step.set_exception(io.exception() or RuntimeError("write cancelled"))
 
-        def in_place_mtime() -> int:
-            try:
-                return io.result().mtime_ns
-            except durable.NotDurable as exc:  # renamed, only not yet durable: index it
-                return exc.outcome.mtime_ns
-
-        io = self._files.submit(durable.write_file, state.tier.root, rel, build_and_share)
-        io.add_done_callback(failed_before_build)
+        io = self._files.submit(
+            durable.write_file, state.tier.root, rel, build_and_share,
+            lambda outcome: placed.set_result(outcome.mtime_ns),
+        )  # fmt: skip
+        io.add_done_callback(failed_early)
         index_error: Exception | None = None
         try:
             new = built.result()
-        except BaseException:
+        except Exception:
             pass  # io carries the reason
         else:
             try:
                 indexer.index_written(
-                    state.store, rel, new, in_place_mtime, self.settings.chunk_chars
+                    state.store, rel, new, placed.result, self.settings.chunk_chars
                 )
                 state.changes_since_optimize += 1
             except Exception as exc:
