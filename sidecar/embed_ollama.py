@@ -12,12 +12,15 @@ from __future__ import annotations
 import http.client
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
-from sidecar.embedding import EmbedderError, Vectors, normalize
+from sidecar.embedding import EmbedderError, normalize
+
+if TYPE_CHECKING:
+    from sidecar.embedding import Vectors
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "nomic-embed-text"

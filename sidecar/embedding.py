@@ -1,17 +1,19 @@
 """The interface every embedder implements (in-process ONNX, Ollama), and its errors.
 
 Calls are synchronous and batch-sized: the daemon runs them on its embedding
-thread so inference or a slow model server never stalls the event loop.
+thread so inference or a slow model server never stalls the event loop. numpy is
+imported only where vectors are made, so a sparse-only daemon never loads it.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+    Vectors = npt.NDArray[np.float32]
 
 
 class EmbedderError(RuntimeError):
@@ -31,6 +33,8 @@ class Embedder(Protocol):
 
 def normalize(rows: npt.NDArray[np.floating]) -> Vectors:
     """Scale each row to unit length so a dot product is the cosine similarity."""
+    import numpy as np
+
     out = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.maximum(norms, 1e-12, out=norms)

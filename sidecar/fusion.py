@@ -17,19 +17,20 @@ the rest, below every BM25 hit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.embedding import Vectors
 from sidecar.index_store import Hit
+from sidecar.search import DENSE, SPARSE
 from sidecar.vector_sync import from_blob
+
+if TYPE_CHECKING:
+    from sidecar.embedding import Vectors
 
 POOL = 20
 ALPHA = 0.5
 LINE_MIX = 0.5
-
-SPARSE, DENSE, HYBRID = "sparse", "dense", "hybrid"
-MODES = (HYBRID, SPARSE, DENSE)
 
 
 @dataclass(frozen=True, slots=True)

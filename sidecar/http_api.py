@@ -16,8 +16,8 @@ from typing import Any
 from aiohttp import web
 
 from sidecar.errors import ApiError
-from sidecar.fusion import MODES
 from sidecar.mcp_mount import mount_mcp
+from sidecar.search import MODES
 from sidecar.service import SCOPES, MemoryService
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,10 @@ from sidecar.query import MODE_FALLBACK, PlannedQuery
 RRF_K = 60
 SNIPPET_CHARS = 320
 
+# Retrieval modes (see fusion.py): BM25 and vectors, BM25 only, vectors only.
+HYBRID, SPARSE, DENSE = "hybrid", "sparse", "dense"
+MODES = (HYBRID, SPARSE, DENSE)
+
 
 @dataclass(frozen=True, slots=True)
 class Result:

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sidecar import durable, fusion, indexer, memory_block, memory_files, watcher
+from sidecar import durable, indexer, memory_block, memory_files, watcher
 from sidecar.chunking import split_lines
 from sidecar.config import Settings
 from sidecar.crew_proxy import LeadClient, LeadError, LeadUnavailable
-from sidecar.embedding import Embedder, EmbedderError, Vectors, load_embedder
+from sidecar.embedding import Embedder, EmbedderError, load_embedder
 from sidecar.errors import ApiError
 from sidecar.index_store import Hit, IndexStore, StoreStats
 from sidecar.injection import scan
@@ -38,10 +38,13 @@ from sidecar.reindex_queue import (
     JobKey,
     ReindexQueue,
 )
-from sidecar.search import Result, rrf_fuse, search_store
+from sidecar.search import DENSE, HYBRID, MODES, SPARSE, Result, rrf_fuse, search_store
 from sidecar.sqlite_store import SQLiteStore
 from sidecar.tiers import Tier, UnsafePath, read_regular
-from sidecar.vector_sync import TierVectors, VectorSync
+
+if TYPE_CHECKING:
+    from sidecar.embedding import Vectors
+    from sidecar.vector_sync import VectorSync
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +79,7 @@ class SearchResponse:
     query_mode: str
     query_terms: list[str] = field(default_factory=list)
     degraded: list[str] = field(default_factory=list)  # what could not be searched, and why
-    mode: str = fusion.SPARSE  # the retrieval that ran: hybrid, sparse or dense
+    mode: str = SPARSE  # the retrieval that ran: hybrid, sparse or dense
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -178,6 +181,8 @@ class MemoryService:
                                  "or --embedder ollama"},
             )  # fmt: skip
             return
+        from sidecar.vector_sync import TierVectors, VectorSync  # numpy: only with vectors
+
         tiers = {n: TierVectors(s.store, self.embedder) for n, s in self.tiers.items()}
         self.vectors = VectorSync(self.embedder, tiers, self._embedding)
         self._tasks.append(asyncio.create_task(self.vectors.run(), name="vector-sync"))
@@ -370,22 +375,24 @@ class MemoryService:
         """One tier's ranking in the given retrieval mode; runs on a search thread."""
         name, store = state.tier.name, state.store
         query_mode = planned.mode if planned else MODE_TERMS
-        if mode == fusion.SPARSE or query_vector is None or self.vectors is None:
+        if mode == SPARSE or query_vector is None or self.vectors is None:
             assert planned is not None
             hits, query_mode = search_store(store, planned, limit)
-            return [Result(name, h, h.score, ranks={fusion.SPARSE: i})
+            return [Result(name, h, h.score, ranks={SPARSE: i})
                     for i, h in enumerate(hits, start=1)], query_mode  # fmt: skip
+        from sidecar import fusion  # numpy: a sparse-only daemon never loads it
+
         sparse: list[Hit] = []
-        if mode == fusion.HYBRID and planned is not None:
+        if mode == HYBRID and planned is not None:
             sparse, query_mode = search_store(store, planned, max(fusion.POOL, limit))
         fill: list[tuple[Hit, float]] = []
-        if mode == fusion.DENSE or len(sparse) < limit:
+        if mode == DENSE or len(sparse) < limit:
             ids, sims = self.vectors.tiers[name].index.top_k(query_vector, limit + len(sparse))
             found = store.hits(ids.tolist())
             pairs = zip(ids.tolist(), sims.tolist(), strict=True)
             fill = [(found[i], s) for i, s in pairs if i in found]
-        if mode == fusion.DENSE:
-            return [Result(name, h, s, ranks={fusion.DENSE: r})
+        if mode == DENSE:
+            return [Result(name, h, s, ranks={DENSE: r})
                     for r, (h, s) in enumerate(fill[:limit], start=1)], query_mode  # fmt: skip
         blobs = store.get_vectors(self.vectors.embedder.model_id, (h.key for h in sparse))
         dense = {k: fusion.dense_score(query_vector, b) for k, b in blobs.items()}
@@ -423,10 +430,10 @@ class MemoryService:
     def _search_mode(self, asked: str | None) -> str:
         """The retrieval to run: as asked, or hybrid by default when vectors exist."""
         if asked is None:
-            return fusion.HYBRID if self.vectors is not None else fusion.SPARSE
-        if asked not in fusion.MODES:
-            raise ApiError(400, "bad_mode", f"'mode' must be one of {', '.join(fusion.MODES)}")
-        if asked == fusion.DENSE and self.vectors is None:
+            return HYBRID if self.vectors is not None else SPARSE
+        if asked not in MODES:
+            raise ApiError(400, "bad_mode", f"'mode' must be one of {', '.join(MODES)}")
+        if asked == DENSE and self.vectors is None:
             raise ApiError(
                 503, "dense_unavailable", "no embedder is loaded, so there is no dense index: "
                 f"{self.embedder_error or 'started with --embedder none'}; use mode=sparse",
@@ -435,7 +442,7 @@ class MemoryService:
 
     async def _query_vector(self, query: str, mode: str) -> tuple[Vectors | None, str | None]:
         """The query's embedding, or None and why not (then the search is sparse-only)."""
-        if mode == fusion.SPARSE:
+        if mode == SPARSE:
             return None, None
         if self.vectors is None:
             return None, f"dense: {self.embedder_error or 'no embedder configured'}"
@@ -445,7 +452,7 @@ class MemoryService:
                 self._readers, embedder.embed, [query]
             )
         except EmbedderError as exc:
-            if mode == fusion.DENSE:
+            if mode == DENSE:
                 raise ApiError(503, "dense_unavailable", f"the embedder failed: {exc}") from None
             return None, f"dense: embedder failed ({exc}); ranked by BM25 alone"
         return rows[0], None
@@ -459,7 +466,7 @@ class MemoryService:
         asked = mode
         mode = self._search_mode(asked)
         planned = plan(query)
-        if planned is None and mode != fusion.DENSE:
+        if planned is None and mode != DENSE:
             raise ApiError(400, "empty_query", "the query has no searchable words")
         degraded: list[str] = []
         query_vector: Vectors | None = None
@@ -467,7 +474,7 @@ class MemoryService:
             query_vector, why_not = await self._query_vector(query, mode)
             if why_not is not None:
                 degraded.append(why_not)
-                mode = fusion.SPARSE
+                mode = SPARSE
         searches = [self._search_tier(s, planned, limit, mode, query_vector) for s in states]
         names = [s.tier.name for s in states]
         if len(names) < (2 if scope == "both" else 1):  # the crew tier is the lead's

@@ -16,12 +16,16 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.embedding import Embedder, EmbedderError, Vectors
+from sidecar.embedding import Embedder, EmbedderError
 from sidecar.index_store import IndexStore
 from sidecar.vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from sidecar.embedding import Vectors
 
 log = logging.getLogger(__name__)
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.embedding import Vectors
+if TYPE_CHECKING:
+    from sidecar.embedding import Vectors
+
 
 _MIN_CAPACITY = 256
 

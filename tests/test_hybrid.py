@@ -238,3 +238,35 @@ async def test_doctor_exit_codes(hybrid: MemoryService, service: MemoryService) 
     done = await asyncio.to_thread(doctor, "http://127.0.0.1:9")
     assert done.returncode == 1
     assert "unreachable" in done.stdout
+
+
+SPARSE_ONLY_RUN = """
+import asyncio, sys, tempfile
+from pathlib import Path
+from sidecar.config import Settings
+from sidecar.service import MemoryService
+
+async def main():
+    root = Path(tempfile.mkdtemp())
+    (root / "agent").mkdir()
+    (root / "agent" / "AGENT.md").write_text("- the walrus sleeps\\n")
+    svc = MemoryService(Settings(root / "agent", root / "crew", embedder="none"))
+    await svc.start()
+    await svc.queue.wait_idle()
+    assert (await svc.search("walrus", "agent", 5)).results
+    await svc.write("agent", "AGENT.md", "- and snores", "append")
+    await svc.stop()
+    print("numpy loaded:", "numpy" in sys.modules)
+
+asyncio.run(main())
+"""
+
+
+def test_a_sparse_only_daemon_never_loads_numpy() -> None:
+    """numpy (and the model) cost about 14 MB resident: only a hybrid daemon pays it."""
+    done = subprocess.run(
+        [sys.executable, "-c", SPARSE_ONLY_RUN], capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "numpy loaded: False" in done.stdout
