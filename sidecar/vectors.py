@@ -42,6 +42,11 @@ class VectorIndex:
         with self._lock:
             return dict(self._key)
 
+    def keys_of(self, ids: Sequence[int]) -> list[str | None]:
+        """The content hash each chunk's row was made from (None: no row)."""
+        with self._lock:
+            return [self._key.get(i) for i in ids]
+
     def upsert(self, ids: Sequence[int], hashes: Sequence[str], vectors: Vectors) -> None:
         if len(ids) != len(vectors) or len(ids) != len(hashes):
             raise ValueError("ids, hashes and vectors differ in length")

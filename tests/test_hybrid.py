@@ -10,10 +10,12 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from sidecar import service as service_module
 from sidecar.config import Settings
 from sidecar.http_api import create_app
 from sidecar.service import MemoryService
@@ -270,3 +272,48 @@ def test_a_sparse_only_daemon_never_loads_numpy() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "numpy loaded: False" in done.stdout
+
+
+async def test_an_unreachable_ollama_is_asked_again_until_hybrid_starts(
+    hybrid_settings: Settings, stub: OllamaStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service_module, "EMBEDDER_RETRY_S", 0.05)
+    stub.mode = "error"
+    svc = MemoryService(hybrid_settings)
+    await svc.start()
+    try:
+        health = await svc.health()
+        assert (health["retrieval"], health["status"]) == ("sparse-only", "degraded")
+        assert any("embedder unavailable" in r for r in health["reasons"])
+        stub.mode = "ok"
+        await eventually(lambda: _is_hybrid(svc), "hybrid search to start")
+        assert svc.vectors is not None
+        await svc.vectors.wait_idle()
+        assert (await svc.health())["status"] == "ok"
+    finally:
+        await svc.stop()
+
+
+async def _is_hybrid(svc: MemoryService) -> bool:
+    return svc.retrieval() == "hybrid"
+
+
+async def test_a_vector_row_the_sync_has_not_caught_up_with_is_never_returned(
+    hybrid: MemoryService,
+) -> None:
+    await hybrid.write("agent", "AGENT.md", "- the harbour crane is blue", "append")
+    assert hybrid.vectors is not None
+    await hybrid.vectors.wait_idle()
+    index = hybrid.vectors.tiers["agent"].index
+    (chunk_id,) = index.keys()
+    # As if the chunk's text changed under the same id and the sync had not run yet.
+    index.upsert([chunk_id], ["stale-hash"], index_row(hybrid, "crane"))
+    assert await paths(hybrid, "crane", "dense") == []
+    index.upsert([chunk_id], [hybrid.tiers["agent"].store.chunk_keys()[chunk_id]],
+                 index_row(hybrid, "crane"))  # fmt: skip
+    assert await paths(hybrid, "crane", "dense") == ["AGENT.md"]
+
+
+def index_row(svc: MemoryService, text: str) -> Any:
+    assert svc.embedder is not None
+    return svc.embedder.embed([text])
