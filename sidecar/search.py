@@ -1,4 +1,4 @@
-"""Ranked search over one tier, reciprocal rank fusion across tiers, snippets.
+"""Ranked search over one tier (BM25, vectors or both), fusion across tiers, snippets.
 
 BM25 numbers from two indexes are not comparable (each has its own document
 count and average length), so ``scope=both`` fuses by rank, never by score.
@@ -9,10 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from sidecar.index_store import Hit, IndexStore, QuerySyntaxError
 from sidecar.injection import scan
-from sidecar.query import MODE_FALLBACK, PlannedQuery
+from sidecar.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
+
+if TYPE_CHECKING:
+    from sidecar.embedding import Vectors
+    from sidecar.vector_sync import TierVectors
 
 RRF_K = 60
 SNIPPET_CHARS = 320
@@ -59,6 +64,51 @@ def search_store(store: IndexStore, planned: PlannedQuery, limit: int) -> tuple[
         if not planned.fallback:
             return [], MODE_FALLBACK
         return store.search(planned.fallback, limit), MODE_FALLBACK
+
+
+def rank_tier(
+    store: IndexStore,
+    source: str,
+    planned: PlannedQuery | None,
+    limit: int,
+    mode: str,
+    query_vector: Vectors | None = None,
+    vectors: TierVectors | None = None,
+) -> tuple[list[Result], str]:
+    """One tier's results in a retrieval mode, and how the query was read.
+
+    Runs on a search thread. Without a query vector (sparse mode, or no embedder)
+    this is BM25 alone, and numpy is never imported.
+    """
+    query_mode = planned.mode if planned else MODE_TERMS
+    if mode == SPARSE or query_vector is None or vectors is None:
+        if planned is None:
+            return [], query_mode
+        hits, query_mode = search_store(store, planned, limit)
+        return [Result(source, h, h.score, ranks={SPARSE: i})
+                for i, h in enumerate(hits, start=1)], query_mode  # fmt: skip
+    from sidecar import fusion  # numpy: a sparse-only daemon never loads it
+
+    sparse: list[Hit] = []
+    if mode == HYBRID and planned is not None:
+        sparse, query_mode = search_store(store, planned, max(fusion.POOL, limit))
+    fill: list[tuple[Hit, float]] = []
+    if mode == DENSE or len(sparse) < limit:
+        top, sims = vectors.index.top_k(query_vector, limit + len(sparse))
+        ids = top.tolist()
+        found = store.hits(ids)
+        # A row the sync has not caught up with yet may name a chunk id that is gone or
+        # now holds other text: only hits whose text the vector was made from count.
+        keys = vectors.index.keys_of(ids)
+        fill = [(found[i], sim) for i, sim, key in zip(ids, sims.tolist(), keys, strict=True)
+                if i in found and found[i].key == key]  # fmt: skip
+    if mode == DENSE:
+        return [Result(source, h, s, ranks={DENSE: r})
+                for r, (h, s) in enumerate(fill[:limit], start=1)], query_mode  # fmt: skip
+    blobs = store.get_vectors(vectors.embedder.model_id, (h.key for h in sparse))
+    dense = {k: fusion.dense_score(query_vector, b) for k, b in blobs.items()}
+    ranked = fusion.rerank(sparse, dense, fill, limit)
+    return [Result(source, r.hit, r.score, ranks=r.ranks) for r in ranked], query_mode
 
 
 def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> list[Result]:

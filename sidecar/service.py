@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sidecar import durable, indexer, memory_block, memory_files, watcher
+from sidecar import durable, indexer, memory_block, memory_files, watcher, write_job
 from sidecar.chunking import split_lines
 from sidecar.config import Settings
 from sidecar.crew_proxy import LeadClient, LeadError, LeadUnavailable
@@ -27,7 +25,7 @@ from sidecar.embedding import Embedder, EmbedderError, load_embedder
 from sidecar.errors import ApiError
 from sidecar.index_store import Hit, IndexStore, StoreStats
 from sidecar.injection import scan
-from sidecar.memory_files import CapExceeded, MemoryFile
+from sidecar.memory_files import CapExceeded
 from sidecar.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, plan, terms
 from sidecar.reindex_queue import (
     FILE,
@@ -38,7 +36,7 @@ from sidecar.reindex_queue import (
     JobKey,
     ReindexQueue,
 )
-from sidecar.search import DENSE, HYBRID, MODES, SPARSE, Result, rrf_fuse, search_store
+from sidecar.search import DENSE, HYBRID, MODES, SPARSE, Result, rank_tier, rrf_fuse
 from sidecar.sqlite_store import SQLiteStore
 from sidecar.tiers import Tier, UnsafePath, read_regular
 
@@ -60,18 +58,6 @@ class TierState:
     reconciled: bool = False  # the startup scan has finished
     changes_since_optimize: int = 0
     last_reconcile: float | None = None
-
-
-Builder = Callable[[bytes | None], bytes]
-
-
-@dataclass(frozen=True, slots=True)
-class WriteJob:
-    """What a write job did: the write's outcome or its error, and any index failure."""
-
-    outcome: durable.WriteOutcome | None
-    error: Exception | None
-    index_error: Exception | None
 
 
 @dataclass(slots=True)
@@ -120,7 +106,7 @@ class MemoryService:
         self.vectors: VectorSync | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._file_locks: dict[tuple[str, str], asyncio.Lock] = {}
-        self._writes: dict[JobKey, Builder] = {}  # a queued write's content builder
+        self._writes: dict[JobKey, write_job.Builder] = {}  # a queued write's content builder
         self.queue = ReindexQueue(self._run_job, self._writer)
         self._stop = asyncio.Event()
         self.watcher_ready = asyncio.Event()
@@ -280,7 +266,7 @@ class MemoryService:
 
     # -- the worker (runs on the writer thread) ------------------------------
 
-    def _run_job(self, key: JobKey) -> indexer.SyncResult | WriteJob | None:
+    def _run_job(self, key: JobKey) -> indexer.SyncResult | write_job.WriteJob | None:
         state = self.tiers[key.tier]
         root, store, cap = state.tier.root, state.store, self.settings.chunk_chars
         if key.kind == FILE:
@@ -305,7 +291,11 @@ class MemoryService:
             )
             return None
         elif key.kind == WRITE:
-            done = self._write_and_index(state, key.path, self._writes.pop(key))
+            done = write_job.write_and_index(
+                store, root, key.path, self._writes.pop(key), self._files, cap
+            )
+            if done.outcome is not None:
+                state.changes_since_optimize += 1
             self._index_changed()
             return done
         elif key.kind == OPTIMIZE:
@@ -324,56 +314,6 @@ class MemoryService:
         store.optimize()
         if self.embedder is not None:  # vectors of text that is gone, or of an old model
             store.prune_vectors(self.embedder.model_id)
-
-    def _write_and_index(self, state: TierState, rel: str, build: Builder) -> WriteJob:
-        """One API write: make it durable and reindex it, overlapping the two.
-
-        The file I/O runs on a files thread; as soon as the new bytes are built, this
-        thread parses them and stages the index update while the fsync runs, and
-        commits it once the rename is done (while the directory fsync runs). A write
-        that fails changes neither the file nor the index; an index failure alone
-        leaves the write standing.
-        """
-        built: Future[bytes] = Future()
-        placed: Future[int] = Future()  # the new file's mtime, once it is in place
-
-        def build_and_share(current: bytes | None) -> bytes:
-            try:
-                new = build(current)
-            except BaseException as exc:
-                built.set_exception(exc)
-                raise
-            built.set_result(new)
-            return new
-
-        def failed_early(io: Future[durable.WriteOutcome]) -> None:
-            # The I/O ended before build ran or before the rename: nothing to index.
-            for step in (built, placed):
-                if not step.done():
-                    step.set_exception(io.exception() or RuntimeError("write cancelled"))
-
-        io = self._files.submit(
-            durable.write_file, state.tier.root, rel, build_and_share,
-            lambda outcome: placed.set_result(outcome.mtime_ns),
-        )  # fmt: skip
-        io.add_done_callback(failed_early)
-        index_error: Exception | None = None
-        try:
-            new = built.result()
-        except Exception:
-            pass  # io carries the reason
-        else:
-            try:
-                indexer.index_written(
-                    state.store, rel, new, placed.result, self.settings.chunk_chars
-                )
-                state.changes_since_optimize += 1
-            except Exception as exc:
-                index_error = exc
-        try:
-            return WriteJob(io.result(), None, index_error)
-        except Exception as exc:
-            return WriteJob(None, exc, None)
 
     # -- queries -----------------------------------------------------------
 
@@ -396,49 +336,15 @@ class MemoryService:
             )
         return [self.tiers[n] for n in names]
 
-    def _rank_tier(
-        self, state: TierState, planned: PlannedQuery | None, limit: int, mode: str,
-        query_vector: Vectors | None,
-    ) -> tuple[list[Result], str]:  # fmt: skip
-        """One tier's ranking in the given retrieval mode; runs on a search thread."""
-        name, store = state.tier.name, state.store
-        query_mode = planned.mode if planned else MODE_TERMS
-        if mode == SPARSE or query_vector is None or self.vectors is None:
-            assert planned is not None
-            hits, query_mode = search_store(store, planned, limit)
-            return [Result(name, h, h.score, ranks={SPARSE: i})
-                    for i, h in enumerate(hits, start=1)], query_mode  # fmt: skip
-        from sidecar import fusion  # numpy: a sparse-only daemon never loads it
-
-        sparse: list[Hit] = []
-        if mode == HYBRID and planned is not None:
-            sparse, query_mode = search_store(store, planned, max(fusion.POOL, limit))
-        fill: list[tuple[Hit, float]] = []
-        if mode == DENSE or len(sparse) < limit:
-            index = self.vectors.tiers[name].index
-            top, sims = index.top_k(query_vector, limit + len(sparse))
-            ids = top.tolist()
-            found = store.hits(ids)
-            # A row the sync has not caught up with yet may name a chunk id that is gone
-            # or now holds other text: only hits whose text the vector was made from count.
-            keys = index.keys_of(ids)
-            fill = [(found[i], sim) for i, sim, key in zip(ids, sims.tolist(), keys, strict=True)
-                    if i in found and found[i].key == key]  # fmt: skip
-        if mode == DENSE:
-            return [Result(name, h, s, ranks={DENSE: r})
-                    for r, (h, s) in enumerate(fill[:limit], start=1)], query_mode  # fmt: skip
-        blobs = store.get_vectors(self.vectors.embedder.model_id, (h.key for h in sparse))
-        dense = {k: fusion.dense_score(query_vector, b) for k, b in blobs.items()}
-        ranked = fusion.rerank(sparse, dense, fill, limit)
-        return [Result(name, r.hit, r.score, ranks=r.ranks) for r in ranked], query_mode
-
     async def _search_tier(
         self, state: TierState, planned: PlannedQuery | None, limit: int, mode: str,
         query_vector: Vectors | None,
     ) -> tuple[list[Result], str]:  # fmt: skip
+        tier_vectors = self.vectors.tiers[state.tier.name] if self.vectors else None
         return await asyncio.get_running_loop().run_in_executor(
-            self._readers, self._rank_tier, state, planned, limit, mode, query_vector
-        )
+            self._readers, rank_tier, state.store, state.tier.name, planned, limit, mode,
+            query_vector, tier_vectors,
+        )  # fmt: skip
 
     async def _search_lead(
         self, query: str, limit: int, mode: str | None
@@ -700,18 +606,12 @@ class MemoryService:
         async with lock:
             self._writes[key] = build
             try:
-                done: WriteJob = await self.queue.submit(key)
+                done: write_job.WriteJob = await self.queue.submit(key)
             except RuntimeError as exc:  # shutting down: the job was never queued
                 self._writes.pop(key, None)
                 raise ApiError(503, "shutting_down", f"{exc}; nothing was written") from None
-        if isinstance(done.error, CapExceeded):
-            raise done.error.to_api_error()
-        if isinstance(done.error, UnsafePath):
-            raise _forbidden(target, str(done.error))
-        if isinstance(done.error, OSError):
-            raise _write_failure(target, done.error) from done.error
         if done.error is not None:
-            raise done.error
+            raise write_job.api_error(target, done.error) from done.error
         outcome = done.outcome
         assert outcome is not None
         body: dict[str, Any] = {
@@ -753,7 +653,7 @@ class MemoryService:
         try:
             got = await loop.run_in_executor(self._files, read_regular, root, target.rel)
         except UnsafePath as exc:
-            raise _forbidden(target, str(exc)) from None
+            raise write_job.forbidden(target, str(exc)) from None
         if got is None:
             raise ApiError(
                 404, "not_found", f"{target.rel} does not exist yet in the {scope} tier; "
@@ -823,48 +723,10 @@ class MemoryService:
             if name == "crew" and self.settings.role != "lead":
                 continue
             reason = await loop.run_in_executor(
-                self._files, _disk_problem, state.tier.root, self.settings.min_free_bytes
+                self._files, write_job.disk_problem, state.tier.root, self.settings.min_free_bytes
             )
             if reason:
                 return False, f"{name}: {reason}"
             if name in self.queue.last_error:
                 return False, f"{name}: index unusable: {self.queue.last_error[name]}"
         return True, None
-
-
-def _disk_problem(root: Any, min_free: int) -> str | None:
-    try:
-        st = os.statvfs(root)
-    except OSError as exc:
-        return f"{root} unavailable: {exc.strerror}"
-    if not os.access(root, os.W_OK) or st.f_flag & os.ST_RDONLY:
-        return f"{root} is not writable"
-    free = st.f_bavail * st.f_frsize
-    if free < min_free:
-        return f"only {free // (1024 * 1024)} MiB free on {root}"
-    return None
-
-
-def _forbidden(target: MemoryFile, why: str) -> ApiError:
-    return ApiError(
-        403, "forbidden_path", f"{target.rel} in the {target.scope} tier: {why}; nothing was "
-        "written",
-    )  # fmt: skip
-
-
-def _write_failure(target: MemoryFile, exc: OSError) -> ApiError:
-    if isinstance(exc, durable.NotDurable):
-        return ApiError(
-            500, "not_durable", f"{target.rel}: the new content is in place but {exc.strerror}; "
-            "it may not survive a crash. Read the file before writing again.",
-        )  # fmt: skip
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return ApiError(
-            507, "disk_full", f"no space left to write {target.rel}; nothing was written"
-        )
-    if exc.errno == errno.EROFS:
-        return ApiError(503, "read_only", f"memory folder is read-only; {target.rel} unchanged")
-    return ApiError(
-        500, "write_failed", f"could not write {target.rel} ({exc.strerror or exc}); "
-        "nothing was written",
-    )  # fmt: skip
