@@ -111,6 +111,15 @@ def rank_tier(
     return [Result(source, r.hit, r.score, ranks=r.ranks) for r in ranked], query_mode
 
 
+def dense_fill_last(results: list[Result]) -> list[Result]:
+    """Hybrid hits BM25 never saw (dense fills of a short list) after every other hit.
+
+    Within a tier they already rank below its BM25 hits; across tiers, rank fusion
+    would otherwise put one tier's best fill level with the other's best BM25 hit.
+    """
+    return sorted(results, key=lambda r: bool(r.ranks) and SPARSE not in (r.ranks or {}))
+
+
 def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> list[Result]:
     """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank)."""
     scored: dict[tuple[str, str, int, int], Result] = {}

@@ -36,7 +36,16 @@ from sidecar.reindex_queue import (
     JobKey,
     ReindexQueue,
 )
-from sidecar.search import DENSE, HYBRID, MODES, SPARSE, Result, rank_tier, rrf_fuse
+from sidecar.search import (
+    DENSE,
+    HYBRID,
+    MODES,
+    SPARSE,
+    Result,
+    dense_fill_last,
+    rank_tier,
+    rrf_fuse,
+)
 from sidecar.sqlite_store import SQLiteStore
 from sidecar.tiers import Tier, UnsafePath, read_regular
 
@@ -363,7 +372,7 @@ class MemoryService:
         for r in body["results"]:
             hit = Hit(r["file"], r["start_line"], r["end_line"], r["heading"], r["snippet"],
                       r["score"])  # fmt: skip
-            results.append(Result("crew", hit, r["score"], rendered=r))
+            results.append(Result("crew", hit, r["score"], rendered=r, ranks=r.get("ranks")))
         return results, body["query_mode"]
 
     def _search_mode(self, asked: str | None) -> str:
@@ -438,7 +447,11 @@ class MemoryService:
         query_mode = (
             MODE_FALLBACK if MODE_FALLBACK in modes else planned.mode if planned else MODE_TERMS
         )
-        results = ranked[scope] if scope != "both" else rrf_fuse(ranked, limit)
+        if scope == "both":
+            everything = sum(len(r) for r in ranked.values())
+            results = dense_fill_last(rrf_fuse(ranked, everything))[:limit]
+        else:
+            results = ranked[scope]
         return SearchResponse(results, query_mode, terms(query), degraded, mode)
 
     async def status(self, scope: str) -> dict[str, Any]:

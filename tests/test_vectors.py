@@ -10,6 +10,7 @@ import pytest
 from sidecar import fusion
 from sidecar.embedding import normalize
 from sidecar.index_store import Hit
+from sidecar.search import Result, dense_fill_last, rrf_fuse
 from sidecar.vector_sync import from_blob, texts_to_embed, to_blob
 from sidecar.vectors import VectorIndex
 
@@ -123,11 +124,24 @@ def test_rerank_keeps_bm25_share_for_chunks_without_a_vector() -> None:
 
 def test_dense_hits_fill_below_every_bm25_hit_and_never_repeat() -> None:
     sparse = [hit("a", 2.0)]
-    fill = [(hit("a", 0.0), 0.99), (hit("z", 0.0), 0.98), (hit("y", 0.0), 0.5)]
+    fill = [(hit("a", 0.0), 0.99), (hit("z", 0.0), 0.98), (hit("y", 0.0), 0.5),
+            (hit("junk", 0.0), fusion.FILL_MIN_COSINE - 0.01)]  # fmt: skip
     ranked = fusion.rerank(sparse, {"a": -1.0}, fill, 3)
     assert [r.hit.key for r in ranked] == ["a", "z", "y"]
     assert ranked[1].ranks == {"dense": 2}
     assert ranked[0].score > ranked[1].score > ranked[2].score
-    only_dense = fusion.rerank([], {}, fill, 2)
-    assert [r.hit.key for r in only_dense] == ["a", "z"]
+    only_dense = fusion.rerank([], {}, fill, 10)
+    assert [r.hit.key for r in only_dense] == ["a", "z", "y"]  # never one below the floor
     assert only_dense[0].score == pytest.approx(0.99)
+
+
+def test_across_tiers_dense_fills_come_after_every_bm25_hit() -> None:
+    def result(source: str, name: str, ranks: dict[str, int] | None) -> Result:
+        return Result(source, hit(name, 0.0), 0.0, ranks=ranks)
+
+    agent = [result("agent", "fill", {"dense": 1})]
+    crew = [result("crew", f"c{i}", {"sparse": i, "dense": 3}) for i in range(1, 4)]
+    fused = dense_fill_last(rrf_fuse({"agent": agent, "crew": crew}, 10))
+    assert [r.hit.key for r in fused] == ["c1", "c2", "c3", "fill"]
+    proxied = [result("crew", "lead", None)]  # rendered by a lead: no ranks, not a fill
+    assert [r.hit.key for r in dense_fill_last([*agent, *proxied])] == ["lead", "fill"]
