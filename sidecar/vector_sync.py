@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -123,8 +122,7 @@ class TierVectors:
 
 @dataclass(slots=True)
 class SyncState:
-    error: str | None = None  # the embedder's last failure, until a sync succeeds
-    failed_at: float | None = None
+    error: str | None = None  # the last failure, until a sync succeeds
 
 
 class VectorSync:
@@ -173,15 +171,19 @@ class VectorSync:
                     await loop.run_in_executor(self._executor, tier.sync, self._should_stop)
             except EmbedderError as exc:
                 self._failed(str(exc))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), RETRY_SECONDS)
-                self._wake.set()
+            except Exception as exc:  # a bug or a broken index: say so, keep the worker alive
+                log.exception("vector sync failed")
+                self._failed(f"{type(exc).__name__}: {exc}")
+            else:
+                if self.state.error is not None:
+                    log.warning("embedder recovered; hybrid search is back")
+                    self.state = SyncState()
+                if not self._wake.is_set():
+                    self._idle.set()
                 continue
-            if self.state.error is not None:
-                log.warning("embedder recovered; hybrid search is back")
-                self.state = SyncState()
-            if not self._wake.is_set():
-                self._idle.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), RETRY_SECONDS)
+            self._wake.set()
         self._idle.set()
 
     def _should_stop(self) -> bool:
@@ -193,5 +195,5 @@ class VectorSync:
                 "embedder failed; searches are sparse-only until it recovers",
                 extra={"error": error, "retry_s": RETRY_SECONDS},
             )
-        self.state = SyncState(error, time.time())
+        self.state = SyncState(error)
         self._idle.set()
