@@ -355,9 +355,7 @@ class MemoryService:
             query_vector, tier_vectors,
         )  # fmt: skip
 
-    async def _search_lead(
-        self, query: str, limit: int, mode: str | None
-    ) -> tuple[list[Result], str]:
+    async def _search_lead(self, query: str, limit: int, mode: str | None) -> SearchResponse:
         """The crew half of a member's search, answered by the lead's sidecar."""
         assert self.lead is not None
         request: dict[str, Any] = {"query": query, "scope": "crew", "limit": limit}
@@ -373,15 +371,19 @@ class MemoryService:
             hit = Hit(r["file"], r["start_line"], r["end_line"], r["heading"], r["snippet"],
                       r["score"])  # fmt: skip
             results.append(Result("crew", hit, r["score"], rendered=r, ranks=r.get("ranks")))
-        return results, body["query_mode"]
+        degraded = [f"crew: {d}" for d in body.get("degraded", [])]
+        return SearchResponse(results, body["query_mode"], [], degraded, body.get("mode", SPARSE))
 
-    def _search_mode(self, asked: str | None) -> str:
-        """The retrieval to run: as asked, or hybrid by default when vectors exist."""
+    def _search_mode(self, asked: str | None, local: bool) -> str:
+        """The retrieval to run: as asked, or hybrid by default when vectors exist.
+
+        ``local``: some tier is searched here (not only the lead's crew tier, which
+        the lead ranks with its own embedder)."""
         if asked is None:
             return HYBRID if self.vectors is not None else SPARSE
         if asked not in MODES:
             raise ApiError(400, "bad_mode", f"'mode' must be one of {', '.join(MODES)}")
-        if asked == DENSE and self.vectors is None:
+        if asked == DENSE and self.vectors is None and local:
             raise ApiError(
                 503, "dense_unavailable", "no embedder is loaded, so there is no dense index: "
                 f"{self.embedder_error or 'started with --embedder none'}; use mode=sparse",
@@ -412,7 +414,7 @@ class MemoryService:
         asks the lead for the crew tier."""
         states = self._scope_tiers(scope, proxied=True)
         asked = mode
-        mode = self._search_mode(asked)
+        mode = self._search_mode(asked, local=bool(states))
         planned = plan(query)
         if planned is None and mode != DENSE:
             raise ApiError(400, "empty_query", "the query has no searchable words")
@@ -442,6 +444,13 @@ class MemoryService:
                 continue
             if isinstance(outcome, BaseException):
                 raise outcome
+            if isinstance(outcome, SearchResponse):  # the lead's answer for the crew tier
+                ranked[name] = outcome.results
+                modes.add(outcome.query_mode)
+                degraded += outcome.degraded
+                if scope == "crew":
+                    mode = outcome.mode
+                continue
             ranked[name], query_mode = outcome
             modes.add(query_mode)
         query_mode = (

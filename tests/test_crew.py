@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ollama_stub import OllamaStub
 from tests.sidecar_process import SidecarProcess, free_port, wait_for
 
 TOKEN = "s3cret-crew-token"
@@ -134,3 +135,38 @@ def test_crew_address_needs_a_token(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match="CREW_TOKEN"):
         proc.start(timeout=20)
     proc.kill()
+
+
+def test_a_member_gets_the_leads_hybrid_ranking(tmp_path: Path) -> None:
+    """The lead embeds, the member does not: crew searches still run hybrid, on the lead."""
+    shared = tmp_path / "shared" / ".memory"
+    shared.mkdir(parents=True)
+    crew_port = free_port()
+    with OllamaStub() as stub:
+        lead_env = {"SIDECAR_CREW_TOKEN": TOKEN, "SIDECAR_EMBEDDER": "ollama",
+                    "SIDECAR_OLLAMA_URL": stub.url}  # fmt: skip
+        lead = SidecarProcess(tmp_path / "lead", shared, "lead",
+                              ["--crew-listen", f"127.0.0.1:{crew_port}"], lead_env)  # fmt: skip
+        member = SidecarProcess(tmp_path / "member", shared, "agent",
+                                ["--lead-url", f"http://127.0.0.1:{crew_port}"],
+                                {"SIDECAR_CREW_TOKEN": TOKEN})  # fmt: skip
+        try:
+            lead.start()
+            member.start()
+            status, body = lead.call("POST", "/memory/write", {
+                "scope": "crew", "file": "topics/harbour.md", "content": "- the crane is blue"
+            })  # fmt: skip
+            assert status == 201, body
+            wait_for(lambda: lead.get("/memory/status?scope=crew")["pending"] == 0,
+                     what="the crew chunk's vector")  # fmt: skip
+            for asked, legs in ((None, {"sparse", "dense"}), ("dense", {"dense"})):
+                request = {"query": "crane", "scope": "crew", **({"mode": asked} if asked else {})}
+                status, body = member.call("POST", "/memory/search", request)
+                assert status == 200, body
+                assert body["mode"] == (asked or "hybrid")
+                assert [h["file"] for h in body["results"]] == ["topics/harbour.md"]
+                assert set(body["results"][0]["ranks"]) == legs
+            assert member.get("/healthz")["retrieval"] == "sparse-only"  # its own tier
+        finally:
+            member.kill()
+            lead.kill()
