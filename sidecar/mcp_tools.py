@@ -140,7 +140,8 @@ TOOLS = [
         name=SEARCH,
         title="Search memory",
         description=(
-            "Search long-term memory (full text, best matches first). Ask in plain language "
+            "Search long-term memory (by words, re-ranked by meaning when the sidecar has an "
+            "embedding model; best matches first). Ask in plain language "
             "('which database did we pick?') or use FTS5 syntax (\"exact phrase\", AND/OR/NOT, "
             "prefix*). Each result names its file and line range, heading and a snippet; use "
             "memory.read for the surrounding lines. scope: agent (your memory, default), crew "
