@@ -29,9 +29,7 @@ _TMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}" + re.escape(TMP_SUFFIX) + "$")
 
 class NotDurable(OSError):
     """The rename happened but the directory fsync failed: the new content is in place
-    and visible, but may not survive a crash. ``outcome`` is what was put in place."""
-
-    outcome: WriteOutcome
+    and visible, but may not survive a crash."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,9 +133,7 @@ def write_file(
         try:
             os.fsync(dir_fd)
         except OSError as exc:
-            failure = NotDurable(exc.errno, f"directory fsync failed: {exc.strerror}")
-            failure.outcome = outcome
-            raise failure from exc
+            raise NotDurable(exc.errno, f"directory fsync failed: {exc.strerror}") from exc
         return outcome
     finally:
         if tmp is not None:

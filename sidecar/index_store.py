@@ -38,7 +38,6 @@ class Hit:
     heading: str
     text: str
     score: float  # higher is better; only comparable within one result list
-    chunk_id: int = -1  # the store's row id; -1 for a hit another sidecar rendered
     key: str = ""  # content hash of ``text``: what its vectors are stored under
 
 

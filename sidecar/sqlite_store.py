@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from sidecar.chunking import Chunk
 from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
@@ -181,7 +182,7 @@ class SQLiteStore:
         # bm25() with literal weights is measurably faster than the configured
         # ``rank`` column, which FTS5 resolves through an extra function lookup.
         sql = f"""
-            SELECT c.path, c.start_line, c.end_line, c.heading, c.body, f.score, c.id, c.hash
+            SELECT c.path, c.start_line, c.end_line, c.heading, c.body, f.score, c.hash
             FROM (SELECT rowid, bm25(chunks_fts, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS score
                   FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) AS f
             JOIN chunks AS c ON c.id = f.rowid
@@ -193,52 +194,38 @@ class SQLiteStore:
             if any(m in str(exc).lower() for m in _RUNTIME_FAILURES):
                 raise
             raise QuerySyntaxError(str(exc)) from exc
-        return [Hit(p, s, e, h, b, -rank, i, k) for p, s, e, h, b, rank, i, k in rows]
+        return [Hit(p, s, e, h, b, -rank, k) for p, s, e, h, b, rank, k in rows]
+
+    def _select_in(self, sql: str, values: Iterable[Any], *params: Any) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` whose ``IN (%s)`` list is ``values``, asked in batches that stay
+        under SQLite's variable limit; ``params`` come before the list."""
+        wanted = list(dict.fromkeys(values))
+        conn = self._reader()
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(wanted), _BATCH):
+            part = wanted[start : start + _BATCH]
+            rows += conn.execute(sql % ",".join("?" * len(part)), [*params, *part])
+        return rows
 
     def hits(self, chunk_ids: Iterable[int]) -> dict[int, Hit]:
-        ids = list(chunk_ids)
-        found: dict[int, Hit] = {}
-        conn = self._reader()
-        for start in range(0, len(ids), _BATCH):
-            part = ids[start : start + _BATCH]
-            rows = conn.execute(
-                "SELECT id, path, start_line, end_line, heading, body, hash FROM chunks "
-                f"WHERE id IN ({','.join('?' * len(part))})",
-                part,
-            )
-            for i, p, s, e, h, b, k in rows:
-                found[i] = Hit(p, s, e, h, b, 0.0, i, k)
-        return found
+        rows = self._select_in(
+            "SELECT id, path, start_line, end_line, heading, body, hash FROM chunks "
+            "WHERE id IN (%s)",
+            chunk_ids,
+        )
+        return {i: Hit(p, s, e, h, b, 0.0, k) for i, p, s, e, h, b, k in rows}
 
     def chunk_keys(self) -> dict[int, str]:
         return dict(self._reader().execute("SELECT id, hash FROM chunks"))
 
     def chunk_texts(self, chunk_ids: Iterable[int]) -> list[tuple[int, str, str]]:
-        ids = list(chunk_ids)
-        out: list[tuple[int, str, str]] = []
-        conn = self._reader()
-        for start in range(0, len(ids), _BATCH):
-            part = ids[start : start + _BATCH]
-            out += conn.execute(
-                f"SELECT id, hash, body FROM chunks WHERE id IN ({','.join('?' * len(part))})",
-                part,
-            )
-        return out
+        return self._select_in("SELECT id, hash, body FROM chunks WHERE id IN (%s)", chunk_ids)
 
     def get_vectors(self, model_id: str, keys: Iterable[str]) -> dict[str, bytes]:
-        wanted = list(dict.fromkeys(keys))
-        out: dict[str, bytes] = {}
-        conn = self._reader()
-        for start in range(0, len(wanted), _BATCH):
-            part = wanted[start : start + _BATCH]
-            out.update(
-                conn.execute(
-                    "SELECT hash, vec FROM vectors WHERE model_id = ? "
-                    f"AND hash IN ({','.join('?' * len(part))})",
-                    [model_id, *part],
-                )
-            )
-        return out
+        rows = self._select_in(
+            "SELECT hash, vec FROM vectors WHERE model_id = ? AND hash IN (%s)", keys, model_id
+        )
+        return dict(rows)
 
     def total_bytes(self) -> int:
         return int(self._reader().execute("SELECT coalesce(sum(size), 0) FROM files").fetchone()[0])

@@ -88,14 +88,6 @@ class VectorIndex:
             top = top[np.argsort(-scores[top], kind="stable")]
             return self._ids[top].copy(), scores[top]
 
-    def similarity(self, query: Vectors, ids: Sequence[int]) -> list[float | None]:
-        """Cosine of ``query`` with each chunk; None for a chunk not embedded yet."""
-        with self._lock:
-            rows = [self._row.get(i) for i in ids]
-            present = [r for r in rows if r is not None]
-            sims = iter((self._matrix[present] @ query).tolist()) if present else iter(())
-            return [next(sims) if r is not None else None for r in rows]
-
     def _reserve(self, size: int) -> None:
         capacity = len(self._matrix)
         if size <= capacity:
