@@ -737,11 +737,12 @@ class MemoryService:
     async def write_health(self) -> tuple[bool, str | None]:
         """Can a write succeed right now? Used to gate the MCP write tools."""
         loop = asyncio.get_running_loop()
+        settings = self.settings  # one snapshot, so a check never mixes two configurations
         for name, state in self.tiers.items():
-            if name == "crew" and self.settings.role != "lead":
+            if name == "crew" and settings.role != "lead":
                 continue
             reason = await loop.run_in_executor(
-                self._files, write_job.disk_problem, state.tier.root, self.settings.min_free_bytes
+                self._files, write_job.disk_problem, state.tier.root, settings.min_free_bytes
             )
             if reason:
                 return False, f"{name}: {reason}"

@@ -9,6 +9,7 @@ that it fired, so a test cannot pass because the fault never happened.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
 import select
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from sidecar import durable, indexer
+from sidecar import durable, indexer, write_job
 from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.service import MemoryService
@@ -788,3 +789,22 @@ def test_appends_from_two_processes_all_land_once(tmp_path: Path) -> None:
     for tag in "ab":  # each process's own appends stay in its order
         assert [ln for ln in lines if ln.startswith(tag)] == [f"{tag} {i}" for i in range(count)]
     assert temps(tmp_path) == []
+
+
+async def test_write_health_checks_every_tier_against_one_configuration(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A settings change mid-check must not yield a verdict that mixes old and new limits."""
+    real = write_job.disk_problem
+    seen: list[int] = []
+
+    def checking(root: Path, min_free: int) -> str | None:
+        seen.append(min_free)
+        service.settings = dataclasses.replace(service.settings, min_free_bytes=1 << 62)
+        return real(root, min_free)
+
+    monkeypatch.setattr(write_job, "disk_problem", checking)
+    assert await service.write_health() == (True, None)
+    assert len(seen) == 2 and len(set(seen)) == 1  # both tiers, one limit
+    ok, why = await service.write_health()
+    assert not ok and (why or "").startswith("agent: only")
