@@ -1,44 +1,91 @@
-"""In-process LoCoMo retriever over the sidecar's own chunker, query planner and store.
+"""In-process LoCoMo retriever over the sidecar's own chunker, planner, store and fusion.
 
 Used by ``locomo_eval.py --retriever bench/locomo_inprocess.py:factory`` to tune
-chunking and ranking quickly; ``make bench`` measures the real daemon over HTTP.
+chunking and ranking quickly; ``make bench`` measures the real daemon over HTTP
+and runs this in every mode, so the README's comparison of fusions reproduces.
+
+``--arg mode=``:
+
+- ``sparse`` (default): BM25 alone;
+- ``hybrid``: the shipped ranking (``sidecar.fusion``), as the daemon runs it;
+- ``dense``: the vector leg alone;
+- ``rrf``: the textbook baseline, reciprocal rank fusion (k = 60) of each leg's
+  top ``fusion.POOL``, which the shipped ranking replaced.
+
+``--arg vector_cache=DIR`` keeps each sample's index under DIR, so a second
+run in another mode looks its vectors up instead of embedding them again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from pathlib import Path
 
 from sidecar import indexer, query, sqlite_store
 from sidecar.chunking import DEFAULT_MAX_CHARS
-from sidecar.search import search_store
+from sidecar.embed_minilm import MiniLMEmbedder
+from sidecar.search import DENSE, HYBRID, RRF_K, SPARSE, rank_tier, rrf_fuse, search_store
+from sidecar.vector_sync import TierVectors
+
+RRF = "rrf"
+MODES = (SPARSE, HYBRID, DENSE, RRF)
 
 
 class InProcessRetriever:
-    def __init__(self, max_chars: int = DEFAULT_MAX_CHARS) -> None:
+    def __init__(
+        self,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        mode: str = SPARSE,
+        threads: int = 1,
+        vector_cache: str = "",
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
         self.max_chars = int(max_chars)
-        self.name = f"sidecar-inprocess(max_chars={self.max_chars})"
+        self.mode = mode
+        self.name = f"sidecar-inprocess(max_chars={self.max_chars}, mode={mode})"
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-idx-")
-        self._stores: dict[str, sqlite_store.SQLiteStore] = {}
+        self._dir = Path(vector_cache) if vector_cache else Path(self._tmp.name)
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._embedder = MiniLMEmbedder(int(threads)) if mode != SPARSE else None
+        self._stores: dict[str, tuple[sqlite_store.SQLiteStore, TierVectors | None]] = {}
 
     def index(self, memory_dir: str) -> None:
         key = str(memory_dir)
         if key in self._stores:
-            self._stores.pop(key).close()
-        path = Path(self._tmp.name) / f"{len(self._stores)}-{abs(hash(key))}.sqlite"
-        store = sqlite_store.SQLiteStore(path)
+            self._stores.pop(key)[0].close()
+        name = hashlib.blake2b(key.encode(), digest_size=8).hexdigest()  # stable across runs
+        store = sqlite_store.SQLiteStore(self._dir / f"{name}.sqlite")
         store.replace_all(indexer.load_tree(Path(memory_dir), self.max_chars))
-        self._stores[key] = store
+        vectors = None
+        if self._embedder is not None:
+            vectors = TierVectors(store, self._embedder)
+            vectors.sync(lambda: False)
+        self._stores[key] = (store, vectors)
 
     def __call__(self, memory_dir: str, text: str, k: int) -> list[tuple[str, int, int, str]]:
+        store, vectors = self._stores[str(memory_dir)]
         planned = query.plan(text)
-        if planned is None:
-            return []
-        hits, _ = search_store(self._stores[str(memory_dir)], planned, k)
-        return [(h.path, h.start_line, h.end_line, h.text) for h in hits]
+        if self._embedder is None:
+            if planned is None:
+                return []
+            hits = search_store(store, planned, k)[0]
+            return [(h.path, h.start_line, h.end_line, h.text) for h in hits]
+        vector = self._embedder.embed([text])[0]
+        if self.mode == RRF:
+            from sidecar import fusion
+
+            depth = max(fusion.POOL, k)
+            legs = {leg: rank_tier(store, "agent", planned, depth, leg, vector, vectors)[0]
+                    for leg in (SPARSE, DENSE)}  # fmt: skip
+            results = rrf_fuse(legs, k, RRF_K)
+        else:
+            results = rank_tier(store, "agent", planned, k, self.mode, vector, vectors)[0]
+        return [(r.hit.path, r.hit.start_line, r.hit.end_line, r.hit.text) for r in results]
 
     def close(self) -> None:
-        for store in self._stores.values():
+        for store, _ in self._stores.values():
             store.close()
         self._tmp.cleanup()
 
