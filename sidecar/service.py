@@ -208,7 +208,7 @@ class MemoryService:
 
     def retrieval(self) -> str:
         """``hybrid`` while an embedder is loaded and working, else ``sparse-only``."""
-        if self.vectors is None or self.vectors.state.error is not None:
+        if self.vectors is None or self.vectors.state.embedder_error is not None:
             return "sparse-only"
         return "hybrid"
 
@@ -230,12 +230,13 @@ class MemoryService:
         await self.queue.drain_and_stop()
         if self.lead is not None:
             await self.lead.close()
+        # A batch already embedding finishes and is stored before its store closes.
+        await asyncio.to_thread(self._embedding.shutdown, cancel_futures=True)
         for state in self.tiers.values():
             await asyncio.get_running_loop().run_in_executor(self._writer, state.store.close)
         self._writer.shutdown()
         self._readers.shutdown()
         self._files.shutdown()
-        self._embedding.shutdown()
         if self.embedder is not None:
             self.embedder.close()
         log.info("sidecar stopped")
@@ -392,16 +393,20 @@ class MemoryService:
             return None, None
         if self.vectors is None:
             return None, f"dense: {self.embedder_error or 'no embedder configured'}"
-        embedder = self.vectors.embedder
-        try:
-            rows = await asyncio.get_running_loop().run_in_executor(
-                self._readers, embedder.embed, [query]
-            )
-        except EmbedderError as exc:
-            if mode == DENSE:
-                raise ApiError(503, "dense_unavailable", f"the embedder failed: {exc}") from None
-            return None, f"dense: embedder failed ({exc}); ranked by BM25 alone"
-        return rows[0], None
+        # Known down: do not make every search wait for it (a hung server costs a timeout).
+        error = self.vectors.state.embedder_error
+        if error is None:
+            try:
+                rows = await asyncio.get_running_loop().run_in_executor(
+                    self._readers, self.vectors.embedder.embed, [query]
+                )
+                return rows[0], None
+            except EmbedderError as exc:
+                error = str(exc)
+                self.vectors.embedder_failed(error)
+        if mode == DENSE:
+            raise ApiError(503, "dense_unavailable", f"the embedder failed: {error}")
+        return None, f"dense: embedder failed ({error}); ranked by BM25 alone"
 
     async def search(
         self, query: str, scope: str, limit: int, mode: str | None = None
@@ -490,7 +495,8 @@ class MemoryService:
             return {"pending": 0, "embeddings": {"state": "off", "reason": why}}
         tier = self.vectors.tiers[scope]
         lag = await asyncio.get_running_loop().run_in_executor(self._readers, tier.lag)
-        error = self.vectors.state.error
+        sync = self.vectors.state
+        error = sync.embedder_error or sync.tier_errors.get(scope)
         info: dict[str, Any] = {
             "model": self.vectors.embedder.model_id,
             "vectors": len(tier.index),
@@ -543,9 +549,12 @@ class MemoryService:
         writable, why_not = await self.write_health()
         if not writable:
             reasons.append(f"writes unavailable: {why_not}")
-        if self.vectors is not None and self.vectors.state.error:
-            reasons.append(f"embedder failed, searches are sparse-only: {self.vectors.state.error}")
-        elif self.vectors is None and self.settings.embedder in ("minilm", "ollama"):
+        if self.vectors is not None:
+            sync = self.vectors.state
+            if sync.embedder_error:
+                reasons.append(f"embedder failed, searches are sparse-only: {sync.embedder_error}")
+            reasons += [f"{n}: vectors not up to date: {e}" for n, e in sync.tier_errors.items()]
+        elif self.settings.embedder in ("minilm", "ollama"):
             reasons.append(f"embedder unavailable, searches are sparse-only: {self.embedder_error}")
         body: dict[str, Any] = {
             "status": "degraded" if reasons else "ok",
@@ -567,8 +576,8 @@ class MemoryService:
             "model": self.vectors.embedder.model_id,
             "pending": self.vectors.pending(),
         }
-        if self.vectors.state.error:
-            info["error"] = self.vectors.state.error
+        if self.vectors.state.embedder_error:
+            info["error"] = self.vectors.state.embedder_error
         return info
 
     # -- durable writes and reads -----------------------------------------------

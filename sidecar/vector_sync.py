@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -122,14 +122,20 @@ class TierVectors:
 
 @dataclass(slots=True)
 class SyncState:
-    error: str | None = None  # the last failure, until a sync succeeds
+    # The embedder's last failure, until it answers again: searches are sparse-only.
+    embedder_error: str | None = None
+    # A tier whose vectors could not be brought up to date for another reason (a broken
+    # stored vector, a database error): its searches still use the vectors it has.
+    tier_errors: dict[str, str] = field(default_factory=dict)
 
 
 class VectorSync:
     """The background worker: wakes when an index changes and embeds what is missing.
 
-    When the embedder fails, search is sparse-only (and says so) until a retry
-    succeeds; the retry comes after ``RETRY_SECONDS`` or on the next change.
+    When the embedder fails (here, or on a search's query), search is sparse-only
+    and says so until a retry proves it works again; the retry comes after
+    ``RETRY_SECONDS`` or on the next change. A failure confined to one tier is
+    retried the same way without holding the other tiers back.
     """
 
     def __init__(
@@ -151,49 +157,70 @@ class VectorSync:
         return sum(t.pending for t in self.tiers.values())
 
     async def wait_idle(self) -> None:
-        """Until every tier has a vector for every chunk (or the embedder failed)."""
+        """Until every tier has a vector for every chunk (or a sync failed)."""
         await self._idle.wait()
+
+    def embedder_failed(self, error: str) -> None:
+        """A search could not embed its query: stop asking until a retry succeeds."""
+        self._embedder_down(error)
+        self.notify()
 
     def stop(self) -> None:
         self._stopping = True
         self._wake.set()
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
         self._wake.set()  # load stored vectors and catch up at start
         while not self._stopping:
             await self._wake.wait()
             self._wake.clear()
             if self._stopping:
                 break
-            try:
-                for tier in self.tiers.values():
-                    await loop.run_in_executor(self._executor, tier.sync, self._should_stop)
-            except EmbedderError as exc:
-                self._failed(str(exc))
-            except Exception as exc:  # a bug or a broken index: say so, keep the worker alive
-                log.exception("vector sync failed")
-                self._failed(f"{type(exc).__name__}: {exc}")
-            else:
-                if self.state.error is not None:
-                    log.warning("embedder recovered; hybrid search is back")
-                    self.state = SyncState()
+            if await self._sync_all():
                 if not self._wake.is_set():
                     self._idle.set()
                 continue
+            self._idle.set()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), RETRY_SECONDS)
             self._wake.set()
         self._idle.set()
 
+    async def _sync_all(self) -> bool:
+        """One pass over every tier; False when something is left to retry."""
+        loop = asyncio.get_running_loop()
+        try:
+            if self.state.embedder_error is not None:  # nothing new to embed proves nothing
+                await loop.run_in_executor(self._executor, self.embedder.embed, ["probe"])
+            for name, tier in self.tiers.items():
+                try:
+                    await loop.run_in_executor(self._executor, tier.sync, self._should_stop)
+                except EmbedderError:
+                    raise
+                except Exception as exc:  # a bug or a broken index: say so, go on
+                    self._tier_failed(name, exc)
+                else:
+                    self.state.tier_errors.pop(name, None)
+        except EmbedderError as exc:
+            self._embedder_down(str(exc))
+            return False
+        if self.state.embedder_error is not None:
+            log.warning("embedder recovered; hybrid search is back")
+            self.state.embedder_error = None
+        return not self.state.tier_errors
+
     def _should_stop(self) -> bool:
         return self._stopping
 
-    def _failed(self, error: str) -> None:
-        if self.state.error is None:
+    def _embedder_down(self, error: str) -> None:
+        if self.state.embedder_error is None:
             log.warning(
                 "embedder failed; searches are sparse-only until it recovers",
                 extra={"error": error, "retry_s": RETRY_SECONDS},
             )
-        self.state = SyncState(error)
-        self._idle.set()
+        self.state.embedder_error = error
+
+    def _tier_failed(self, name: str, exc: Exception) -> None:
+        if name not in self.state.tier_errors:
+            log.exception("vector sync failed", extra={"tier": name})
+        self.state.tier_errors[name] = f"{type(exc).__name__}: {exc}"

@@ -42,11 +42,6 @@ class VectorIndex:
         with self._lock:
             return dict(self._key)
 
-    def keys_of(self, ids: Sequence[int]) -> list[str | None]:
-        """The content hash each chunk's row was made from (None: no row)."""
-        with self._lock:
-            return [self._key.get(i) for i in ids]
-
     def upsert(self, ids: Sequence[int], hashes: Sequence[str], vectors: Vectors) -> None:
         if len(ids) != len(vectors) or len(ids) != len(hashes):
             raise ValueError("ids, hashes and vectors differ in length")
@@ -77,16 +72,22 @@ class VectorIndex:
                     self._row[moved] = row
                 self._n = last
 
-    def top_k(self, query: Vectors, k: int) -> tuple[npt.NDArray[np.int64], Vectors]:
-        """The ``k`` chunk ids most similar to the unit vector ``query``, best first."""
+    def top_k(self, query: Vectors, k: int) -> tuple[npt.NDArray[np.int64], Vectors, list[str]]:
+        """The ``k`` chunk ids most similar to the unit vector ``query``, best first,
+        their cosines, and the content hash each row was made from.
+
+        The hashes are read under the same lock as the scores: chunk ids are reused,
+        so a caller must check a hit's current text against the text that was scored.
+        """
         with self._lock:
             n = self._n
             if n == 0 or k <= 0:
-                return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+                return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), []
             scores = self._matrix[:n] @ query
             top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
             top = top[np.argsort(-scores[top], kind="stable")]
-            return self._ids[top].copy(), scores[top]
+            ids = self._ids[top].copy()
+            return ids, scores[top], [self._key[int(i)] for i in ids]
 
     def _reserve(self, size: int) -> None:
         capacity = len(self._matrix)

@@ -35,7 +35,7 @@ def test_defaults_and_empty_input_needs_no_server() -> None:
     emb = OllamaEmbedder()
     assert (emb.url, emb.model_id, emb.dim) == (
         "http://127.0.0.1:11434",
-        "ollama:nomic-embed-text",
+        "ollama:nomic-embed-text:0",
         0,
     )
     out = emb.embed([])
@@ -69,7 +69,7 @@ def test_vectors_are_unit_float32_rows_in_order(stub: OllamaStub, embedder: Olla
 def test_probe_learns_dim(stub: OllamaStub, embedder: OllamaEmbedder) -> None:
     assert embedder.dim == 0
     assert embedder.probe() == 64
-    assert embedder.dim == 64
+    assert (embedder.dim, embedder.model_id) == (64, f"ollama:{MODEL}:64")
     assert [r["input"] for r in stub.requests] == [["probe"]]
     assert embedder.embed([]).shape == (0, 64)
     assert len(stub.requests) == 1  # empty input sent nothing

@@ -133,7 +133,8 @@ async def test_a_model_change_re_embeds_lazily(hybrid_settings: Settings, stub: 
     try:
         assert {r["model"] for r in stub.requests} == {"other-model"}
         assert sum("walrus note number" in t for t in embedded_texts(stub)) == 6
-        assert svc.vectors is not None and svc.vectors.embedder.model_id == "ollama:other-model"
+        assert svc.vectors is not None
+        assert svc.vectors.embedder.model_id == "ollama:other-model:64"
     finally:
         await svc.stop()
 
@@ -152,10 +153,12 @@ async def test_embedder_failing_mid_run_degrades_to_sparse_and_recovers(
     assert health["status"] == "degraded"
     assert any("embedder failed" in r for r in health["reasons"])
     assert (await hybrid.status("agent"))["embeddings"]["state"] == "failed"
+    asked = len(stub.requests)
     response = await hybrid.search("lighthouse keeper", "agent", 5)
     assert response.mode == "sparse"
     assert [r.hit.path for r in response.results] == ["AGENT.md"]
     assert any("embedder failed" in d for d in response.degraded)
+    assert len(stub.requests) == asked  # known down: the search did not wait on it
 
     stub.mode = "ok"
     await hybrid.write("agent", "AGENT.md", "- the ferry leaves at noon", "append")
@@ -164,6 +167,73 @@ async def test_embedder_failing_mid_run_degrades_to_sparse_and_recovers(
     assert (await hybrid.health())["status"] == "ok"
     response = await hybrid.search("lighthouse keeper", "agent", 5)
     assert (response.mode, response.degraded) == ("hybrid", [])
+
+
+async def test_a_query_the_embedder_cannot_embed_turns_search_sparse_until_it_recovers(
+    hybrid: MemoryService, stub: OllamaStub
+) -> None:
+    stub.mode = "error"
+    response = await hybrid.search("harbour", "agent", 5)
+    assert response.mode == "sparse"
+    assert any("embedder failed" in d for d in response.degraded)
+    assert hybrid.retrieval() == "sparse-only"
+    asked = len(stub.requests)
+    await hybrid.search("harbour", "agent", 5)
+    assert len(stub.requests) <= asked + 1  # at most the background probe, never the query
+
+    stub.mode = "ok"
+    assert hybrid.vectors is not None
+    hybrid.vectors.notify()
+    await eventually(lambda: _is_hybrid(hybrid), "the probe to find the embedder back")
+    assert (await hybrid.search("harbour", "agent", 5)).mode == "hybrid"
+
+
+async def test_a_tier_whose_vectors_fail_holds_back_neither_other_tiers_nor_hybrid(
+    hybrid_settings: Settings, stub: OllamaStub
+) -> None:
+    svc = await started(dataclasses.replace(hybrid_settings, role="lead"))
+    try:
+        assert svc.vectors is not None
+
+        def broken(stop: Any) -> None:
+            raise RuntimeError("a stored vector is corrupt")
+
+        svc.vectors.tiers["agent"].sync = broken  # type: ignore[method-assign]
+        await svc.write("agent", "AGENT.md", "- the agent keeps kelp notes", "append")
+        await svc.write("crew", "CREW.md", "- the crew farms kelp", "append")
+
+        async def crew_embedded() -> bool:
+            crew = (await svc.status("crew"))["pending"] == 0
+            return crew and "agent" in svc.vectors.state.tier_errors  # type: ignore[union-attr]
+
+        await eventually(crew_embedded, "the crew tier's vectors despite the agent tier")
+        assert svc.retrieval() == "hybrid"
+        health = await svc.health()
+        assert (
+            "agent: vectors not up to date: RuntimeError: a stored vector is corrupt"
+            in (health["reasons"])
+        )
+        assert (await svc.status("agent"))["embeddings"]["state"] == "failed"
+        response = await svc.search("kelp farms", "crew", 5, "dense")
+        assert [r.hit.path for r in response.results] == ["CREW.md"]
+    finally:
+        await svc.stop()
+
+
+async def test_a_model_of_another_width_under_the_same_name_is_re_embedded(
+    hybrid_settings: Settings,
+) -> None:
+    seed(hybrid_settings.agent_dir, 2)
+    await (await started(hybrid_settings)).stop()
+    with OllamaStub(dim=48, models=(MODEL,)) as narrow:
+        svc = await started(dataclasses.replace(hybrid_settings, ollama_url=narrow.url))
+        try:
+            assert sum("walrus note number" in t for t in embedded_texts(narrow)) == 4
+            health = await svc.health()
+            assert health["status"] == "ok", health
+            assert len(await paths(svc, "walrus harbour", "dense")) == 2
+        finally:
+            await svc.stop()
 
 
 async def test_http_modes_ranks_and_errors(hybrid: MemoryService) -> None:
@@ -186,7 +256,7 @@ async def test_http_modes_ranks_and_errors(hybrid: MemoryService) -> None:
         assert (resp.status, (await resp.json())["error"]) == (400, "bad_mode")
         health = await (await client.get("/healthz")).json()
         assert health["retrieval"] == "hybrid"
-        assert health["embedder"]["model"] == f"ollama:{MODEL}"
+        assert health["embedder"]["model"] == f"ollama:{MODEL}:64"
 
 
 async def test_sparse_only_service_says_so_and_refuses_dense(client: TestClient) -> None:

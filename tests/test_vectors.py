@@ -25,9 +25,10 @@ def test_top_k_is_exact_and_best_first() -> None:
     index = VectorIndex(16)
     index.upsert(list(range(1000, 2000)), [f"h{i}" for i in range(1000)], rows)
     query = normalize(rng.standard_normal((1, 16)))[0]
-    ids, scores = index.top_k(query, 10)
+    ids, scores, keys = index.top_k(query, 10)
     expected = np.argsort(-(rows @ query))[:10] + 1000
     assert ids.tolist() == expected.tolist()
+    assert keys == [f"h{i - 1000}" for i in ids.tolist()]  # the text each score came from
     assert np.all(np.diff(scores) <= 0)
     assert len(index.top_k(query, 5000)[0]) == 1000  # k beyond n: everything, sorted
 
@@ -38,9 +39,9 @@ def test_remove_fills_the_hole_and_keeps_ids_straight() -> None:
     index.remove([1, 99])  # an unknown id is ignored
     assert len(index) == 2
     assert index.keys() == {2: "b", 3: "c"}
-    ids, _ = index.top_k(unit(1, 0.1), 2)
-    assert ids.tolist() == [3, 2]
-    ids, scores = index.top_k(unit(0, 1), 3)  # each id still has its own row
+    ids, _, keys = index.top_k(unit(1, 0.1), 2)
+    assert (ids.tolist(), keys) == ([3, 2], ["c", "b"])
+    ids, scores, _ = index.top_k(unit(0, 1), 3)  # each id still has its own row
     assert ids.tolist() == [2, 3]
     assert scores.tolist() == pytest.approx([1.0, 0.7071], abs=1e-4)
 
@@ -72,9 +73,11 @@ def test_searches_during_updates_never_see_a_torn_matrix() -> None:
     thread.start()
     try:
         for _ in range(2000):
-            ids, scores = index.top_k(normalize(np.ones((1, 8)))[0], 5)
+            ids, scores, keys = index.top_k(normalize(np.ones((1, 8)))[0], 5)
             if len(ids) and not np.allclose(scores, 1.0, atol=1e-5):
                 errors.append(AssertionError(scores))
+            if keys != [str(i) for i in ids.tolist()]:  # upserts key each row by its id
+                errors.append(AssertionError((ids, keys)))
     finally:
         stop.set()
         thread.join()
@@ -114,6 +117,12 @@ def test_rerank_reorders_the_pool_and_reports_both_ranks() -> None:
     assert [r.score for r in ranked] == pytest.approx([0.9, 0.5, 0.45])
     assert ranked[0].ranks == {"sparse": 2, "dense": 1}
     assert ranked[2].ranks == {"sparse": 3, "dense": 2}
+
+
+def test_rerank_gives_tied_dense_scores_distinct_ranks_in_bm25_order() -> None:
+    sparse = [hit("a", 10.0), hit("b", 9.0), hit("c", 8.0)]
+    ranked = fusion.rerank(sparse, {"a": 0.5, "b": 0.5, "c": 0.9}, [], 10)
+    assert {r.hit.key: r.ranks["dense"] for r in ranked} == {"c": 1, "a": 2, "b": 3}
 
 
 def test_rerank_keeps_bm25_share_for_chunks_without_a_vector() -> None:
