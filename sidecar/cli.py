@@ -44,9 +44,7 @@ def _env(name: str, default: Any) -> Any:
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the memory daemon")
     p.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="env SIDECAR_HOST")
-    p.add_argument(
-        "--port", type=int, default=int(_env("PORT", DEFAULT_PORT)), help="env SIDECAR_PORT"
-    )
+    p.add_argument("--port", type=int, default=_env("PORT", DEFAULT_PORT), help="env SIDECAR_PORT")
     p.add_argument(
         "--agent-dir",
         type=Path,
@@ -68,13 +66,13 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--chunk-chars",
         type=int,
-        default=int(_env("CHUNK_CHARS", DEFAULT_MAX_CHARS)),
+        default=_env("CHUNK_CHARS", DEFAULT_MAX_CHARS),
         help="largest chunk in characters (env SIDECAR_CHUNK_CHARS)",
     )
     p.add_argument(
         "--reconcile-interval",
         type=float,
-        default=float(_env("RECONCILE_INTERVAL", 60)),
+        default=_env("RECONCILE_INTERVAL", 60.0),
         help="seconds between full reconcile scans (env SIDECAR_RECONCILE_INTERVAL)",
     )
     p.add_argument(
@@ -91,13 +89,13 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             f"--cap-{kind}-bytes",
             type=int,
             dest=f"cap_{kind}",
-            default=int(_env(env, getattr(defaults, kind))),
+            default=_env(env, getattr(defaults, kind)),
             help=f"largest size of {what} after a write (env SIDECAR_{env})",
         )
     p.add_argument(
         "--min-free-mb",
         type=int,
-        default=int(_env("MIN_FREE_MB", 64)),
+        default=_env("MIN_FREE_MB", 64),
         help="free disk below which writes are withheld (env SIDECAR_MIN_FREE_MB)",
     )
     p.add_argument(
@@ -125,7 +123,7 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--embed-threads",
         type=int,
-        default=int(_env("EMBED_THREADS", 1)),
+        default=_env("EMBED_THREADS", 1),
         help="inference threads for the in-process model (env SIDECAR_EMBED_THREADS)",
     )
     p.add_argument(
@@ -305,11 +303,23 @@ def _get_json(url: str) -> Any:
         return json.loads(resp.read())
 
 
+def _error_detail(exc: urllib.error.HTTPError) -> str:
+    """Our JSON error body's detail, else the status line's reason."""
+    try:
+        body = json.loads(exc.read())
+        return str(body.get("detail") or body.get("error") or exc.reason)
+    except (ValueError, AttributeError, OSError):
+        return str(exc.reason)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Exit 0 only when the daemon is healthy and hybrid; 1 when anything is degraded."""
     base = args.url.rstrip("/")
     try:
         health = _get_json(f"{base}/healthz")
+    except urllib.error.HTTPError as exc:  # something answered, but refused us
+        print(f"sidecar at {base}: answered HTTP {exc.code}: {_error_detail(exc)}")
+        return 1
     except (urllib.error.URLError, OSError, ValueError) as exc:
         print(f"sidecar at {base}: unreachable ({getattr(exc, 'reason', exc)})")
         print("start it with `sidecar serve` (or `make run`)")

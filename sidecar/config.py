@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sidecar.chunking import DEFAULT_MAX_CHARS
+from sidecar.embedding import EMBEDDERS
 from sidecar.memory_files import Caps
 from sidecar.tiers import Tier
 
@@ -40,6 +41,12 @@ class Settings:
         object.__setattr__(self, "crew_dir", self.crew_dir.expanduser().resolve())
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
+        if self.embedder not in EMBEDDERS:
+            raise ValueError(
+                f"embedder must be one of {', '.join(EMBEDDERS)}, not {self.embedder!r}"
+            )
+        if self.embed_threads < 1:
+            raise ValueError(f"embed threads must be at least 1, not {self.embed_threads}")
         if self.reconcile_interval <= 0:
             raise ValueError("reconcile interval must be positive")
         if self.crew_listen and self.role != "lead":

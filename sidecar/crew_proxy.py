@@ -94,12 +94,12 @@ class LeadClient:
                     body = await resp.json(content_type=None)
                     if not isinstance(body, dict):
                         raise LeadUnavailable(f"lead answered {resp.status} without a JSON object")
-                    if resp.status in (401, 403) or resp.status >= 500:
-                        # Our credentials or the lead itself are the problem, not the query.
+                    if resp.status in (401, 403) or (resp.status >= 500 and "error" not in body):
+                        # Our credentials, or something in front of the lead, not the query.
                         raise LeadUnavailable(
                             f"lead answered {resp.status}: {body.get('detail', body)}"
                         )
-                    self._mark(None)
+                    self._mark(None)  # it answered as a lead does, even if with a refusal
                     if resp.status >= 400:
                         raise LeadError(resp.status, body)
                     return body

@@ -31,6 +31,9 @@ class JobKey:
     tier: str
     kind: str
     path: str = ""
+    # Tells apart jobs that must never share a future: each API write carries its own
+    # content, so two writes to one file are two jobs.
+    ticket: int = 0
 
 
 Runner = Callable[[JobKey], Any]
@@ -63,6 +66,14 @@ class ReindexQueue:
             self._idle.clear()
             self._wakeup.set()
         return fut
+
+    def withdraw(self, key: JobKey) -> bool:
+        """Take a job that has not started off the queue; False if it is running or done."""
+        fut = self._waiting.pop(key, None)
+        if fut is None:
+            return False
+        fut.cancel()
+        return True
 
     def depth(self, tier: str | None = None) -> int:
         """Jobs waiting or running, optionally only those of one tier."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import time
@@ -110,12 +111,16 @@ class MemoryService:
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-search")
         self._files = ThreadPoolExecutor(2, thread_name_prefix="sidecar-files")
         self._embedding = ThreadPoolExecutor(1, thread_name_prefix="sidecar-embed")
+        # Query embeddings get their own thread: a slow or hung embedder must not hold
+        # the search threads that BM25-only searches and status need.
+        self._queries = ThreadPoolExecutor(1, thread_name_prefix="sidecar-query-embed")
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None  # why there is no embedder, if one was wanted
         self.vectors: VectorSync | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._file_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._writes: dict[JobKey, write_job.Builder] = {}  # a queued write's content builder
+        self._write_tickets = itertools.count(1)
         self.queue = ReindexQueue(self._run_job, self._writer)
         self._stop = asyncio.Event()
         self.watcher_ready = asyncio.Event()
@@ -237,6 +242,7 @@ class MemoryService:
         self._writer.shutdown()
         self._readers.shutdown()
         self._files.shutdown()
+        self._queries.shutdown(cancel_futures=True)
         if self.embedder is not None:
             self.embedder.close()
         log.info("sidecar stopped")
@@ -397,13 +403,16 @@ class MemoryService:
         error = self.vectors.state.embedder_error
         if error is None:
             try:
-                rows = await asyncio.get_running_loop().run_in_executor(
-                    self._readers, self.vectors.embedder.embed, [query]
+                vector = await asyncio.get_running_loop().run_in_executor(
+                    self._queries, self.vectors.embed_query, query
                 )
-                return rows[0], None
             except EmbedderError as exc:
                 error = str(exc)
                 self.vectors.embedder_failed(error)
+            else:
+                if vector is not None:
+                    return vector, None
+                error = self.vectors.state.embedder_error
         if mode == DENSE:
             raise ApiError(503, "dense_unavailable", f"the embedder failed: {error}")
         return None, f"dense: embedder failed ({error}); ranked by BM25 alone"
@@ -442,6 +451,10 @@ class MemoryService:
                         f"lead sidecar at {self.settings.lead_url} unreachable: {outcome}",
                     )  # fmt: skip
                 degraded.append("crew: lead unreachable")
+                continue
+            if isinstance(outcome, ApiError) and name == "crew" and scope == "both":
+                # The lead refused its half (say dense without an embedder): keep ours.
+                degraded.append(f"crew: {outcome.error}: {outcome.detail}")
                 continue
             if isinstance(outcome, BaseException):
                 raise outcome
@@ -629,14 +642,22 @@ class MemoryService:
                 raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
             return new
 
-        key = JobKey(scope, WRITE, target.rel)
+        key = JobKey(scope, WRITE, target.rel, next(self._write_tickets))
         async with lock:
             self._writes[key] = build
             try:
-                done: write_job.WriteJob = await self.queue.submit(key)
+                job = self.queue.submit(key)
             except RuntimeError as exc:  # shutting down: the job was never queued
                 self._writes.pop(key, None)
                 raise ApiError(503, "shutting_down", f"{exc}; nothing was written") from None
+            try:
+                done: write_job.WriteJob = await asyncio.shield(job)
+            except asyncio.CancelledError:
+                # The caller gave up. Not started yet: it never will be, and nothing is
+                # written. Already running: it finishes, as a write whose answer was lost.
+                if self.queue.withdraw(key):
+                    self._writes.pop(key, None)
+                raise
         if done.error is not None:
             raise write_job.api_error(target, done.error) from done.error
         outcome = done.outcome

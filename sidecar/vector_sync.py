@@ -160,6 +160,13 @@ class VectorSync:
         """Until every tier has a vector for every chunk (or a sync failed)."""
         await self._idle.wait()
 
+    def embed_query(self, text: str) -> Vectors | None:
+        """The query's vector; None if the embedder went down while this call waited its
+        turn, so queued queries do not each wait out a hung server. Runs on a thread."""
+        if self.state.embedder_error is not None:
+            return None
+        return self.embedder.embed([text])[0]
+
     def embedder_failed(self, error: str) -> None:
         """A search could not embed its query: stop asking until a retry succeeds."""
         self._embedder_down(error)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +72,37 @@ def test_seed_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["seed-demo", str(tmp_path / "demo")]) == 0
     assert (tmp_path / "demo" / "agent" / "AGENT.md").is_file()
     assert (tmp_path / "demo" / "crew" / "CREW.md").is_file()
+
+
+def run_sidecar(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sidecar", *args], capture_output=True, text=True, timeout=60,
+        env={**os.environ, **env},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"SIDECAR_EMBED_THREADS": "abc"}, "argument --embed-threads: invalid int value: 'abc'"),
+        ({"SIDECAR_PORT": "9119x"}, "argument --port: invalid int value: '9119x'"),
+        ({"SIDECAR_EMBEDDER": "olama"}, "embedder must be one of auto, minilm, ollama, none"),
+        ({"SIDECAR_EMBED_THREADS": "0"}, "embed threads must be at least 1"),
+    ],
+)
+def test_serve_refuses_bad_settings_from_the_environment(
+    tmp_path: Path, env: dict[str, str], says: str
+) -> None:
+    args = ["serve", "--agent-dir", str(tmp_path), "--port", "0"]
+    if "SIDECAR_PORT" in env:
+        args = args[:-2]
+    result = run_sidecar(args, env)
+    assert result.returncode == 2
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_serve_setting_does_not_break_other_commands(tmp_path: Path) -> None:
+    result = run_sidecar(["doctor", "--url", "http://127.0.0.1:9"], {"SIDECAR_EMBED_THREADS": "x"})
+    assert result.returncode == 1
+    assert "unreachable" in result.stdout

@@ -170,3 +170,42 @@ def test_a_member_gets_the_leads_hybrid_ranking(tmp_path: Path) -> None:
         finally:
             member.kill()
             lead.kill()
+
+
+def test_a_lead_that_refuses_its_half_of_a_both_search_leaves_the_members_half(
+    tmp_path: Path,
+) -> None:
+    """The member embeds, the lead does not: ``mode=dense`` over both tiers answers
+    from the member's own tier and says why the crew half is missing."""
+    shared = tmp_path / "shared" / ".memory"
+    shared.mkdir(parents=True)
+    crew_port = free_port()
+    with OllamaStub() as stub:
+        lead = SidecarProcess(tmp_path / "lead", shared, "lead",
+                              ["--crew-listen", f"127.0.0.1:{crew_port}"],
+                              {"SIDECAR_CREW_TOKEN": TOKEN})  # fmt: skip
+        member_env = {"SIDECAR_CREW_TOKEN": TOKEN, "SIDECAR_EMBEDDER": "ollama",
+                      "SIDECAR_OLLAMA_URL": stub.url}  # fmt: skip
+        lead_url = f"http://127.0.0.1:{crew_port}"
+        member = SidecarProcess(tmp_path / "member", shared, "agent", ["--lead-url", lead_url],
+                                member_env)  # fmt: skip
+        try:
+            lead.start()
+            member.start()
+            status, body = member.call("POST", "/memory/write", {
+                "scope": "agent", "file": "AGENT.md", "content": "- the crane is blue"
+            })  # fmt: skip
+            assert status == 201, body
+            wait_for(lambda: member.get("/memory/status?scope=agent")["pending"] == 0,
+                     what="the agent chunk's vector")  # fmt: skip
+            request = {"query": "crane", "scope": "both", "mode": "dense"}
+            status, body = member.call("POST", "/memory/search", request)
+            assert status == 200, body
+            assert [(h["source"], h["file"]) for h in body["results"]] == [("agent", "AGENT.md")]
+            assert [d.split(":")[:2] for d in body["degraded"]] == [["crew", " dense_unavailable"]]
+            status, body = member.call("POST", "/memory/search", {**request, "scope": "crew"})
+            assert (status, body["error"]) == (503, "dense_unavailable")
+            assert member.get("/healthz")["tiers"]["crew"]["reachable"] is True  # it answered
+        finally:
+            member.kill()
+            lead.kill()

@@ -16,6 +16,7 @@ import select
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -28,8 +29,10 @@ from aiohttp.test_utils import TestClient
 from sidecar import durable, indexer, write_job
 from sidecar.config import Settings
 from sidecar.errors import ApiError
+from sidecar.reindex_queue import FILE, WRITE, JobKey
 from sidecar.service import MemoryService
 from sidecar.tiers import INDEX_FILENAME
+from tests.conftest import eventually
 
 REPO = Path(__file__).resolve().parent.parent
 DAY = "daily/2026-11-21.md"
@@ -381,6 +384,9 @@ async def test_index_failure_leaves_the_write_standing(
         raise RuntimeError("index is wedged")
 
     monkeypatch.setattr(indexer, "index_written", broken)
+    # The watcher's own reindex of the file must fail too, or it could clear the error
+    # before write_health() looks.
+    monkeypatch.setattr(indexer, "sync_file", broken)
     body = await service.write("agent", DAY, "- the numbat fact", "append")
     assert body["indexed"] is False
     assert "index is wedged" in body["warning"]
@@ -808,3 +814,39 @@ async def test_write_health_checks_every_tier_against_one_configuration(
     assert len(seen) == 2 and len(set(seen)) == 1  # both tiers, one limit
     ok, why = await service.write_health()
     assert not ok and (why or "").startswith("agent: only")
+
+
+async def test_a_write_abandoned_while_queued_writes_nothing_and_spoils_no_later_write(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that gives up (an MCP cancel, a dropped connection) before its write has
+    started must not have it land later, nor hand its fate to the next write."""
+    release = threading.Event()
+    real_sync = indexer.sync_file
+
+    def blocking(store: Any, root: Path, rel: str, cap: int) -> Any:
+        if rel == "blocker.md":
+            release.wait(10)
+        return real_sync(store, root, rel, cap)
+
+    monkeypatch.setattr(indexer, "sync_file", blocking)
+    service.queue.submit(JobKey("agent", FILE, "blocker.md"))
+    try:
+        first = asyncio.create_task(service.write("agent", DAY, "- the abandoned note", "append"))
+        await eventually(lambda: _queued(service, WRITE), "the first write to queue")
+        first.cancel()
+        await asyncio.wait([first])
+        assert not service.queue.pending("agent", WRITE)  # withdrawn, not merely orphaned
+        second = asyncio.create_task(service.write("agent", DAY, "- the kept note", "append"))
+        await eventually(lambda: _queued(service, WRITE), "the second write to queue")
+    finally:
+        release.set()
+    assert (await second)["indexed"] is True
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert (agent_root(service) / DAY).read_bytes() == b"- the kept note\n"
+    assert await found(service, "abandoned") == []
+
+
+async def _queued(service: MemoryService, kind: str) -> bool:
+    return service.queue.pending("agent", kind)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -149,15 +148,13 @@ def test_connection_refused() -> None:
     assert "ollama serve" in msg
 
 
-def test_timeout_is_quick_and_recoverable(stub: OllamaStub) -> None:
+def test_timeout_is_reported_and_recoverable(stub: OllamaStub) -> None:
     stub.mode = "hang"
     emb = OllamaEmbedder(url=stub.url, model=MODEL, timeout=0.3)
-    started = time.monotonic()
     with pytest.raises(EmbedderError, match=r"did not answer within 0\.3s"):
         emb.embed(["hello"])
-    elapsed = time.monotonic() - started
-    assert stub.hanging.is_set()  # the server really held the request
-    assert elapsed < 3.0
+    # The server still holds the request (until released), so the client gave up on its own.
+    assert stub.hanging.is_set() and not stub.release.is_set()
     stub.release.set()
     stub.mode = "ok"
     assert emb.embed(["hello"]).shape == (1, 64)

@@ -188,6 +188,26 @@ async def test_a_query_the_embedder_cannot_embed_turns_search_sparse_until_it_re
     assert (await hybrid.search("harbour", "agent", 5)).mode == "hybrid"
 
 
+async def test_a_hung_embedder_never_holds_up_sparse_searches_or_status(
+    hybrid: MemoryService, stub: OllamaStub
+) -> None:
+    await hybrid.write("agent", "AGENT.md", "- the pilot boat is red", "append")
+    assert hybrid.vectors is not None
+    await hybrid.vectors.wait_idle()
+    stub.mode = "hang"
+    waiting = [asyncio.create_task(hybrid.search("pilot boat", "agent", 5)) for _ in range(2)]
+    try:
+        assert await asyncio.to_thread(stub.hanging.wait, 10)
+        response = await hybrid.search("pilot boat", "agent", 5, "sparse")
+        assert [r.hit.path for r in response.results] == ["AGENT.md"]
+        assert (await hybrid.status("agent"))["pending"] == 0
+        assert not any(t.done() for t in waiting)  # both still wait on the embedder
+    finally:
+        stub.mode = "ok"
+        stub.release.set()
+    assert [(await t).mode for t in waiting] == ["hybrid", "hybrid"]
+
+
 async def test_a_tier_whose_vectors_fail_holds_back_neither_other_tiers_nor_hybrid(
     hybrid_settings: Settings, stub: OllamaStub
 ) -> None:
@@ -293,7 +313,7 @@ def doctor(url: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-async def test_doctor_exit_codes(hybrid: MemoryService, service: MemoryService) -> None:
+async def test_doctor_exit_codes(hybrid: MemoryService, stub: OllamaStub, tmp_path: Path) -> None:
     async with TestServer(create_app(hybrid), host="127.0.0.1") as good:
         done = await asyncio.to_thread(doctor, str(good.make_url("/")))
     assert done.returncode == 0, done.stdout
@@ -301,8 +321,18 @@ async def test_doctor_exit_codes(hybrid: MemoryService, service: MemoryService) 
     assert f"model: ollama:{MODEL}" in done.stdout
     assert "0 waiting for embeddings" in done.stdout
 
-    async with TestServer(create_app(service), host="127.0.0.1") as sparse:
-        done = await asyncio.to_thread(doctor, str(sparse.make_url("/")))
+    own = tmp_path / "sparse"  # its own tree: two daemons never share a folder
+    (own / "agent").mkdir(parents=True)
+    sparse_only = dataclasses.replace(
+        hybrid.settings, agent_dir=own / "agent", crew_dir=own / "crew", embedder="none"
+    )
+    service = MemoryService(sparse_only)
+    await service.start()
+    try:
+        async with TestServer(create_app(service), host="127.0.0.1") as sparse:
+            done = await asyncio.to_thread(doctor, str(sparse.make_url("/")))
+    finally:
+        await service.stop()
     assert done.returncode == 1
     assert "retrieval: sparse-only" in done.stdout
     assert "to enable hybrid" in done.stdout
@@ -310,6 +340,10 @@ async def test_doctor_exit_codes(hybrid: MemoryService, service: MemoryService) 
     done = await asyncio.to_thread(doctor, "http://127.0.0.1:9")
     assert done.returncode == 1
     assert "unreachable" in done.stdout
+
+    done = await asyncio.to_thread(doctor, stub.url)  # a server, but not a sidecar
+    assert done.returncode == 1
+    assert "answered HTTP 501" in done.stdout and "unreachable" not in done.stdout
 
 
 SPARSE_ONLY_RUN = """
