@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,39 +138,51 @@ def test_crew_address_needs_a_token(tmp_path: Path) -> None:
     proc.kill()
 
 
-def test_a_member_gets_the_leads_hybrid_ranking(tmp_path: Path) -> None:
-    """The lead embeds, the member does not: crew searches still run hybrid, on the lead."""
+@contextlib.contextmanager
+def lead_and_member(
+    tmp_path: Path, lead_env: dict[str, str], member_env: dict[str, str]
+) -> Iterator[tuple[SidecarProcess, SidecarProcess]]:
+    """A lead and one member sharing a crew folder, each with its own extra environment."""
     shared = tmp_path / "shared" / ".memory"
     shared.mkdir(parents=True)
     crew_port = free_port()
-    with OllamaStub() as stub:
-        lead_env = {"SIDECAR_CREW_TOKEN": TOKEN, "SIDECAR_EMBEDDER": "ollama",
-                    "SIDECAR_OLLAMA_URL": stub.url}  # fmt: skip
-        lead = SidecarProcess(tmp_path / "lead", shared, "lead",
-                              ["--crew-listen", f"127.0.0.1:{crew_port}"], lead_env)  # fmt: skip
-        member = SidecarProcess(tmp_path / "member", shared, "agent",
-                                ["--lead-url", f"http://127.0.0.1:{crew_port}"],
-                                {"SIDECAR_CREW_TOKEN": TOKEN})  # fmt: skip
-        try:
-            lead.start()
-            member.start()
-            status, body = lead.call("POST", "/memory/write", {
-                "scope": "crew", "file": "topics/harbour.md", "content": "- the crane is blue"
-            })  # fmt: skip
-            assert status == 201, body
-            wait_for(lambda: lead.get("/memory/status?scope=crew")["pending"] == 0,
-                     what="the crew chunk's vector")  # fmt: skip
-            for asked, legs in ((None, {"sparse", "dense"}), ("dense", {"dense"})):
-                request = {"query": "crane", "scope": "crew", **({"mode": asked} if asked else {})}
-                status, body = member.call("POST", "/memory/search", request)
-                assert status == 200, body
-                assert body["mode"] == (asked or "hybrid")
-                assert [h["file"] for h in body["results"]] == ["topics/harbour.md"]
-                assert set(body["results"][0]["ranks"]) == legs
-            assert member.get("/healthz")["retrieval"] == "sparse-only"  # its own tier
-        finally:
-            member.kill()
-            lead.kill()
+    auth = {"SIDECAR_CREW_TOKEN": TOKEN}
+    lead = SidecarProcess(tmp_path / "lead", shared, "lead",
+                          ["--crew-listen", f"127.0.0.1:{crew_port}"],
+                          {**auth, **lead_env})  # fmt: skip
+    member = SidecarProcess(tmp_path / "member", shared, "agent",
+                            ["--lead-url", f"http://127.0.0.1:{crew_port}"],
+                            {**auth, **member_env})  # fmt: skip
+    try:
+        lead.start()
+        member.start()
+        yield lead, member
+    finally:
+        member.kill()
+        lead.kill()
+
+
+def ollama_env(stub: OllamaStub) -> dict[str, str]:
+    return {"SIDECAR_EMBEDDER": "ollama", "SIDECAR_OLLAMA_URL": stub.url}
+
+
+def test_a_member_gets_the_leads_hybrid_ranking(tmp_path: Path) -> None:
+    """The lead embeds, the member does not: crew searches still run hybrid, on the lead."""
+    with OllamaStub() as stub, lead_and_member(tmp_path, ollama_env(stub), {}) as (lead, member):
+        status, body = lead.call("POST", "/memory/write", {
+            "scope": "crew", "file": "topics/harbour.md", "content": "- the crane is blue"
+        })  # fmt: skip
+        assert status == 201, body
+        wait_for(lambda: lead.get("/memory/status?scope=crew")["pending"] == 0,
+                 what="the crew chunk's vector")  # fmt: skip
+        for asked, legs in ((None, {"sparse", "dense"}), ("dense", {"dense"})):
+            request = {"query": "crane", "scope": "crew", **({"mode": asked} if asked else {})}
+            status, body = member.call("POST", "/memory/search", request)
+            assert status == 200, body
+            assert body["mode"] == (asked or "hybrid")
+            assert [h["file"] for h in body["results"]] == ["topics/harbour.md"]
+            assert set(body["results"][0]["ranks"]) == legs
+        assert member.get("/healthz")["retrieval"] == "sparse-only"  # its own tier
 
 
 def test_a_lead_that_refuses_its_half_of_a_both_search_leaves_the_members_half(
@@ -177,35 +190,18 @@ def test_a_lead_that_refuses_its_half_of_a_both_search_leaves_the_members_half(
 ) -> None:
     """The member embeds, the lead does not: ``mode=dense`` over both tiers answers
     from the member's own tier and says why the crew half is missing."""
-    shared = tmp_path / "shared" / ".memory"
-    shared.mkdir(parents=True)
-    crew_port = free_port()
-    with OllamaStub() as stub:
-        lead = SidecarProcess(tmp_path / "lead", shared, "lead",
-                              ["--crew-listen", f"127.0.0.1:{crew_port}"],
-                              {"SIDECAR_CREW_TOKEN": TOKEN})  # fmt: skip
-        member_env = {"SIDECAR_CREW_TOKEN": TOKEN, "SIDECAR_EMBEDDER": "ollama",
-                      "SIDECAR_OLLAMA_URL": stub.url}  # fmt: skip
-        lead_url = f"http://127.0.0.1:{crew_port}"
-        member = SidecarProcess(tmp_path / "member", shared, "agent", ["--lead-url", lead_url],
-                                member_env)  # fmt: skip
-        try:
-            lead.start()
-            member.start()
-            status, body = member.call("POST", "/memory/write", {
-                "scope": "agent", "file": "AGENT.md", "content": "- the crane is blue"
-            })  # fmt: skip
-            assert status == 201, body
-            wait_for(lambda: member.get("/memory/status?scope=agent")["pending"] == 0,
-                     what="the agent chunk's vector")  # fmt: skip
-            request = {"query": "crane", "scope": "both", "mode": "dense"}
-            status, body = member.call("POST", "/memory/search", request)
-            assert status == 200, body
-            assert [(h["source"], h["file"]) for h in body["results"]] == [("agent", "AGENT.md")]
-            assert [d.split(":")[:2] for d in body["degraded"]] == [["crew", " dense_unavailable"]]
-            status, body = member.call("POST", "/memory/search", {**request, "scope": "crew"})
-            assert (status, body["error"]) == (503, "dense_unavailable")
-            assert member.get("/healthz")["tiers"]["crew"]["reachable"] is True  # it answered
-        finally:
-            member.kill()
-            lead.kill()
+    with OllamaStub() as stub, lead_and_member(tmp_path, {}, ollama_env(stub)) as (_, member):
+        status, body = member.call("POST", "/memory/write", {
+            "scope": "agent", "file": "AGENT.md", "content": "- the crane is blue"
+        })  # fmt: skip
+        assert status == 201, body
+        wait_for(lambda: member.get("/memory/status?scope=agent")["pending"] == 0,
+                 what="the agent chunk's vector")  # fmt: skip
+        request = {"query": "crane", "scope": "both", "mode": "dense"}
+        status, body = member.call("POST", "/memory/search", request)
+        assert status == 200, body
+        assert [(h["source"], h["file"]) for h in body["results"]] == [("agent", "AGENT.md")]
+        assert [d.split(":")[:2] for d in body["degraded"]] == [["crew", " dense_unavailable"]]
+        status, body = member.call("POST", "/memory/search", {**request, "scope": "crew"})
+        assert (status, body["error"]) == (503, "dense_unavailable")
+        assert member.get("/healthz")["tiers"]["crew"]["reachable"] is True  # it answered
