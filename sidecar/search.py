@@ -94,11 +94,12 @@ def rank_tier(
         sparse, query_mode = search_store(store, planned, max(fusion.POOL, limit))
     fill: list[tuple[Hit, float]] = []
     if mode == DENSE or len(sparse) < limit:
-        top, sims, keys = vectors.index.top_k(query_vector, limit + len(sparse))
+        # A row the sync has not caught up with yet may name a chunk id that is gone or
+        # now holds other text: only hits whose text the vector was made from count, so
+        # ask for twice as many, so that such rows do not take a result's place.
+        top, sims, keys = vectors.index.top_k(query_vector, 2 * (limit + len(sparse)))
         ids = top.tolist()
         found = store.hits(ids)
-        # A row the sync has not caught up with yet may name a chunk id that is gone or
-        # now holds other text: only hits whose text the vector was made from count.
         fill = [(found[i], sim) for i, sim, key in zip(ids, sims.tolist(), keys, strict=True)
                 if i in found and found[i].key == key]  # fmt: skip
     if mode == DENSE:

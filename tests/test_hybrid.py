@@ -417,6 +417,13 @@ async def test_a_vector_row_the_sync_has_not_caught_up_with_is_never_returned(
                  index_row(hybrid, "crane"))  # fmt: skip
     assert await paths(hybrid, "crane", "dense") == ["AGENT.md"]
 
+    # Nor does it take the place of a current one.
+    await hybrid.write("agent", "daily/2026-01-02.md", "- the crane inspection", "append")
+    await hybrid.vectors.wait_idle()
+    index.upsert([chunk_id], ["stale-hash"], index_row(hybrid, "crane"))
+    found = await hybrid.search("crane", "agent", 1, "dense")
+    assert [r.hit.path for r in found.results] == ["daily/2026-01-02.md"]
+
 
 def index_row(svc: MemoryService, text: str) -> Any:
     assert svc.embedder is not None
