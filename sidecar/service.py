@@ -517,6 +517,8 @@ class MemoryService:
             "embedded_since_start": tier.embedded,
             "state": "failed" if error else "embedding" if lag else "ready",
         }
+        if tier.refused:  # searchable by their words only
+            info["refused"] = len(tier.refused)
         if error:
             info["error"] = error
         return {"pending": lag, "embeddings": info}

@@ -66,19 +66,26 @@ class TierVectors:
         self.index = VectorIndex(embedder.dim)
         self.pending = 0  # chunks known to need a vector, as of the last look
         self.embedded = 0  # vectors computed (not looked up) since start
+        # Texts the embedder refuses while it embeds others (content hash -> its error):
+        # searchable by their words only, and not asked for again until they change.
+        self.refused: dict[str, str] = {}
 
     def lag(self) -> int:
         """Chunks without a current vector right now (exact, unlike ``pending``)."""
         held = self.index.keys()
-        return sum(1 for i, k in self.store.chunk_keys().items() if held.get(i) != k)
+        return sum(1 for i, k in self.store.chunk_keys().items()
+                   if held.get(i) != k and k not in self.refused)  # fmt: skip
 
     def sync(self, stop: Callable[[], bool]) -> None:
         """Bring the index in line with the store: drop stale rows, load stored vectors,
         embed the rest in batches. Runs on the embedding thread."""
         keys = self.store.chunk_keys()
+        if self.refused:  # forget refusals of text that is gone
+            live = set(keys.values())
+            self.refused = {k: e for k, e in self.refused.items() if k in live}
         held = self.index.keys()
         self.index.remove([i for i, k in held.items() if keys.get(i) != k])
-        missing = [i for i, k in keys.items() if held.get(i) != k]
+        missing = [i for i, k in keys.items() if held.get(i) != k and k not in self.refused]
         self.pending = len(missing)
         model = self.embedder.model_id
         todo: list[int] = []
@@ -94,8 +101,26 @@ class TierVectors:
         for part in _batches(todo, EMBED_BATCH):
             if stop():
                 return
-            self._embed(part)
+            try:
+                self._embed(part)
+            except EmbedderError:
+                self._embed_one_by_one(part, keys)
             self.pending -= len(part)
+
+    def _embed_one_by_one(self, ids: Sequence[int], keys: dict[int, str]) -> None:
+        """A batch failed: find the texts the embedder refuses, so that one bad chunk
+        (a model that answers NaN for it, say) does not stop every other from being
+        embedded. Raises EmbedderError if the embedder itself is down."""
+        self.embedder.embed(["probe"])
+        for chunk_id in ids:
+            try:
+                self._embed([chunk_id])
+            except EmbedderError as exc:
+                self.embedder.embed(["probe"])  # still up: it is this text
+                if keys[chunk_id] not in self.refused:
+                    log.warning("the embedder refuses a chunk; it is searchable by its words only",
+                                extra={"chunk": chunk_id, "error": str(exc)})  # fmt: skip
+                self.refused[keys[chunk_id]] = str(exc)
 
     def _embed(self, ids: Sequence[int]) -> None:
         rows = self.store.chunk_texts(ids)  # chunks deleted meanwhile are simply absent

@@ -45,6 +45,8 @@ class OllamaStub:
         self.release = threading.Event()  # set it to let a "hang" reply go out
         self.hanging = threading.Event()  # set once a handler has started hanging
         self.requests: list[dict[str, Any]] = []
+        # A batch holding this word fails the way Ollama does when a model yields NaN.
+        self.refuse_word: str | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -80,6 +82,8 @@ class OllamaStub:
             return _json(404, {"error": f'model "{model}" not found, try pulling it first'})
         if self.mode == "error":
             return _json(500, {"error": self.error_message})
+        if self.refuse_word and any(self.refuse_word in t for t in texts):
+            return _json(500, {"error": "failed to encode response: json: unsupported value: NaN"})
         if self.mode == "malformed":
             return 200, b'{"model": "' + model.encode() + b'", "embeddings": [[0.1, 0.'
         rows = [hashed_vector(t, self.dim) for t in texts]

@@ -152,7 +152,9 @@ async def test_embedder_failing_mid_run_degrades_to_sparse_and_recovers(
     assert health["retrieval"] == "sparse-only"
     assert health["status"] == "degraded"
     assert any("embedder failed" in r for r in health["reasons"])
-    assert (await hybrid.status("agent"))["embeddings"]["state"] == "failed"
+    embeddings = (await hybrid.status("agent"))["embeddings"]
+    assert embeddings["state"] == "failed"
+    assert "refused" not in embeddings  # a server that is down refuses no text in particular
     asked = len(stub.requests)
     response = await hybrid.search("lighthouse keeper", "agent", 5)
     assert response.mode == "sparse"
@@ -206,6 +208,30 @@ async def test_a_hung_embedder_never_holds_up_sparse_searches_or_status(
         stub.mode = "ok"
         stub.release.set()
     assert [(await t).mode for t in waiting] == ["hybrid", "hybrid"]
+
+
+async def test_a_chunk_the_embedder_refuses_holds_back_no_other_chunk(
+    hybrid_settings: Settings, stub: OllamaStub
+) -> None:
+    seed(hybrid_settings.agent_dir, 3)
+    (hybrid_settings.agent_dir / "AGENT.md").write_text("- the zebrafish tank is cursed\n")
+    stub.refuse_word = "zebrafish"
+    svc = await started(hybrid_settings)
+    try:
+        status = await svc.status("agent")
+        embeddings = status["embeddings"]
+        assert (status["pending"], embeddings["vectors"], embeddings["refused"]) == (0, 3, 1)
+        assert svc.retrieval() == "hybrid"
+        assert (await svc.health())["status"] == "ok"
+        assert len(await paths(svc, "walrus harbour", "dense")) == 3
+        assert await paths(svc, "zebrafish tank") == ["AGENT.md"]  # by its words
+
+        await svc.write("agent", "AGENT.md", "- the goldfish tank is fine", "replace")
+        await svc.vectors.wait_idle()  # type: ignore[union-attr]
+        status = await svc.status("agent")
+        assert (status["embeddings"]["vectors"], "refused" in status["embeddings"]) == (4, False)
+    finally:
+        await svc.stop()
 
 
 async def test_a_tier_whose_vectors_fail_holds_back_neither_other_tiers_nor_hybrid(
