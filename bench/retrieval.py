@@ -30,7 +30,8 @@ README_BASELINE = 0.679  # plain FTS5 over porter chunks, from the folder's READ
 BUDGET = 2000
 CATEGORIES = ("1-multi-hop", "2-temporal", "3-open-domain", "4-single-hop")
 EVAL_TIMEOUT_S = 600
-INPROCESS_MODES = ("sparse", "hybrid", "dense", "rrf")  # hybrid first: it fills the cache
+# hybrid is the first to embed: it fills the vector cache the next two look up
+INPROCESS_MODES = ("sparse", "hybrid", "dense", "rrf")
 EMBED_THREADS = 2
 
 

@@ -66,8 +66,12 @@ class LeadClient:
 
     async def _probe_loop(self) -> None:
         while True:
-            with contextlib.suppress(LeadUnavailable, LeadError):
+            try:
                 await self.request("GET", "/healthz")
+            except LeadUnavailable:
+                pass  # already marked
+            except LeadError as exc:  # a lead's health always answers 200 when it works
+                self._mark(f"lead /healthz answered {exc.status}: {exc}")
             await asyncio.sleep(self._probe_interval)
 
     def _mark(self, error: str | None) -> None:
@@ -99,8 +103,9 @@ class LeadClient:
                         raise LeadUnavailable(
                             f"lead answered {resp.status}: {body.get('detail', body)}"
                         )
-                    self._mark(None)  # it answered as a lead does, even if with a refusal
-                    if resp.status >= 400:
+                    if resp.status < 500:
+                        self._mark(None)  # it answered this request as a lead does
+                    if resp.status >= 400:  # the lead's own error answer: pass it on
                         raise LeadError(resp.status, body)
                     return body
             except aiohttp.ClientConnectorError as exc:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from sidecar.embedding import EmbedderError, normalize
+from sidecar.embedding import EmbedderError, EmbedderRefused, normalize
 
 if TYPE_CHECKING:
     from sidecar.embedding import Vectors
@@ -90,7 +90,7 @@ class OllamaEmbedder:
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         status, body = self._post({"model": self.model, "input": texts, "truncate": True})
         if not 200 <= status < 300:
-            raise EmbedderError(self._http_error(status, body))
+            raise EmbedderRefused(self._http_error(status, body))
         return self._parse(body, len(texts))
 
     def _post(self, payload: dict[str, Any]) -> tuple[int, bytes]:
@@ -163,11 +163,11 @@ class OllamaEmbedder:
                 "did the model behind that name change? Reindex after switching models"
             )
         if not all(_is_number(x) for row in rows for x in row):
-            raise EmbedderError(f"{where} returned embeddings holding non-numeric values")
+            raise EmbedderRefused(f"{where} returned embeddings holding non-numeric values")
         vectors = np.array(rows, dtype=np.float64)
         peaks = np.abs(vectors).max(axis=1, keepdims=True)
         if not np.all(peaks > 0):
-            raise EmbedderError(f"{where} returned an all-zero embedding")
+            raise EmbedderRefused(f"{where} returned an all-zero embedding")
         self.dim = dim
         return vectors / peaks  # direction kept, magnitude tamed for float32 normalising
 

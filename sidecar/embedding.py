@@ -20,6 +20,14 @@ class EmbedderError(RuntimeError):
     """The embedder could not produce vectors (model missing, server down, bad reply)."""
 
 
+class EmbedderRefused(EmbedderError):
+    """The embedder answered, but with an error or unusable vectors for these texts.
+
+    Unlike a timeout or a lost connection, this may be about the input: if the
+    embedder still embeds other text, the caller may set these texts aside.
+    """
+
+
 class Embedder(Protocol):
     model_id: str  # names the model *and* anything that changes its vectors
     dim: int

@@ -95,8 +95,8 @@ def rank_tier(
     fill: list[tuple[Hit, float]] = []
     if mode == DENSE or len(sparse) < limit:
         # A row the sync has not caught up with yet may name a chunk id that is gone or
-        # now holds other text: only hits whose text the vector was made from count, so
-        # ask for twice as many, so that such rows do not take a result's place.
+        # now holds other text: only hits whose text the vector was made from count, and
+        # twice as many rows are asked for, so that a few such rows cost no results.
         top, sims, keys = vectors.index.top_k(query_vector, 2 * (limit + len(sparse)))
         ids = top.tolist()
         found = store.hits(ids)

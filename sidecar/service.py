@@ -242,7 +242,7 @@ class MemoryService:
         self._writer.shutdown()
         self._readers.shutdown()
         self._files.shutdown()
-        self._queries.shutdown(cancel_futures=True)
+        self._queries.shutdown(wait=False, cancel_futures=True)  # a hung query ends on its own
         if self.embedder is not None:
             self.embedder.close()
         log.info("sidecar stopped")
@@ -367,8 +367,7 @@ class MemoryService:
         try:
             body = await self.lead.request("POST", "/memory/search", request)
         except LeadError as exc:
-            raise ApiError(exc.status, exc.body.get("error", "lead_error"),
-                           f"crew lead: {exc.body.get('detail', '')}") from None  # fmt: skip
+            raise _from_lead(exc) from None
         results = []
         for r in body["results"]:
             hit = Hit(r["file"], r["start_line"], r["end_line"], r["heading"], r["snippet"],
@@ -412,7 +411,7 @@ class MemoryService:
             else:
                 if vector is not None:
                     return vector, None
-                error = self.vectors.state.embedder_error
+                error = self.vectors.state.embedder_error or "it went down"
         if mode == DENSE:
             raise ApiError(503, "dense_unavailable", f"the embedder failed: {error}")
         return None, f"dense: embedder failed ({error}); ranked by BM25 alone"
@@ -483,6 +482,8 @@ class MemoryService:
         if scope == "crew" and self.lead is not None:
             try:
                 return await self.lead.request("GET", "/memory/status?scope=crew")
+            except LeadError as exc:
+                raise _from_lead(exc) from None
             except LeadUnavailable as exc:
                 raise ApiError(
                     503, "crew_unavailable",
@@ -569,6 +570,13 @@ class MemoryService:
             if sync.embedder_error:
                 reasons.append(f"embedder failed, searches are sparse-only: {sync.embedder_error}")
             reasons += [f"{n}: vectors not up to date: {e}" for n, e in sync.tier_errors.items()]
+            for name, tier in self.vectors.tiers.items():
+                refused = tier.refused.copy()  # the embedding thread may be adding to it
+                if refused:
+                    reasons.append(
+                        f"{name}: the embedder refused {len(refused)} chunk(s), searchable "
+                        f"by their words only: {next(iter(refused.values()))}"
+                    )
         elif self.settings.embedder in ("minilm", "ollama"):
             reasons.append(f"embedder unavailable, searches are sparse-only: {self.embedder_error}")
         body: dict[str, Any] = {
@@ -781,3 +789,9 @@ class MemoryService:
             if name in self.queue.last_error:
                 return False, f"{name}: index unusable: {self.queue.last_error[name]}"
         return True, None
+
+
+def _from_lead(exc: LeadError) -> ApiError:
+    """The lead's own error answer, passed on with where it came from."""
+    return ApiError(exc.status, exc.body.get("error", "lead_error"),
+                    f"crew lead: {exc.body.get('detail', '')}")  # fmt: skip

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.embedding import Embedder, EmbedderError
+from sidecar.embedding import Embedder, EmbedderError, EmbedderRefused
 from sidecar.index_store import IndexStore
 from sidecar.vectors import VectorIndex
 
@@ -103,20 +103,24 @@ class TierVectors:
                 return
             try:
                 self._embed(part)
-            except EmbedderError:
-                self._embed_one_by_one(part, keys)
+            except EmbedderRefused:
+                self._embed_one_by_one(part, keys, stop)
             self.pending -= len(part)
 
-    def _embed_one_by_one(self, ids: Sequence[int], keys: dict[int, str]) -> None:
-        """A batch failed: find the texts the embedder refuses, so that one bad chunk
-        (a model that answers NaN for it, say) does not stop every other from being
-        embedded. Raises EmbedderError if the embedder itself is down."""
+    def _embed_one_by_one(
+        self, ids: Sequence[int], keys: dict[int, str], stop: Callable[[], bool]
+    ) -> None:
+        """A batch was refused: find the texts the embedder refuses, so that one bad
+        chunk (a model that answers NaN for it, say) does not stop every other from
+        being embedded. Raises EmbedderError if the embedder itself is down."""
         self.embedder.embed(["probe"])
         for chunk_id in ids:
+            if stop():
+                return
             try:
                 self._embed([chunk_id])
-            except EmbedderError as exc:
-                self.embedder.embed(["probe"])  # still up: it is this text
+            except EmbedderRefused as exc:
+                self.embedder.embed(["probe"])  # still answers other text: it is this one
                 if keys[chunk_id] not in self.refused:
                     log.warning("the embedder refuses a chunk; it is searchable by its words only",
                                 extra={"chunk": chunk_id, "error": str(exc)})  # fmt: skip
@@ -173,6 +177,7 @@ class VectorSync:
         self._wake = asyncio.Event()
         self._stopping = False
         self._idle = asyncio.Event()
+        self._failures = 0  # embedder failures so far: a pass clears only what it probed
 
     def notify(self) -> None:
         self._idle.clear()
@@ -221,8 +226,12 @@ class VectorSync:
     async def _sync_all(self) -> bool:
         """One pass over every tier; False when something is left to retry."""
         loop = asyncio.get_running_loop()
+        # Only a probe proves recovery: a pass with nothing new to embed proves nothing,
+        # and a search may report a failure while this pass runs.
+        probed = self.state.embedder_error is not None
+        failures = self._failures
         try:
-            if self.state.embedder_error is not None:  # nothing new to embed proves nothing
+            if probed:
                 await loop.run_in_executor(self._executor, self.embedder.embed, ["probe"])
             for name, tier in self.tiers.items():
                 try:
@@ -236,10 +245,10 @@ class VectorSync:
         except EmbedderError as exc:
             self._embedder_down(str(exc))
             return False
-        if self.state.embedder_error is not None:
+        if probed and self._failures == failures:
             log.warning("embedder recovered; hybrid search is back")
             self.state.embedder_error = None
-        return not self.state.tier_errors
+        return self.state.embedder_error is None and not self.state.tier_errors
 
     def _should_stop(self) -> bool:
         return self._stopping
@@ -251,6 +260,7 @@ class VectorSync:
                 extra={"error": error, "retry_s": RETRY_SECONDS},
             )
         self.state.embedder_error = error
+        self._failures += 1
 
     def _tier_failed(self, name: str, exc: Exception) -> None:
         if name not in self.state.tier_errors:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sidecar.embed_ollama import OllamaEmbedder
-from sidecar.embedding import EmbedderError, normalize
+from sidecar.embedding import EmbedderError, EmbedderRefused, normalize
 from tests.ollama_stub import OllamaStub, hashed_vector
 
 MODEL = "nomic-embed-text"
@@ -164,3 +164,17 @@ def test_timeout_is_reported_and_recoverable(stub: OllamaStub) -> None:
 def test_bad_url_is_refused_up_front(url: str) -> None:
     with pytest.raises(EmbedderError, match="not http"):
         OllamaEmbedder(url=url)
+
+
+def test_only_an_answer_can_be_a_refusal_of_the_texts(stub: OllamaStub) -> None:
+    """The sync sets texts aside only when the server answered about them; a server
+    that is slow or gone says nothing about the input."""
+    emb = OllamaEmbedder(url=stub.url, model=MODEL, timeout=0.3)
+    stub.refuse_word = "zebrafish"
+    with pytest.raises(EmbedderRefused, match="NaN"):
+        emb.embed(["the zebrafish tank"])
+    stub.mode = "hang"
+    with pytest.raises(EmbedderError) as info:
+        emb.embed(["hello"])
+    assert not isinstance(info.value, EmbedderRefused)
+    stub.release.set()

@@ -190,6 +190,21 @@ async def test_a_query_the_embedder_cannot_embed_turns_search_sparse_until_it_re
     assert (await hybrid.search("harbour", "agent", 5)).mode == "hybrid"
 
 
+async def test_only_a_probe_clears_a_failure_reported_while_a_sync_runs(
+    hybrid: MemoryService, stub: OllamaStub
+) -> None:
+    assert hybrid.vectors is not None
+    stub.mode = "hang"  # hold a sync pass in flight
+    await hybrid.write("agent", "AGENT.md", "- the tug is yellow", "append")
+    assert await asyncio.to_thread(stub.hanging.wait, 10)
+    hybrid.vectors.embedder_failed("a search could not embed its query")
+    stub.mode = "ok"
+    before = len(stub.requests)
+    stub.release.set()
+    await eventually(lambda: _is_hybrid(hybrid), "recovery")
+    assert ["probe"] in [r["input"] for r in stub.requests[before:]]
+
+
 async def test_a_hung_embedder_never_holds_up_sparse_searches_or_status(
     hybrid: MemoryService, stub: OllamaStub
 ) -> None:
@@ -222,7 +237,9 @@ async def test_a_chunk_the_embedder_refuses_holds_back_no_other_chunk(
         embeddings = status["embeddings"]
         assert (status["pending"], embeddings["vectors"], embeddings["refused"]) == (0, 3, 1)
         assert svc.retrieval() == "hybrid"
-        assert (await svc.health())["status"] == "ok"
+        health = await svc.health()
+        assert health["status"] == "degraded"  # never silent, though search stays hybrid
+        assert any("refused 1 chunk(s)" in r and "NaN" in r for r in health["reasons"])
         assert len(await paths(svc, "walrus harbour", "dense")) == 3
         assert await paths(svc, "zebrafish tank") == ["AGENT.md"]  # by its words
 
@@ -230,6 +247,7 @@ async def test_a_chunk_the_embedder_refuses_holds_back_no_other_chunk(
         await svc.vectors.wait_idle()  # type: ignore[union-attr]
         status = await svc.status("agent")
         assert (status["embeddings"]["vectors"], "refused" in status["embeddings"]) == (4, False)
+        assert (await svc.health())["status"] == "ok"
     finally:
         await svc.stop()
 
