@@ -166,15 +166,20 @@ def ollama_env(stub: OllamaStub) -> dict[str, str]:
     return {"SIDECAR_EMBEDDER": "ollama", "SIDECAR_OLLAMA_URL": stub.url}
 
 
+def write_and_embed(proc: SidecarProcess, scope: str, file: str, content: str) -> None:
+    """Write through ``proc`` and wait until the tier has a vector for every chunk."""
+    status, body = proc.call(
+        "POST", "/memory/write", {"scope": scope, "file": file, "content": content}
+    )
+    assert status == 201, body
+    wait_for(lambda: proc.get(f"/memory/status?scope={scope}")["pending"] == 0,
+             what=f"the {scope} chunk's vector")  # fmt: skip
+
+
 def test_a_member_gets_the_leads_hybrid_ranking(tmp_path: Path) -> None:
     """The lead embeds, the member does not: crew searches still run hybrid, on the lead."""
     with OllamaStub() as stub, lead_and_member(tmp_path, ollama_env(stub), {}) as (lead, member):
-        status, body = lead.call("POST", "/memory/write", {
-            "scope": "crew", "file": "topics/harbour.md", "content": "- the crane is blue"
-        })  # fmt: skip
-        assert status == 201, body
-        wait_for(lambda: lead.get("/memory/status?scope=crew")["pending"] == 0,
-                 what="the crew chunk's vector")  # fmt: skip
+        write_and_embed(lead, "crew", "topics/harbour.md", "- the crane is blue")
         for asked, legs in ((None, {"sparse", "dense"}), ("dense", {"dense"})):
             request = {"query": "crane", "scope": "crew", **({"mode": asked} if asked else {})}
             status, body = member.call("POST", "/memory/search", request)
@@ -191,12 +196,7 @@ def test_a_lead_that_refuses_its_half_of_a_both_search_leaves_the_members_half(
     """The member embeds, the lead does not: ``mode=dense`` over both tiers answers
     from the member's own tier and says why the crew half is missing."""
     with OllamaStub() as stub, lead_and_member(tmp_path, {}, ollama_env(stub)) as (_, member):
-        status, body = member.call("POST", "/memory/write", {
-            "scope": "agent", "file": "AGENT.md", "content": "- the crane is blue"
-        })  # fmt: skip
-        assert status == 201, body
-        wait_for(lambda: member.get("/memory/status?scope=agent")["pending"] == 0,
-                 what="the agent chunk's vector")  # fmt: skip
+        write_and_embed(member, "agent", "AGENT.md", "- the crane is blue")
         request = {"query": "crane", "scope": "both", "mode": "dense"}
         status, body = member.call("POST", "/memory/search", request)
         assert status == 200, body
