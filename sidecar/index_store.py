@@ -93,7 +93,7 @@ class IndexStore(Protocol):
 
     def put_vectors(self, model_id: str, items: Iterable[tuple[str, bytes]]) -> None: ...
 
-    def prune_vectors(self, model_id: str) -> int:
+    def prune_vectors(self, model_id: str) -> None:
         """Drop vectors of other models and of text no chunk holds any more."""
         ...
 

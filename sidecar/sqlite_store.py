@@ -392,13 +392,12 @@ class SQLiteStore:
                 [(model_id, key, blob) for key, blob in items],
             )
 
-    def prune_vectors(self, model_id: str) -> int:
+    def prune_vectors(self, model_id: str) -> None:
         with self._transaction() as conn:
             conn.execute(
                 "DELETE FROM vectors WHERE model_id != ? OR hash NOT IN (SELECT hash FROM chunks)",
                 (model_id,),
             )
-            return int(conn.execute("SELECT changes()").fetchone()[0])
 
     def optimize(self) -> None:
         with self._transaction() as conn:
