@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sidecar.chunking import DEFAULT_MAX_CHARS, chunk_markdown
+from sidecar.index.chunking import DEFAULT_MAX_CHARS, chunk_markdown
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,11 +16,11 @@ from bench.context import Context
 from bench.corpus import source_files
 from bench.report import BenchResult, Figure, at_most, progress
 from bench.timing import Latency
-from sidecar.chunking import chunk_markdown
-from sidecar.embed_minilm import DIM, MiniLMEmbedder
-from sidecar.embedding import normalize
-from sidecar.vector_sync import texts_to_embed
-from sidecar.vectors import VectorIndex
+from sidecar.index.chunking import chunk_markdown
+from sidecar.retrieval.embedders.base import normalize
+from sidecar.retrieval.embedders.minilm import DIM, MiniLMEmbedder
+from sidecar.retrieval.vector_sync import texts_to_embed
+from sidecar.retrieval.vectors import VectorIndex
 
 NAME = "dense"
 TARGET_TOPK = at_most(20.0, "<= 20 ms")

@@ -19,8 +19,8 @@ from bench.context import Context
 from bench.notes import NoteWriter, write_notes
 from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
-from sidecar import indexer
-from sidecar.sqlite_store import SQLiteStore
+from sidecar.index import indexer
+from sidecar.index.sqlite import SQLiteStore
 
 NAME = "indexing"
 FILES = 2000

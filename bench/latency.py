@@ -24,10 +24,10 @@ from bench.daemon import Daemon, DaemonError
 from bench.locomo_data import Locomo
 from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
-from sidecar.query import plan
-from sidecar.search import search_store
-from sidecar.sqlite_store import SQLiteStore
-from sidecar.tiers import INDEX_FILENAME
+from sidecar.disk.tiers import INDEX_FILENAME
+from sidecar.index.sqlite import SQLiteStore
+from sidecar.retrieval.query import plan
+from sidecar.retrieval.ranking import search_store
 
 NAME = "latency"
 SIZES = (10_000, 100_000)

@@ -7,7 +7,7 @@ and runs this in every mode, so the README's comparison of fusions reproduces.
 ``--arg mode=``:
 
 - ``sparse`` (default): BM25 alone;
-- ``hybrid``: the shipped ranking (``sidecar.fusion``), as the daemon runs it;
+- ``hybrid``: the shipped ranking (``sidecar.retrieval.fusion``), as the daemon runs it;
 - ``dense``: the vector leg alone;
 - ``rrf``: the textbook baseline, reciprocal rank fusion (k = 60) of each leg's
   top ``fusion.POOL``, which the shipped ranking replaced.
@@ -22,11 +22,21 @@ import hashlib
 import tempfile
 from pathlib import Path
 
-from sidecar import indexer, query, sqlite_store
-from sidecar.chunking import DEFAULT_MAX_CHARS
-from sidecar.embed_minilm import MiniLMEmbedder
-from sidecar.search import DENSE, HYBRID, RRF_K, SPARSE, rank_tier, rrf_fuse, search_store
-from sidecar.vector_sync import TierVectors
+from sidecar.index import indexer
+from sidecar.index import sqlite as sqlite_store
+from sidecar.index.chunking import DEFAULT_MAX_CHARS
+from sidecar.retrieval import query
+from sidecar.retrieval.embedders.minilm import MiniLMEmbedder
+from sidecar.retrieval.ranking import (
+    DENSE,
+    HYBRID,
+    RRF_K,
+    SPARSE,
+    rank_tier,
+    rrf_fuse,
+    search_store,
+)
+from sidecar.retrieval.vector_sync import TierVectors
 
 RRF = "rrf"
 MODES = (SPARSE, HYBRID, DENSE, RRF)
@@ -74,7 +84,7 @@ class InProcessRetriever:
             return [(h.path, h.start_line, h.end_line, h.text) for h in hits]
         vector = self._embedder.embed([text])[0]
         if self.mode == RRF:
-            from sidecar import fusion
+            from sidecar.retrieval import fusion
 
             depth = max(fusion.POOL, k)
             legs = {leg: rank_tier(store, "agent", planned, depth, leg, vector, vectors)[0]

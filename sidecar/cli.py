@@ -22,17 +22,19 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar import demo, indexer, logs, query
-from sidecar.chunking import DEFAULT_MAX_CHARS
+from sidecar import demo, logs
+from sidecar.api.crew import create_crew_app
+from sidecar.api.http import create_app
 from sidecar.config import DEFAULT_PORT, ROLES, Settings
-from sidecar.crew_api import create_crew_app
-from sidecar.embedding import EMBEDDERS, HOW_TO_ENABLE
-from sidecar.http_api import create_app
-from sidecar.memory_files import Caps
-from sidecar.search import Result, search_store
+from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
+from sidecar.index import indexer
+from sidecar.index.chunking import DEFAULT_MAX_CHARS
+from sidecar.index.sqlite import SQLiteStore
+from sidecar.notes.files import Caps
+from sidecar.retrieval import query
+from sidecar.retrieval.embedders.base import EMBEDDERS, HOW_TO_ENABLE
+from sidecar.retrieval.ranking import Result, search_store
 from sidecar.service import MemoryService, SearchResponse, stats_json
-from sidecar.sqlite_store import SQLiteStore
-from sidecar.tiers import INDEX_FILENAME, TIER_NAMES
 
 log = logging.getLogger("sidecar")
 
@@ -372,7 +374,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     """Logs go to stderr: stdout is the protocol."""
     logs.setup(args.log_level)
     try:
-        from sidecar import mcp_stdio  # the MCP SDK loads only for this command
+        from sidecar.api.mcp import stdio as mcp_stdio  # the MCP SDK loads only for this command
 
         asyncio.run(mcp_stdio.serve_stdio(args.url, args.poll_interval))
     except KeyboardInterrupt:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sidecar.chunking import DEFAULT_MAX_CHARS
-from sidecar.embedding import EMBEDDERS
-from sidecar.memory_files import Caps
-from sidecar.tiers import Tier
+from sidecar.disk.tiers import Tier
+from sidecar.index.chunking import DEFAULT_MAX_CHARS
+from sidecar.notes.files import Caps
+from sidecar.retrieval.embedders.base import EMBEDDERS
 
 ROLES = ("agent", "lead")
 DEFAULT_PORT = 9119

@@ -18,17 +18,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sidecar import durable, indexer, memory_block, memory_files, watcher, write_job
-from sidecar.chunking import split_lines
 from sidecar.config import Settings
-from sidecar.crew_proxy import LeadClient, LeadError, LeadUnavailable
-from sidecar.embedding import HOW_TO_ENABLE, Embedder, EmbedderError, load_embedder
+from sidecar.context import block as memory_block
+from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable
+from sidecar.disk import durable
+from sidecar.disk.tiers import Tier, UnsafePath, read_regular
 from sidecar.errors import ApiError
-from sidecar.index_store import Hit, IndexStore, StoreStats
-from sidecar.injection import scan
-from sidecar.memory_files import CapExceeded
-from sidecar.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, plan, terms
-from sidecar.reindex_queue import (
+from sidecar.index import indexer, watcher
+from sidecar.index.chunking import split_lines
+from sidecar.index.queue import (
     FILE,
     OPTIMIZE,
     REBUILD,
@@ -37,7 +35,14 @@ from sidecar.reindex_queue import (
     JobKey,
     ReindexQueue,
 )
-from sidecar.search import (
+from sidecar.index.sqlite import SQLiteStore
+from sidecar.index.store import Hit, IndexStore, StoreStats
+from sidecar.notes import files as memory_files
+from sidecar.notes import write_job
+from sidecar.notes.files import CapExceeded
+from sidecar.retrieval.embedders.base import HOW_TO_ENABLE, Embedder, EmbedderError, load_embedder
+from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, plan, terms
+from sidecar.retrieval.ranking import (
     DENSE,
     HYBRID,
     MODES,
@@ -47,12 +52,11 @@ from sidecar.search import (
     rank_tier,
     rrf_fuse,
 )
-from sidecar.sqlite_store import SQLiteStore
-from sidecar.tiers import Tier, UnsafePath, read_regular
+from sidecar.safety.scanner import scan
 
 if TYPE_CHECKING:
-    from sidecar.embedding import Vectors
-    from sidecar.vector_sync import VectorSync
+    from sidecar.retrieval.embedders.base import Vectors
+    from sidecar.retrieval.vector_sync import VectorSync
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +208,10 @@ class MemoryService:
                 return
 
     def _start_sync(self) -> None:
-        from sidecar.vector_sync import TierVectors, VectorSync  # numpy: only with vectors
+        from sidecar.retrieval.vector_sync import (  # numpy: only with vectors
+            TierVectors,
+            VectorSync,
+        )
 
         assert self.embedder is not None
         tiers = {n: TierVectors(s.store, self.embedder) for n, s in self.tiers.items()}

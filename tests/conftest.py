@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from sidecar.api.http import create_app
 from sidecar.config import Settings
-from sidecar.http_api import create_app
 from sidecar.service import MemoryService
 
 # Sidecar processes the tests start are sparse-only too, unless a test says otherwise.

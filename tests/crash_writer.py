@@ -2,12 +2,12 @@
 
     python tests/crash_writer.py versions ROOT START
         Replace FILES in turn with complete, recognisable versions START, START+1, ...
-        through ``sidecar.durable.write_file``, printing each version number once its
+        through ``sidecar.disk.durable.write_file``, printing each version number once its
         write has returned. Runs until killed.
 
     python tests/crash_writer.py append ROOT REL TAG COUNT
         Print "ready", wait for one line on stdin, then append COUNT lines "TAG i" to
-        ROOT/REL through ``sidecar.durable.write_file`` and print "done".
+        ROOT/REL through ``sidecar.disk.durable.write_file`` and print "done".
 
 The version format is shared with the tests through ``render`` and ``parse``.
 """
@@ -19,7 +19,7 @@ import random
 import sys
 from pathlib import Path
 
-from sidecar import durable
+from sidecar.disk import durable
 
 FILES = ("AGENT.md", "daily/2026-11-21.md", "daily/2026-11-22.md")
 # Lines per version: from a few bytes to about 200 KB, so kills land mid-write too.

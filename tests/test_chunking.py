@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.chunking import (
+from sidecar.index.chunking import (
     DEFAULT_MAX_CHARS,
     Chunk,
     ParsedFile,

@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from sidecar import durable
 from sidecar.config import Settings
+from sidecar.disk import durable
 from sidecar.service import MemoryService
 from tests.crash_writer import FILES, file_of, parse
 

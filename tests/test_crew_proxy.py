@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestServer
 
-from sidecar.crew_api import create_crew_app
-from sidecar.crew_proxy import LeadClient, LeadError
+from sidecar.api.crew import create_crew_app
+from sidecar.crew.client import LeadClient, LeadError
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 

@@ -26,12 +26,14 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from sidecar import durable, indexer, write_job
 from sidecar.config import Settings
+from sidecar.disk import durable
+from sidecar.disk.tiers import INDEX_FILENAME
 from sidecar.errors import ApiError
-from sidecar.reindex_queue import FILE, WRITE, JobKey
+from sidecar.index import indexer
+from sidecar.index.queue import FILE, WRITE, JobKey
+from sidecar.notes import write_job
 from sidecar.service import MemoryService
-from sidecar.tiers import INDEX_FILENAME
 from tests.conftest import eventually
 
 REPO = Path(__file__).resolve().parent.parent

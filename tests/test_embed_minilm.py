@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sidecar.embed_minilm import DIM, MiniLMEmbedder
-from sidecar.embedding import EmbedderError, load_embedder
+from sidecar.retrieval.embedders.base import EmbedderError, load_embedder
+from sidecar.retrieval.embedders.minilm import DIM, MiniLMEmbedder
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from sidecar.embed_ollama import OllamaEmbedder
-from sidecar.embedding import EmbedderError, EmbedderRefused, normalize
+from sidecar.retrieval.embedders.base import EmbedderError, EmbedderRefused, normalize
+from sidecar.retrieval.embedders.ollama import OllamaEmbedder
 from tests.ollama_stub import OllamaStub, hashed_vector
 
 MODEL = "nomic-embed-text"

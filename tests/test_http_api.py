@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from sidecar.api.http import MAX_BODY_BYTES, create_app
 from sidecar.config import Settings
-from sidecar.http_api import MAX_BODY_BYTES, create_app
-from sidecar.reindex_queue import FILE, JobKey
+from sidecar.index.queue import FILE, JobKey
 from sidecar.service import MemoryService
 
 

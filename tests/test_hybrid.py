@@ -16,8 +16,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar import service as service_module
+from sidecar.api.http import create_app
 from sidecar.config import Settings
-from sidecar.http_api import create_app
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.ollama_stub import OllamaStub

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.indexer import SyncResult, load_tree, sync_file, sync_tree
-from sidecar.sqlite_store import SQLiteStore
+from sidecar.index.indexer import SyncResult, load_tree, sync_file, sync_tree
+from sidecar.index.sqlite import SQLiteStore
 
 OLD_NS = 1_600_000_000 * 10**9  # September 2020: far outside the racy window
 
@@ -243,7 +243,7 @@ def test_sync_file_does_not_parse_a_file_whose_content_is_unchanged(
     def no_parsing(*args: object, **kwargs: object) -> None:
         raise AssertionError("an unchanged file was parsed")
 
-    monkeypatch.setattr("sidecar.indexer.chunk_markdown", no_parsing)
+    monkeypatch.setattr("sidecar.index.indexer.chunk_markdown", no_parsing)
     os.utime(path, ns=(OLD_NS, OLD_NS))  # the watcher's event after the write's own reindex
     assert counts(sync_file(store, root, "daily/note.md")) == (0, 0, 1)
     assert store.file_state("daily/note.md").mtime_ns == OLD_NS

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from sidecar.mcp_tools import READ, SEARCH, WRITE
+from sidecar.api.mcp.tools import READ, SEARCH, WRITE
 from tests.sidecar_process import SidecarProcess
 
 NAMES = [WRITE, READ, SEARCH]

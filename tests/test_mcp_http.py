@@ -17,10 +17,10 @@ from aiohttp.test_utils import TestServer
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
+from sidecar.api.http import create_app
+from sidecar.api.mcp.mount import MCP_MOUNT
+from sidecar.api.mcp.tools import READ, SEARCH, WRITE
 from sidecar.config import Settings
-from sidecar.http_api import create_app
-from sidecar.mcp_mount import MCP_MOUNT
-from sidecar.mcp_tools import READ, SEARCH, WRITE
 from sidecar.service import MemoryService
 
 NAMES = [WRITE, READ, SEARCH]

@@ -14,9 +14,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from sidecar.api.mcp.stdio import HttpBackend
+from sidecar.api.mcp.tools import WRITE, MemoryTools
 from sidecar.errors import ApiError
-from sidecar.mcp_stdio import HttpBackend
-from sidecar.mcp_tools import WRITE, MemoryTools
 from tests.sidecar_process import free_port
 
 

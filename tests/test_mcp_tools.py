@@ -17,8 +17,8 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
+from sidecar.api.mcp.tools import READ, SEARCH, TOOLS, WRITE, MemoryTools, check_arguments
 from sidecar.errors import ApiError
-from sidecar.mcp_tools import READ, SEARCH, TOOLS, WRITE, MemoryTools, check_arguments
 
 NAMES = [WRITE, READ, SEARCH]
 
@@ -347,7 +347,7 @@ async def test_failing_health_check_counts_as_unhealthy(
 async def test_slow_health_check_counts_as_unhealthy(
     tools: MemoryTools, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("sidecar.mcp_tools.HEALTH_TIMEOUT", 0.01)
+    monkeypatch.setattr("sidecar.api.mcp.tools.HEALTH_TIMEOUT", 0.01)
     never = asyncio.Event()
 
     async def hang() -> tuple[bool, str | None]:

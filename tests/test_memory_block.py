@@ -11,10 +11,9 @@ from aiohttp.test_utils import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.errors import ApiError
-from sidecar.mcp_http import ServiceBackend
-from sidecar.mcp_tools import MemoryTools
-from sidecar.memory_block import (
+from sidecar.api.mcp.http import ServiceBackend
+from sidecar.api.mcp.tools import MemoryTools
+from sidecar.context.block import (
     CREW_SHARE,
     Section,
     agent_sections,
@@ -23,8 +22,9 @@ from sidecar.memory_block import (
     operator_sections,
     user_slug,
 )
-from sidecar.memory_files import today_utc
-from sidecar.reindex_queue import FILE, JobKey
+from sidecar.errors import ApiError
+from sidecar.index.queue import FILE, JobKey
+from sidecar.notes.files import today_utc
 from sidecar.service import MemoryService
 
 TODAY = date(2026, 11, 22)

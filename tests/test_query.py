@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.query import MODE_FTS5, MODE_TERMS, STOPWORDS, or_of_terms, plan, terms
+from sidecar.retrieval.query import MODE_FTS5, MODE_TERMS, STOPWORDS, or_of_terms, plan, terms
 
 QUOTED_OR = re.compile(r'^"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*$')
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sidecar.reindex_queue import FILE, TREE, JobKey, ReindexQueue
+from sidecar.index.queue import FILE, TREE, JobKey, ReindexQueue
 
 
 class Recorder:

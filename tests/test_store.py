@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.chunking import Chunk
-from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
-from sidecar.sqlite_store import SCHEMA_VERSION, SQLiteStore
+from sidecar.index.chunking import Chunk
+from sidecar.index.sqlite import SCHEMA_VERSION, SQLiteStore
+from sidecar.index.store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
 
 
 def item(

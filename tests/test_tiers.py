@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.tiers import (
+from sidecar.disk.tiers import (
     UnsafePath,
     is_indexable_name,
     open_confined,

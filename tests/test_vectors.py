@@ -7,12 +7,12 @@ import threading
 import numpy as np
 import pytest
 
-from sidecar import fusion
-from sidecar.embedding import normalize
-from sidecar.index_store import Hit
-from sidecar.search import Result, dense_fill_last, rrf_fuse
-from sidecar.vector_sync import from_blob, texts_to_embed, to_blob
-from sidecar.vectors import VectorIndex
+from sidecar.index.store import Hit
+from sidecar.retrieval import fusion
+from sidecar.retrieval.embedders.base import normalize
+from sidecar.retrieval.ranking import Result, dense_fill_last, rrf_fuse
+from sidecar.retrieval.vector_sync import from_blob, texts_to_embed, to_blob
+from sidecar.retrieval.vectors import VectorIndex
 
 
 def unit(*xs: float) -> np.ndarray:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from sidecar.api.http import create_app
 from sidecar.config import Settings
-from sidecar.http_api import create_app
-from sidecar.memory_files import Caps, today_utc
+from sidecar.notes.files import Caps, today_utc
 from sidecar.service import MemoryService
 
 

@@ -15,8 +15,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from sidecar.injection import scan
-from sidecar.tiers import read_confined
+from sidecar.disk.tiers import read_confined
+from sidecar.safety.scanner import scan
 
 DEFAULT_BUDGET = 15_000
 CREW_SHARE = 0.4  # the crew block never takes more than this part of the budget

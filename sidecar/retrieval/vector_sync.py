@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.embedding import Embedder, EmbedderError, EmbedderRefused
-from sidecar.index_store import IndexStore
-from sidecar.vectors import VectorIndex
+from sidecar.index.store import IndexStore
+from sidecar.retrieval.embedders.base import Embedder, EmbedderError, EmbedderRefused
+from sidecar.retrieval.vectors import VectorIndex
 
 if TYPE_CHECKING:
-    from sidecar.embedding import Vectors
+    from sidecar.retrieval.embedders.base import Vectors
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from sidecar.embedding import Vectors
+    from sidecar.retrieval.embedders.base import Vectors
 
 
 _MIN_CAPACITY = 256

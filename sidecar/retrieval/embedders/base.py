@@ -69,13 +69,13 @@ def load_embedder(
     if kind == "none":
         return None
     if kind == "ollama":
-        from sidecar.embed_ollama import DEFAULT_MODEL, DEFAULT_URL, OllamaEmbedder
+        from sidecar.retrieval.embedders.ollama import DEFAULT_MODEL, DEFAULT_URL, OllamaEmbedder
 
         ollama = OllamaEmbedder(ollama_url or DEFAULT_URL, ollama_model or DEFAULT_MODEL)
         ollama.probe()
         return ollama
     if kind in ("auto", "minilm"):
-        from sidecar.embed_minilm import MiniLMEmbedder
+        from sidecar.retrieval.embedders.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder(threads)
     raise EmbedderError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDERS)}")

@@ -17,8 +17,8 @@ from typing import Any
 import aiohttp
 from mcp.server.stdio import stdio_server
 
+from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.errors import ApiError
-from sidecar.mcp_tools import MemoryTools, quiet_sdk_logs
 
 log = logging.getLogger(__name__)
 

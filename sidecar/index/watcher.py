@@ -16,8 +16,8 @@ from pathlib import Path
 
 import watchfiles
 
-from sidecar.reindex_queue import FILE, TREE, JobKey, ReindexQueue
-from sidecar.tiers import INDEX_FILENAME, Tier
+from sidecar.disk.tiers import INDEX_FILENAME, Tier
+from sidecar.index.queue import FILE, TREE, JobKey, ReindexQueue
 
 log = logging.getLogger(__name__)
 

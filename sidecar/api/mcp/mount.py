@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from sidecar.mcp_http import McpEndpoint
+    from sidecar.api.mcp.http import McpEndpoint
     from sidecar.service import MemoryService
 
 MCP_PATH = "/mcp"
@@ -29,7 +29,7 @@ class LazyMcp:
     async def _endpoint(self) -> McpEndpoint:
         async with self._lock:
             if self.endpoint is None:
-                from sidecar.mcp_http import McpEndpoint
+                from sidecar.api.mcp.http import McpEndpoint
 
                 endpoint = McpEndpoint(self.service, self.poll_interval)
                 await endpoint.start()

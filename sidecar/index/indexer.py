@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sidecar.chunking import DEFAULT_MAX_CHARS, chunk_markdown
-from sidecar.index_store import FileState, IndexedFile, IndexStore
-from sidecar.tiers import is_indexable_name, read_confined, split_relative, walk_markdown
+from sidecar.disk.tiers import is_indexable_name, read_confined, split_relative, walk_markdown
+from sidecar.index.chunking import DEFAULT_MAX_CHARS, chunk_markdown
+from sidecar.index.store import FileState, IndexedFile, IndexStore
 
 log = logging.getLogger(__name__)
 

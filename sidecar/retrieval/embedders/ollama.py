@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from sidecar.embedding import EmbedderError, EmbedderRefused, normalize
+from sidecar.retrieval.embedders.base import EmbedderError, EmbedderRefused, normalize
 
 if TYPE_CHECKING:
-    from sidecar.embedding import Vectors
+    from sidecar.retrieval.embedders.base import Vectors
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "nomic-embed-text"

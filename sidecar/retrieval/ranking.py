@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sidecar.index_store import Hit, IndexStore, QuerySyntaxError
-from sidecar.injection import scan
-from sidecar.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
+from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
+from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
+from sidecar.safety.scanner import scan
 
 if TYPE_CHECKING:
-    from sidecar.embedding import Vectors
-    from sidecar.vector_sync import TierVectors
+    from sidecar.retrieval.embedders.base import Vectors
+    from sidecar.retrieval.vector_sync import TierVectors
 
 RRF_K = 60
 SNIPPET_CHARS = 320
@@ -87,7 +87,7 @@ def rank_tier(
         hits, query_mode = search_store(store, planned, limit)
         return [Result(source, h, h.score, ranks={SPARSE: i})
                 for i, h in enumerate(hits, start=1)], query_mode  # fmt: skip
-    from sidecar import fusion  # numpy: a sparse-only daemon never loads it
+    from sidecar.retrieval import fusion  # numpy: a sparse-only daemon never loads it
 
     sparse: list[Hit] = []
     if mode == HYBRID and planned is not None:

@@ -15,8 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
+from sidecar.api.mcp.mount import mount_mcp
 from sidecar.errors import ApiError
-from sidecar.mcp_mount import mount_mcp
 from sidecar.service import SCOPES, MemoryService
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sidecar.chunking import Chunk
+from sidecar.index.chunking import Chunk
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,11 +17,12 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from sidecar import durable, indexer
+from sidecar.disk import durable
+from sidecar.disk.tiers import UnsafePath
 from sidecar.errors import ApiError
-from sidecar.index_store import IndexStore
-from sidecar.memory_files import CapExceeded, MemoryFile
-from sidecar.tiers import UnsafePath
+from sidecar.index import indexer
+from sidecar.index.store import IndexStore
+from sidecar.notes.files import CapExceeded, MemoryFile
 
 Builder = Callable[[bytes | None], bytes]
 

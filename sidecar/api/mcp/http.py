@@ -24,8 +24,8 @@ from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from sidecar.http_api import MAX_BODY_BYTES, is_loopback_host
-from sidecar.mcp_tools import MemoryTools, quiet_sdk_logs
+from sidecar.api.http import MAX_BODY_BYTES, is_loopback_host
+from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.service import MemoryService
 
 log = logging.getLogger(__name__)

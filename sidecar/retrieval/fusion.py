@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.index_store import Hit
-from sidecar.search import DENSE, SPARSE
-from sidecar.vector_sync import from_blob
+from sidecar.index.store import Hit
+from sidecar.retrieval.ranking import DENSE, SPARSE
+from sidecar.retrieval.vector_sync import from_blob
 
 if TYPE_CHECKING:
-    from sidecar.embedding import Vectors
+    from sidecar.retrieval.embedders.base import Vectors
 
 POOL = 20
 ALPHA = 0.5

