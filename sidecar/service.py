@@ -52,7 +52,7 @@ from sidecar.retrieval.ranking import (
     rank_tier,
     rrf_fuse,
 )
-from sidecar.safety.scanner import scan
+from sidecar.safety import scan
 
 if TYPE_CHECKING:
     from sidecar.retrieval.embedders.base import Vectors

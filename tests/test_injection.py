@@ -9,7 +9,7 @@ import unicodedata
 
 import pytest
 
-from sidecar.safety.scanner import RULES, Finding, scan
+from sidecar.safety import RULES, Finding, scan
 from tests.injection_corpus import BENIGN, PAYLOADS
 
 CATEGORIES = {

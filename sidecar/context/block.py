@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.disk.tiers import read_confined
-from sidecar.safety.scanner import scan
+from sidecar.safety import scan
 
 DEFAULT_BUDGET = 15_000
 CREW_SHARE = 0.4  # the crew block never takes more than this part of the budget

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
-from sidecar.safety.scanner import scan
+from sidecar.safety import scan
 
 if TYPE_CHECKING:
     from sidecar.retrieval.embedders.base import Vectors
