@@ -27,15 +27,8 @@ from sidecar.index import sqlite as sqlite_store
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.minilm import MiniLMEmbedder
-from sidecar.retrieval.ranking import (
-    DENSE,
-    HYBRID,
-    RRF_K,
-    SPARSE,
-    rank_tier,
-    rrf_fuse,
-    search_store,
-)
+from sidecar.retrieval.modes import DENSE, HYBRID, SPARSE
+from sidecar.retrieval.ranking import RRF_K, rank_tier, rrf_fuse, search_store
 from sidecar.retrieval.vector_sync import TierVectors
 
 RRF = "rrf"

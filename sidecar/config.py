@@ -8,9 +8,9 @@ from pathlib import Path
 from sidecar.disk.tiers import Tier
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.notes.files import Caps
-from sidecar.retrieval.embedders.base import EMBEDDERS
 
 ROLES = ("agent", "lead")
+EMBEDDERS = ("auto", "minilm", "ollama", "none")  # see retrieval/embedders/factory.py
 DEFAULT_PORT = 9119
 
 

@@ -22,7 +22,7 @@ from sidecar.config import Settings
 from sidecar.context import block as memory_block
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable
 from sidecar.disk import durable
-from sidecar.disk.tiers import Tier, UnsafePath, read_regular
+from sidecar.disk.tiers import SCOPES, Tier, UnsafePath, read_regular
 from sidecar.errors import ApiError
 from sidecar.index import indexer, watcher
 from sidecar.index.chunking import split_lines
@@ -40,18 +40,11 @@ from sidecar.index.store import Hit, IndexStore, StoreStats
 from sidecar.notes import files as memory_files
 from sidecar.notes import write_job
 from sidecar.notes.files import CapExceeded
-from sidecar.retrieval.embedders.base import HOW_TO_ENABLE, Embedder, EmbedderError, load_embedder
+from sidecar.retrieval.embedders.base import Embedder, EmbedderError
+from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE, load_embedder
+from sidecar.retrieval.modes import DENSE, HYBRID, MODES, SPARSE
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, plan, terms
-from sidecar.retrieval.ranking import (
-    DENSE,
-    HYBRID,
-    MODES,
-    SPARSE,
-    Result,
-    dense_fill_last,
-    rank_tier,
-    rrf_fuse,
-)
+from sidecar.retrieval.ranking import Result, dense_fill_last, rank_tier, rrf_fuse
 from sidecar.safety import scan
 
 if TYPE_CHECKING:
@@ -60,7 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCOPES = ("agent", "crew", "both")
+
 OPTIMIZE_AFTER_CHANGES = 200
 EMBEDDER_RETRY_S = 30.0  # how often to ask again for a configured embedder that failed
 

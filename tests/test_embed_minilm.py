@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sidecar.retrieval.embedders.base import EmbedderError, load_embedder
+from sidecar.retrieval.embedders.base import EmbedderError
+from sidecar.retrieval.embedders.factory import load_embedder
 from sidecar.retrieval.embedders.minilm import DIM, MiniLMEmbedder
 
 

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from sidecar.api.http import MAX_BODY_BYTES, create_app
+from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.index.queue import FILE, JobKey
 from sidecar.service import MemoryService
+from sidecar.web import MAX_BODY_BYTES
 
 
 async def write_and_index(service: MemoryService, tier: str, rel: str, text: str) -> None:

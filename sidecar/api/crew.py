@@ -14,9 +14,10 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar.api.http import SERVICE, Handler, error_middleware, parse_search
+from sidecar.api.http import SERVICE, error_middleware, parse_search
 from sidecar.errors import ApiError
 from sidecar.service import MemoryService
+from sidecar.web import Handler
 
 log = logging.getLogger(__name__)
 

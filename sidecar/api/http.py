@@ -7,26 +7,29 @@ opens cannot reach memory through DNS rebinding.
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
 from sidecar.api.mcp.mount import mount_mcp
+from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
-from sidecar.service import SCOPES, MemoryService
+from sidecar.service import MemoryService
+from sidecar.web import (
+    MAX_BODY_BYTES,
+    Handler,
+    check_fields,
+    error_response,
+    is_loopback_host,
+    json_body,
+)
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 4096
 MAX_LIMIT = 50
 SERVICE: web.AppKey[MemoryService] = web.AppKey("service", MemoryService)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _HTTP_CODES = {
     400: "bad_request",
@@ -36,31 +39,12 @@ _HTTP_CODES = {
 }
 
 
-def _error(status: int, error: str, detail: str) -> web.Response:
-    return web.json_response({"error": error, "detail": detail}, status=status)
-
-
-def is_loopback_host(host: str, extra: tuple[str, ...] = ()) -> bool:
-    """True for localhost names and loopback addresses, with or without a port."""
-    name = host.strip().lower()
-    if name.startswith("["):  # [::1]:9119
-        name = name[1 : name.find("]")] if "]" in name else name
-    elif name.count(":") == 1:
-        name = name.split(":", 1)[0]
-    if name in extra or name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 def _host_guard(allowed: tuple[str, ...]) -> Any:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         host = request.headers.get("Host")
         if host is not None and not is_loopback_host(host, allowed):
-            return _error(403, "forbidden_host", f"Host {host!r} is not a loopback name")
+            return error_response(403, "forbidden_host", f"Host {host!r} is not a loopback name")
         return await handler(request)
 
     return middleware
@@ -80,21 +64,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         detail = exc.text or exc.reason
         if exc.status == 404:
             detail = f"no such endpoint: {request.method} {request.path}"
-        return _error(exc.status, code, detail)
+        return error_response(exc.status, code, detail)
     except Exception as exc:
         log.exception("internal error", extra={"path": request.path})
-        return _error(500, "internal", f"{type(exc).__name__}: {exc}")
-
-
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    raw = await request.read()
-    try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise ApiError(400, "invalid_json", "request body must be a JSON object")
-    return body
+        return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
 
 
 def _scope_param(request: web.Request, allow_both: bool) -> str:
@@ -107,8 +80,8 @@ def _scope_param(request: web.Request, allow_both: bool) -> str:
 
 async def parse_search(request: web.Request) -> tuple[str, str, int, str | None]:
     """(query, scope, limit, mode) from a search request body, or a 400 saying what is wrong."""
-    body = await _json_body(request)
-    _check_fields(body, ("query", "limit", "scope", "mode"))
+    body = await json_body(request)
+    check_fields(body, ("query", "limit", "scope", "mode"))
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
         raise ApiError(400, "missing_query", "'query' must be a non-empty string")
@@ -129,17 +102,9 @@ async def search(request: web.Request) -> web.Response:
     return web.json_response(response.to_json())
 
 
-def _check_fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    unknown = sorted(set(body) - set(allowed))
-    if unknown:
-        raise ApiError(
-            400, "unknown_field", f"unknown field(s) {unknown}; allowed: {', '.join(allowed)}"
-        )
-
-
 async def write(request: web.Request) -> web.Response:
-    body = await _json_body(request)
-    _check_fields(body, ("scope", "file", "content", "mode"))
+    body = await json_body(request)
+    check_fields(body, ("scope", "file", "content", "mode"))
     result = await request.app[SERVICE].write(
         body.get("scope", "agent"), body.get("file"), body.get("content"),
         body.get("mode", "append"),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 INDEX_FILENAME = "index.sqlite"
 TIER_NAMES = ("agent", "crew")
+SCOPES = (*TIER_NAMES, "both")  # what a search or reindex may cover
 
 
 @dataclass(frozen=True, slots=True)

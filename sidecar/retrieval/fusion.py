@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sidecar.index.store import Hit
-from sidecar.retrieval.ranking import DENSE, SPARSE
+from sidecar.retrieval.modes import DENSE, SPARSE
 from sidecar.retrieval.vector_sync import from_blob
 
 if TYPE_CHECKING:

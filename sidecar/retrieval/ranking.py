@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
+from sidecar.retrieval.modes import DENSE, HYBRID, SPARSE
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
 from sidecar.safety import scan
 
@@ -21,10 +22,6 @@ if TYPE_CHECKING:
 
 RRF_K = 60
 SNIPPET_CHARS = 320
-
-# Retrieval modes (see fusion.py): BM25 and vectors, BM25 only, vectors only.
-HYBRID, SPARSE, DENSE = "hybrid", "sparse", "dense"
-MODES = (HYBRID, SPARSE, DENSE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,9 @@ from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from sidecar.api.http import MAX_BODY_BYTES, is_loopback_host
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.service import MemoryService
+from sidecar.web import MAX_BODY_BYTES, is_loopback_host
 
 log = logging.getLogger(__name__)
 
