@@ -25,16 +25,17 @@ from aiohttp import web
 from sidecar import demo, logs
 from sidecar.api.crew import create_crew_app
 from sidecar.api.http import create_app
-from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, Settings
+from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, Caps, Settings
 from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
+from sidecar.index.indexes import stats_json
 from sidecar.index.sqlite import SQLiteStore
-from sidecar.notes.files import Caps
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE
 from sidecar.retrieval.ranking import Result, search_store
-from sidecar.service import MemoryService, SearchResponse, stats_json
+from sidecar.retrieval.search import SearchResponse
+from sidecar.service import MemoryService
 
 log = logging.getLogger("sidecar")
 

@@ -7,11 +7,25 @@ from pathlib import Path
 
 from sidecar.disk.tiers import Tier
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
-from sidecar.notes.files import Caps
 
+KIB = 1024
 ROLES = ("agent", "lead")
 EMBEDDERS = ("auto", "minilm", "ollama", "none")  # see retrieval/embedders/factory.py
 DEFAULT_PORT = 9119
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """Largest allowed size in UTF-8 bytes of a file after a write, by kind, and of a tier."""
+
+    core: int = 4000  # AGENT.md or CREW.md
+    daily: int = 100 * KIB  # daily/YYYY-MM-DD.md
+    topic: int = 16 * KIB  # topics/ and users/
+    tier: int = 10 * KIB * KIB
+
+    def for_kind(self, kind: str) -> int:
+        """The cap of a file kind (``sidecar.notes.files``: core, daily or topic)."""
+        return {"core": self.core, "daily": self.daily, "topic": self.topic}[kind]
 
 
 @dataclass(frozen=True, slots=True)

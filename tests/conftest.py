@@ -51,7 +51,7 @@ def settings(tier_dirs: tuple[Path, Path]) -> Settings:
 async def service(settings: Settings) -> AsyncIterator[MemoryService]:
     svc = MemoryService(settings)
     await svc.start()
-    await svc.queue.wait_idle()
+    await svc.indexes.queue.wait_idle()
     try:
         yield svc
     finally:

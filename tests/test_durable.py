@@ -148,7 +148,7 @@ def snapshot(root: Path) -> dict[str, object]:
 
 
 def agent_root(service: MemoryService) -> Path:
-    return service.tiers["agent"].tier.root
+    return service.indexes.tiers["agent"].tier.root
 
 
 # Failures before the rename: (call, errno) -> the API error the service answers with.
@@ -285,24 +285,24 @@ async def test_service_maps_failure_and_keeps_target(
 ) -> None:
     call, code, status, error = BEFORE_RENAME[case]
     root = agent_root(service)
-    await service.write("agent", "AGENT.md", OLD.decode(), "replace")
+    await service.notes.write("agent", "AGENT.md", OLD.decode(), "replace")
     target = root / "AGENT.md"
     assert target.read_bytes() == OLD
     fault = Fault(call, code)
     fault.inject(monkeypatch)
 
     with pytest.raises(ApiError) as info:
-        await service.write("agent", "AGENT.md", "- new fact", "append")
+        await service.notes.write("agent", "AGENT.md", "- new fact", "append")
 
     assert (info.value.status, info.value.error) == (status, error), info.value.detail
     assert fault.fired == 1
     assert target.read_bytes() == OLD
     assert temps(root) == []
-    read = await service.read("agent", "AGENT.md")
+    read = await service.notes.read("agent", "AGENT.md")
     assert read["content"] == OLD.decode().rstrip("\n")
 
     monkeypatch.setattr(durable, "os", os)  # neither lock is left held
-    await asyncio.wait_for(service.write("agent", "AGENT.md", "- later", "append"), 10)
+    await asyncio.wait_for(service.notes.write("agent", "AGENT.md", "- later", "append"), 10)
     assert target.read_bytes() == OLD + b"- later\n"
 
 
@@ -315,12 +315,12 @@ async def test_service_failed_new_file_leaves_no_file(
     fault = Fault(call, code)
     fault.inject(monkeypatch)
     with pytest.raises(ApiError) as info:
-        await service.write("agent", DAY, "first entry", "append")
+        await service.notes.write("agent", DAY, "first entry", "append")
     assert (info.value.status, info.value.error) == (status, error)
     assert fault.fired == 1
     assert os.listdir(root / "daily") == []
     with pytest.raises(ApiError) as missing:
-        await service.read("agent", DAY)
+        await service.notes.read("agent", DAY)
     assert missing.value.status == 404
 
 
@@ -328,12 +328,12 @@ async def test_service_directory_fsync_failure_is_not_durable(
     service: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = agent_root(service)
-    await service.write("agent", "AGENT.md", OLD.decode(), "replace")
+    await service.notes.write("agent", "AGENT.md", OLD.decode(), "replace")
     fault = Fault("dir_fsync", errno.EIO)
     fault.inject(monkeypatch)
 
     with pytest.raises(ApiError) as info:
-        await service.write("agent", "AGENT.md", "- new fact", "append")
+        await service.notes.write("agent", "AGENT.md", "- new fact", "append")
 
     assert (info.value.status, info.value.error) == (500, "not_durable")
     assert fault.fired == 1
@@ -342,7 +342,7 @@ async def test_service_directory_fsync_failure_is_not_durable(
 
 
 async def found(service: MemoryService, word: str) -> list[str]:
-    response = await service.search(word, "agent", 10, "sparse")
+    response = await service.search.search(word, "agent", 10, "sparse")
     return [r.hit.path for r in response.results]
 
 
@@ -352,17 +352,17 @@ async def test_failed_write_is_never_searchable(
 ) -> None:
     """The index update is staged while the fsync runs; a failed write must roll it back."""
     call, code, _, _ = BEFORE_RENAME[case]
-    await service.write("agent", "AGENT.md", OLD.decode(), "replace")
+    await service.notes.write("agent", "AGENT.md", OLD.decode(), "replace")
     fault = Fault(call, code)
     fault.inject(monkeypatch)
     with pytest.raises(ApiError):
-        await service.write("agent", "AGENT.md", "- the quokka fact", "append")
+        await service.notes.write("agent", "AGENT.md", "- the quokka fact", "append")
     assert fault.fired == 1
     assert await found(service, "quokka") == []
     assert await found(service, "tabs") == ["AGENT.md"]  # the old text is still there
 
     monkeypatch.setattr(durable, "os", os)
-    body = await service.write("agent", "AGENT.md", "- the quokka fact", "append")
+    body = await service.notes.write("agent", "AGENT.md", "- the quokka fact", "append")
     assert body["indexed"] is True
     assert await found(service, "quokka") == ["AGENT.md"]
 
@@ -370,10 +370,10 @@ async def test_failed_write_is_never_searchable(
 async def test_not_durable_write_is_in_place_and_searchable(
     service: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await service.write("agent", "AGENT.md", OLD.decode(), "replace")
+    await service.notes.write("agent", "AGENT.md", OLD.decode(), "replace")
     Fault("dir_fsync", errno.EIO).inject(monkeypatch)
     with pytest.raises(ApiError) as info:
-        await service.write("agent", "AGENT.md", "- the wombat fact", "append")
+        await service.notes.write("agent", "AGENT.md", "- the wombat fact", "append")
     assert info.value.error == "not_durable"
     # The file holds the new text, so the index must too.
     assert await found(service, "wombat") == ["AGENT.md"]
@@ -389,34 +389,34 @@ async def test_index_failure_leaves_the_write_standing(
     # The watcher's own reindex of the file must fail too, or it could clear the error
     # before write_health() looks.
     monkeypatch.setattr(indexer, "sync_file", broken)
-    body = await service.write("agent", DAY, "- the numbat fact", "append")
+    body = await service.notes.write("agent", DAY, "- the numbat fact", "append")
     assert body["indexed"] is False
     assert "index is wedged" in body["warning"]
     assert (agent_root(service) / DAY).read_bytes() == b"- the numbat fact\n"
-    ok, why = await service.write_health()
+    ok, why = await service.notes.write_health()
     assert not ok and "index is wedged" in (why or "")
 
     monkeypatch.undo()
-    body = await service.write("agent", DAY, "- the bilby fact", "append")
+    body = await service.notes.write("agent", DAY, "- the bilby fact", "append")
     assert body["indexed"] is True
     assert await found(service, "numbat") == [DAY]  # the whole file was indexed again
-    assert (await service.write_health())[0]
+    assert (await service.notes.write_health())[0]
 
 
 async def test_service_cap_exceeded_writes_nothing(service: MemoryService) -> None:
     root = agent_root(service)
-    await service.write("agent", "AGENT.md", OLD.decode(), "replace")
+    await service.notes.write("agent", "AGENT.md", OLD.decode(), "replace")
     before = snapshot(root)
     too_big = "x" * (service.settings.caps.core + 1)
 
     with pytest.raises(ApiError) as info:
-        await service.write("agent", "AGENT.md", too_big, "append")
+        await service.notes.write("agent", "AGENT.md", too_big, "append")
     assert (info.value.status, info.value.error) == (422, "cap_exceeded")
     assert info.value.extra["current_entries"] == OLD.decode()
 
     daily_too_big = "y" * (service.settings.caps.daily + 1)
     with pytest.raises(ApiError) as info:
-        await service.write("agent", DAY, daily_too_big, "append")
+        await service.notes.write("agent", DAY, daily_too_big, "append")
     assert (info.value.status, info.value.error) == (422, "cap_exceeded")
 
     assert snapshot(root) == before
@@ -471,23 +471,23 @@ async def test_really_full_filesystem_is_disk_full_and_changes_nothing(
     svc = MemoryService(settings)
     await svc.start()
     try:
-        await svc.queue.wait_idle()
-        await svc.write("agent", "AGENT.md", OLD.decode(), "replace")
+        await svc.indexes.queue.wait_idle()
+        await svc.notes.write("agent", "AGENT.md", OLD.decode(), "replace")
         filler = small_fs / "filler"
         fill(filler)
 
         with pytest.raises(ApiError) as info:
-            await svc.write("agent", "AGENT.md", "- new fact " * 50, "append")
+            await svc.notes.write("agent", "AGENT.md", "- new fact " * 50, "append")
         assert (info.value.status, info.value.error) == (507, "disk_full")
         assert (agent / "AGENT.md").read_bytes() == OLD
         with pytest.raises(ApiError) as info:
-            await svc.write("agent", DAY, "first entry " * 50, "append")
+            await svc.notes.write("agent", DAY, "first entry " * 50, "append")
         assert (info.value.status, info.value.error) == (507, "disk_full")
         assert not (agent / DAY).exists()
         assert temps(agent) == []
 
         filler.unlink()  # space again: writing works again
-        await svc.write("agent", "AGENT.md", "- new fact", "append")
+        await svc.notes.write("agent", "AGENT.md", "- new fact", "append")
         assert (agent / "AGENT.md").read_bytes() == OLD + b"- new fact\n"
     finally:
         await svc.stop()
@@ -612,7 +612,7 @@ async def test_path_attacks_are_forbidden(
     before = snapshot(tmp_path)
     for mode in ("append", "replace"):
         with pytest.raises(ApiError) as info:
-            await service.write("agent", file, "pwned", mode)
+            await service.notes.write("agent", file, "pwned", mode)
         assert (info.value.status, info.value.error) == (403, "forbidden_path")
     assert snapshot(tmp_path) == before
 
@@ -622,7 +622,7 @@ async def test_absolute_path_into_the_tier_is_forbidden(
 ) -> None:
     before = snapshot(tmp_path)
     with pytest.raises(ApiError) as info:
-        await service.write("agent", str(agent_root(service) / "AGENT.md"), "x", "append")
+        await service.notes.write("agent", str(agent_root(service) / "AGENT.md"), "x", "append")
     assert (info.value.status, info.value.error) == (403, "forbidden_path")
     assert snapshot(tmp_path) == before
 
@@ -634,7 +634,7 @@ async def test_symlinked_leaf_is_forbidden(
     root = agent_root(service)
     os.symlink(outside / "secret.md", root / "AGENT.md")
     with pytest.raises(ApiError) as info:
-        await service.write("agent", "AGENT.md", "pwned", mode)
+        await service.notes.write("agent", "AGENT.md", "pwned", mode)
     assert (info.value.status, info.value.error) == (403, "forbidden_path")
     assert (outside / "secret.md").read_bytes() == b"secret\n"
     assert os.readlink(root / "AGENT.md") == str(outside / "secret.md")
@@ -647,7 +647,7 @@ async def test_dangling_symlinked_leaf_creates_nothing_outside(
     root = agent_root(service)
     os.symlink(outside / "new.md", root / "daily" / "2026-11-21.md")
     with pytest.raises(ApiError) as info:
-        await service.write("agent", DAY, "pwned", "append")
+        await service.notes.write("agent", DAY, "pwned", "append")
     assert (info.value.status, info.value.error) == (403, "forbidden_path")
     assert sorted(os.listdir(outside)) == ["secret.md"]
 
@@ -659,7 +659,7 @@ async def test_symlinked_parent_directory_is_forbidden(
     (root / "daily").rmdir()
     os.symlink(outside, root / "daily")
     with pytest.raises(ApiError) as info:
-        await service.write("agent", DAY, "pwned", "append")
+        await service.notes.write("agent", DAY, "pwned", "append")
     assert (info.value.status, info.value.error) == (403, "forbidden_path")
     assert sorted(os.listdir(outside)) == ["secret.md"]
     assert (outside / "secret.md").read_bytes() == b"secret\n"
@@ -683,7 +683,7 @@ async def test_directory_swapped_for_symlink_mid_write_stays_inside(
 
     monkeypatch.setattr(durable, "_read_current", swap_then_read)
     try:
-        await service.write("agent", DAY, "entry", "append")
+        await service.notes.write("agent", DAY, "entry", "append")
     except ApiError as exc:
         assert exc.status in (403, 500), exc.detail
         assert os.listdir(root / "daily.real") == []
@@ -713,7 +713,7 @@ async def test_leaf_swapped_for_symlink_mid_write_leaves_outside_alone(
 
     monkeypatch.setattr(durable, "_read_current", read_then_swap)
     try:
-        await service.write("agent", "AGENT.md", "- new", "append")
+        await service.notes.write("agent", "AGENT.md", "- new", "append")
     except ApiError as exc:
         assert exc.status in (403, 500), exc.detail
     else:  # the link itself was replaced, never written through
@@ -745,7 +745,9 @@ async def test_fifty_concurrent_http_appends_all_land_once(
 
 
 async def test_concurrent_service_appends_keep_submission_order(service: MemoryService) -> None:
-    await asyncio.gather(*(service.write("agent", DAY, f"entry {n}", "append") for n in range(50)))
+    await asyncio.gather(
+        *(service.notes.write("agent", DAY, f"entry {n}", "append") for n in range(50))
+    )
     lines = (agent_root(service) / DAY).read_text().splitlines()
     assert lines == [f"entry {n}" for n in range(50)]
 
@@ -808,13 +810,13 @@ async def test_write_health_checks_every_tier_against_one_configuration(
 
     def checking(root: Path, min_free: int) -> str | None:
         seen.append(min_free)
-        service.settings = dataclasses.replace(service.settings, min_free_bytes=1 << 62)
+        service.notes.settings = dataclasses.replace(service.settings, min_free_bytes=1 << 62)
         return real(root, min_free)
 
     monkeypatch.setattr(write_job, "disk_problem", checking)
-    assert await service.write_health() == (True, None)
+    assert await service.notes.write_health() == (True, None)
     assert len(seen) == 2 and len(set(seen)) == 1  # both tiers, one limit
-    ok, why = await service.write_health()
+    ok, why = await service.notes.write_health()
     assert not ok and (why or "").startswith("agent: only")
 
 
@@ -832,14 +834,16 @@ async def test_a_write_abandoned_while_queued_writes_nothing_and_spoils_no_later
         return real_sync(store, root, rel, cap)
 
     monkeypatch.setattr(indexer, "sync_file", blocking)
-    service.queue.submit(JobKey("agent", FILE, "blocker.md"))
+    service.indexes.queue.submit(JobKey("agent", FILE, "blocker.md"))
     try:
-        first = asyncio.create_task(service.write("agent", DAY, "- the abandoned note", "append"))
+        first = asyncio.create_task(
+            service.notes.write("agent", DAY, "- the abandoned note", "append")
+        )
         await eventually(lambda: _queued(service, WRITE), "the first write to queue")
         first.cancel()
         await asyncio.wait([first])
-        assert not service.queue.pending("agent", WRITE)  # withdrawn, not merely orphaned
-        second = asyncio.create_task(service.write("agent", DAY, "- the kept note", "append"))
+        assert not service.indexes.queue.pending("agent", WRITE)  # withdrawn, not merely orphaned
+        second = asyncio.create_task(service.notes.write("agent", DAY, "- the kept note", "append"))
         await eventually(lambda: _queued(service, WRITE), "the second write to queue")
     finally:
         release.set()
@@ -851,4 +855,4 @@ async def test_a_write_abandoned_while_queued_writes_nothing_and_spoils_no_later
 
 
 async def _queued(service: MemoryService, kind: str) -> bool:
-    return service.queue.pending("agent", kind)
+    return service.indexes.queue.pending("agent", kind)

@@ -16,11 +16,11 @@ from sidecar.web import MAX_BODY_BYTES
 
 
 async def write_and_index(service: MemoryService, tier: str, rel: str, text: str) -> None:
-    root = service.tiers[tier].tier.root
+    root = service.indexes.tiers[tier].tier.root
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    await service.queue.submit(JobKey(tier, FILE, rel))
+    await service.indexes.queue.submit(JobKey(tier, FILE, rel))
 
 
 async def search(client: TestClient, **body: Any) -> dict[str, Any]:
@@ -204,7 +204,7 @@ async def test_reindex_rebuilds_from_markdown(
     (agent / "AGENT.md").write_text("# Facts\nthe walrus sings\n")
     resp = await client.post("/memory/reindex", params={"scope": "agent"})
     assert resp.status == 202
-    await service.queue.wait_idle()
+    await service.indexes.queue.wait_idle()
     assert (await search(client, query="walrus"))["count"] == 1
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from sidecar import service as service_module
 from sidecar.api.http import create_app
 from sidecar.config import Settings
+from sidecar.retrieval import embeddings as embeddings_module
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.ollama_stub import OllamaStub
@@ -41,9 +41,9 @@ def hybrid_settings(settings: Settings, stub: OllamaStub) -> Settings:
 async def started(settings: Settings) -> MemoryService:
     svc = MemoryService(settings)
     await svc.start()
-    await svc.queue.wait_idle()
-    assert svc.vectors is not None, svc.embedder_error
-    await svc.vectors.wait_idle()
+    await svc.indexes.queue.wait_idle()
+    assert svc.embeddings.vectors is not None, svc.embeddings.embedder_error
+    await svc.embeddings.vectors.wait_idle()
     return svc
 
 
@@ -68,7 +68,7 @@ def seed(root: Path, files: int) -> None:
 
 
 async def paths(svc: MemoryService, query: str, mode: str | None = None) -> list[str]:
-    return [r.hit.path for r in (await svc.search(query, "agent", 10, mode)).results]
+    return [r.hit.path for r in (await svc.search.search(query, "agent", 10, mode)).results]
 
 
 async def test_new_text_is_searchable_by_words_at_once_and_by_vector_once_embedded(
@@ -76,7 +76,7 @@ async def test_new_text_is_searchable_by_words_at_once_and_by_vector_once_embedd
 ) -> None:
     stub.mode = "hang"  # hold the background embedding, and with it the vector
     try:
-        await hybrid.write("agent", "AGENT.md", "- the harbour master is Ingrid", "append")
+        await hybrid.notes.write("agent", "AGENT.md", "- the harbour master is Ingrid", "append")
         assert await paths(hybrid, "harbour master", "sparse") == ["AGENT.md"]
         assert stub.hanging.wait(10)
         status = await hybrid.status("agent")
@@ -85,7 +85,7 @@ async def test_new_text_is_searchable_by_words_at_once_and_by_vector_once_embedd
     finally:
         stub.release.set()
     stub.mode = "ok"
-    assert hybrid.vectors is not None
+    assert hybrid.embeddings.vectors is not None
     await eventually(lambda: _no_pending(hybrid), "the vector to land")
     assert await paths(hybrid, "harbour master Ingrid", "dense") == ["AGENT.md"]
 
@@ -115,8 +115,8 @@ async def test_vectors_survive_restart_and_unchanged_chunks_are_never_re_embedde
         assert len(await paths(svc, "walrus harbour", "dense")) == 5
 
         stub.requests.clear()
-        await svc.write("agent", "daily/2026-01-03.md", "- a new line about otters", "append")
-        await svc.vectors.wait_idle()  # type: ignore[union-attr]
+        await svc.notes.write("agent", "daily/2026-01-03.md", "- a new line about otters", "append")
+        await svc.embeddings.vectors.wait_idle()  # type: ignore[union-attr]
         texts = embedded_texts(stub)
         assert all("walrus note number 0" not in t for t in texts)  # other files untouched
         assert any("otters" in t for t in texts)
@@ -133,8 +133,8 @@ async def test_a_model_change_re_embeds_lazily(hybrid_settings: Settings, stub: 
     try:
         assert {r["model"] for r in stub.requests} == {"other-model"}
         assert sum("walrus note number" in t for t in embedded_texts(stub)) == 6
-        assert svc.vectors is not None
-        assert svc.vectors.embedder.model_id == "ollama:other-model:64"
+        assert svc.embeddings.vectors is not None
+        assert svc.embeddings.vectors.embedder.model_id == "ollama:other-model:64"
     finally:
         await svc.stop()
 
@@ -142,11 +142,11 @@ async def test_a_model_change_re_embeds_lazily(hybrid_settings: Settings, stub: 
 async def test_embedder_failing_mid_run_degrades_to_sparse_and_recovers(
     hybrid: MemoryService, stub: OllamaStub
 ) -> None:
-    assert hybrid.retrieval() == "hybrid"
+    assert hybrid.embeddings.retrieval() == "hybrid"
     stub.mode = "error"
-    await hybrid.write("agent", "AGENT.md", "- the lighthouse keeper is Sven", "append")
-    assert hybrid.vectors is not None
-    await hybrid.vectors.wait_idle()
+    await hybrid.notes.write("agent", "AGENT.md", "- the lighthouse keeper is Sven", "append")
+    assert hybrid.embeddings.vectors is not None
+    await hybrid.embeddings.vectors.wait_idle()
 
     health = await hybrid.health()
     assert health["retrieval"] == "sparse-only"
@@ -156,18 +156,18 @@ async def test_embedder_failing_mid_run_degrades_to_sparse_and_recovers(
     assert embeddings["state"] == "failed"
     assert "refused" not in embeddings  # a server that is down refuses no text in particular
     asked = len(stub.requests)
-    response = await hybrid.search("lighthouse keeper", "agent", 5)
+    response = await hybrid.search.search("lighthouse keeper", "agent", 5)
     assert response.mode == "sparse"
     assert [r.hit.path for r in response.results] == ["AGENT.md"]
     assert any("embedder failed" in d for d in response.degraded)
     assert len(stub.requests) == asked  # known down: the search did not wait on it
 
     stub.mode = "ok"
-    await hybrid.write("agent", "AGENT.md", "- the ferry leaves at noon", "append")
-    await hybrid.vectors.wait_idle()
-    assert hybrid.retrieval() == "hybrid"
+    await hybrid.notes.write("agent", "AGENT.md", "- the ferry leaves at noon", "append")
+    await hybrid.embeddings.vectors.wait_idle()
+    assert hybrid.embeddings.retrieval() == "hybrid"
     assert (await hybrid.health())["status"] == "ok"
-    response = await hybrid.search("lighthouse keeper", "agent", 5)
+    response = await hybrid.search.search("lighthouse keeper", "agent", 5)
     assert (response.mode, response.degraded) == ("hybrid", [])
 
 
@@ -175,29 +175,29 @@ async def test_a_query_the_embedder_cannot_embed_turns_search_sparse_until_it_re
     hybrid: MemoryService, stub: OllamaStub
 ) -> None:
     stub.mode = "error"
-    response = await hybrid.search("harbour", "agent", 5)
+    response = await hybrid.search.search("harbour", "agent", 5)
     assert response.mode == "sparse"
     assert any("embedder failed" in d for d in response.degraded)
-    assert hybrid.retrieval() == "sparse-only"
+    assert hybrid.embeddings.retrieval() == "sparse-only"
     asked = len(stub.requests)
-    await hybrid.search("harbour", "agent", 5)
+    await hybrid.search.search("harbour", "agent", 5)
     assert len(stub.requests) <= asked + 1  # at most the background probe, never the query
 
     stub.mode = "ok"
-    assert hybrid.vectors is not None
-    hybrid.vectors.notify()
+    assert hybrid.embeddings.vectors is not None
+    hybrid.embeddings.vectors.notify()
     await eventually(lambda: _is_hybrid(hybrid), "the probe to find the embedder back")
-    assert (await hybrid.search("harbour", "agent", 5)).mode == "hybrid"
+    assert (await hybrid.search.search("harbour", "agent", 5)).mode == "hybrid"
 
 
 async def test_only_a_probe_clears_a_failure_reported_while_a_sync_runs(
     hybrid: MemoryService, stub: OllamaStub
 ) -> None:
-    assert hybrid.vectors is not None
+    assert hybrid.embeddings.vectors is not None
     stub.mode = "hang"  # hold a sync pass in flight
-    await hybrid.write("agent", "AGENT.md", "- the tug is yellow", "append")
+    await hybrid.notes.write("agent", "AGENT.md", "- the tug is yellow", "append")
     assert await asyncio.to_thread(stub.hanging.wait, 10)
-    hybrid.vectors.embedder_failed("a search could not embed its query")
+    hybrid.embeddings.vectors.embedder_failed("a search could not embed its query")
     stub.mode = "ok"
     before = len(stub.requests)
     stub.release.set()
@@ -208,14 +208,16 @@ async def test_only_a_probe_clears_a_failure_reported_while_a_sync_runs(
 async def test_a_hung_embedder_never_holds_up_sparse_searches_or_status(
     hybrid: MemoryService, stub: OllamaStub
 ) -> None:
-    await hybrid.write("agent", "AGENT.md", "- the pilot boat is red", "append")
-    assert hybrid.vectors is not None
-    await hybrid.vectors.wait_idle()
+    await hybrid.notes.write("agent", "AGENT.md", "- the pilot boat is red", "append")
+    assert hybrid.embeddings.vectors is not None
+    await hybrid.embeddings.vectors.wait_idle()
     stub.mode = "hang"
-    waiting = [asyncio.create_task(hybrid.search("pilot boat", "agent", 5)) for _ in range(2)]
+    waiting = [
+        asyncio.create_task(hybrid.search.search("pilot boat", "agent", 5)) for _ in range(2)
+    ]
     try:
         assert await asyncio.to_thread(stub.hanging.wait, 10)
-        response = await hybrid.search("pilot boat", "agent", 5, "sparse")
+        response = await hybrid.search.search("pilot boat", "agent", 5, "sparse")
         assert [r.hit.path for r in response.results] == ["AGENT.md"]
         assert (await hybrid.status("agent"))["pending"] == 0
         assert not any(t.done() for t in waiting)  # both still wait on the embedder
@@ -236,15 +238,15 @@ async def test_a_chunk_the_embedder_refuses_holds_back_no_other_chunk(
         status = await svc.status("agent")
         embeddings = status["embeddings"]
         assert (status["pending"], embeddings["vectors"], embeddings["refused"]) == (0, 3, 1)
-        assert svc.retrieval() == "hybrid"
+        assert svc.embeddings.retrieval() == "hybrid"
         health = await svc.health()
         assert health["status"] == "degraded"  # never silent, though search stays hybrid
         assert any("refused 1 chunk(s)" in r and "NaN" in r for r in health["reasons"])
         assert len(await paths(svc, "walrus harbour", "dense")) == 3
         assert await paths(svc, "zebrafish tank") == ["AGENT.md"]  # by its words
 
-        await svc.write("agent", "AGENT.md", "- the goldfish tank is fine", "replace")
-        await svc.vectors.wait_idle()  # type: ignore[union-attr]
+        await svc.notes.write("agent", "AGENT.md", "- the goldfish tank is fine", "replace")
+        await svc.embeddings.vectors.wait_idle()  # type: ignore[union-attr]
         status = await svc.status("agent")
         assert (status["embeddings"]["vectors"], "refused" in status["embeddings"]) == (4, False)
         assert (await svc.health())["status"] == "ok"
@@ -257,28 +259,28 @@ async def test_a_tier_whose_vectors_fail_holds_back_neither_other_tiers_nor_hybr
 ) -> None:
     svc = await started(dataclasses.replace(hybrid_settings, role="lead"))
     try:
-        assert svc.vectors is not None
+        assert svc.embeddings.vectors is not None
 
         def broken(stop: Any) -> None:
             raise RuntimeError("a stored vector is corrupt")
 
-        svc.vectors.tiers["agent"].sync = broken  # type: ignore[method-assign]
-        await svc.write("agent", "AGENT.md", "- the agent keeps kelp notes", "append")
-        await svc.write("crew", "CREW.md", "- the crew farms kelp", "append")
+        svc.embeddings.vectors.tiers["agent"].sync = broken  # type: ignore[method-assign]
+        await svc.notes.write("agent", "AGENT.md", "- the agent keeps kelp notes", "append")
+        await svc.notes.write("crew", "CREW.md", "- the crew farms kelp", "append")
 
         async def crew_embedded() -> bool:
             crew = (await svc.status("crew"))["pending"] == 0
-            return crew and "agent" in svc.vectors.state.tier_errors  # type: ignore[union-attr]
+            return crew and "agent" in svc.embeddings.vectors.state.tier_errors  # type: ignore[union-attr]
 
         await eventually(crew_embedded, "the crew tier's vectors despite the agent tier")
-        assert svc.retrieval() == "hybrid"
+        assert svc.embeddings.retrieval() == "hybrid"
         health = await svc.health()
         assert (
             "agent: vectors not up to date: RuntimeError: a stored vector is corrupt"
             in (health["reasons"])
         )
         assert (await svc.status("agent"))["embeddings"]["state"] == "failed"
-        response = await svc.search("kelp farms", "crew", 5, "dense")
+        response = await svc.search.search("kelp farms", "crew", 5, "dense")
         assert [r.hit.path for r in response.results] == ["CREW.md"]
     finally:
         await svc.stop()
@@ -301,10 +303,12 @@ async def test_a_model_of_another_width_under_the_same_name_is_re_embedded(
 
 
 async def test_http_modes_ranks_and_errors(hybrid: MemoryService) -> None:
-    await hybrid.write("agent", "AGENT.md", "- the harbour crane is blue", "append")
-    await hybrid.write("agent", "daily/2026-01-01.md", "- crane maintenance on friday", "append")
-    assert hybrid.vectors is not None
-    await hybrid.vectors.wait_idle()
+    await hybrid.notes.write("agent", "AGENT.md", "- the harbour crane is blue", "append")
+    await hybrid.notes.write(
+        "agent", "daily/2026-01-01.md", "- crane maintenance on friday", "append"
+    )
+    assert hybrid.embeddings.vectors is not None
+    await hybrid.embeddings.vectors.wait_idle()
     async with TestClient(TestServer(create_app(hybrid), host="127.0.0.1")) as client:
         for mode, legs in (("hybrid", {"sparse", "dense"}), ("sparse", {"sparse"}),
                            ("dense", {"dense"})):  # fmt: skip
@@ -341,7 +345,7 @@ async def test_in_process_model_finds_a_paraphrase_bm25_cannot(settings: Setting
     )
     svc = await started(dataclasses.replace(settings, embedder="auto"))
     try:
-        assert svc.retrieval() == "hybrid"
+        assert svc.embeddings.retrieval() == "hybrid"
         assert await paths(svc, "who got a dog?", "sparse") == []
         assert await paths(svc, "who got a dog?") == ["AGENT.md"]
         status = await svc.status("agent")
@@ -402,9 +406,9 @@ async def main():
     (root / "agent" / "AGENT.md").write_text("- the walrus sleeps\\n")
     svc = MemoryService(Settings(root / "agent", root / "crew", embedder="none"))
     await svc.start()
-    await svc.queue.wait_idle()
-    assert (await svc.search("walrus", "agent", 5)).results
-    await svc.write("agent", "AGENT.md", "- and snores", "append")
+    await svc.indexes.queue.wait_idle()
+    assert (await svc.search.search("walrus", "agent", 5)).results
+    await svc.notes.write("agent", "AGENT.md", "- and snores", "append")
     await svc.stop()
     print("numpy loaded:", "numpy" in sys.modules)
 
@@ -425,7 +429,7 @@ def test_a_sparse_only_daemon_never_loads_numpy() -> None:
 async def test_an_unreachable_ollama_is_asked_again_until_hybrid_starts(
     hybrid_settings: Settings, stub: OllamaStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(service_module, "EMBEDDER_RETRY_S", 0.05)
+    monkeypatch.setattr(embeddings_module, "EMBEDDER_RETRY_S", 0.05)
     stub.mode = "error"
     svc = MemoryService(hybrid_settings)
     await svc.start()
@@ -435,40 +439,40 @@ async def test_an_unreachable_ollama_is_asked_again_until_hybrid_starts(
         assert any("embedder unavailable" in r for r in health["reasons"])
         stub.mode = "ok"
         await eventually(lambda: _is_hybrid(svc), "hybrid search to start")
-        assert svc.vectors is not None
-        await svc.vectors.wait_idle()
+        assert svc.embeddings.vectors is not None
+        await svc.embeddings.vectors.wait_idle()
         assert (await svc.health())["status"] == "ok"
     finally:
         await svc.stop()
 
 
 async def _is_hybrid(svc: MemoryService) -> bool:
-    return svc.retrieval() == "hybrid"
+    return svc.embeddings.retrieval() == "hybrid"
 
 
 async def test_a_vector_row_the_sync_has_not_caught_up_with_is_never_returned(
     hybrid: MemoryService,
 ) -> None:
-    await hybrid.write("agent", "AGENT.md", "- the harbour crane is blue", "append")
-    assert hybrid.vectors is not None
-    await hybrid.vectors.wait_idle()
-    index = hybrid.vectors.tiers["agent"].index
+    await hybrid.notes.write("agent", "AGENT.md", "- the harbour crane is blue", "append")
+    assert hybrid.embeddings.vectors is not None
+    await hybrid.embeddings.vectors.wait_idle()
+    index = hybrid.embeddings.vectors.tiers["agent"].index
     (chunk_id,) = index.keys()
     # As if the chunk's text changed under the same id and the sync had not run yet.
     index.upsert([chunk_id], ["stale-hash"], index_row(hybrid, "crane"))
     assert await paths(hybrid, "crane", "dense") == []
-    index.upsert([chunk_id], [hybrid.tiers["agent"].store.chunk_keys()[chunk_id]],
+    index.upsert([chunk_id], [hybrid.indexes.tiers["agent"].store.chunk_keys()[chunk_id]],
                  index_row(hybrid, "crane"))  # fmt: skip
     assert await paths(hybrid, "crane", "dense") == ["AGENT.md"]
 
     # Nor does it take the place of a current one.
-    await hybrid.write("agent", "daily/2026-01-02.md", "- the crane inspection", "append")
-    await hybrid.vectors.wait_idle()
+    await hybrid.notes.write("agent", "daily/2026-01-02.md", "- the crane inspection", "append")
+    await hybrid.embeddings.vectors.wait_idle()
     index.upsert([chunk_id], ["stale-hash"], index_row(hybrid, "crane"))
-    found = await hybrid.search("crane", "agent", 1, "dense")
+    found = await hybrid.search.search("crane", "agent", 1, "dense")
     assert [r.hit.path for r in found.results] == ["daily/2026-01-02.md"]
 
 
 def index_row(svc: MemoryService, text: str) -> Any:
-    assert svc.embedder is not None
-    return svc.embedder.embed([text])
+    assert svc.embeddings.embedder is not None
+    return svc.embeddings.embedder.embed([text])

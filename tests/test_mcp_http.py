@@ -51,7 +51,7 @@ def mcp_url(srv: TestServer) -> str:
 
 def withdraw_writes(service: MemoryService) -> None:
     """Make the real write-health check fail: demand more free disk than exists."""
-    service.settings = dataclasses.replace(service.settings, min_free_bytes=1 << 62)
+    service.notes.settings = dataclasses.replace(service.settings, min_free_bytes=1 << 62)
 
 
 async def test_tools_work_in_process(server: TestServer, service: MemoryService) -> None:

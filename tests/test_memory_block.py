@@ -173,8 +173,8 @@ async def test_context_endpoint_text_json_and_query(
     client: TestClient, service: MemoryService
 ) -> None:
     today = today_utc().isoformat()
-    await service.write("agent", "AGENT.md", "- prefers the heron deploy path", "append")
-    await service.write("crew", "topics/deploy.md", "# Deploy\n- heron rollouts on Tuesdays",
+    await service.notes.write("agent", "AGENT.md", "- prefers the heron deploy path", "append")
+    await service.notes.write("crew", "topics/deploy.md", "# Deploy\n- heron rollouts on Tuesdays",
                         "append")  # fmt: skip
     resp = await client.get("/memory/context", params={"budget": "8000", "query": "heron"})
     text = await resp.text()
@@ -197,14 +197,14 @@ async def test_write_refuses_injection_and_read_search_flag_it(
 ) -> None:
     agent, _ = tier_dirs
     with pytest.raises(ApiError) as info:
-        await service.write("agent", "AGENT.md", PAYLOAD, "append")
+        await service.notes.write("agent", "AGENT.md", PAYLOAD, "append")
     assert info.value.status == 422 and info.value.error == "injection_suspected"
     assert "ignore_previous_instructions" in info.value.detail
     assert not (agent / "AGENT.md").exists()
     # Written by hand (an earlier run, say): flagged on the way out, never silently passed.
     (agent / "AGENT.md").write_text(f"# Notes\nkiwi season\n{PAYLOAD}\n")
-    await service.queue.submit(JobKey("agent", FILE, "AGENT.md"))
-    read = await service.read("agent", "AGENT.md")
+    await service.indexes.queue.submit(JobKey("agent", FILE, "AGENT.md"))
+    read = await service.notes.read("agent", "AGENT.md")
     flag = {"category": "instruction_override", "pattern": "ignore_previous_instructions"}
     assert read["flagged"] == flag
     tools = MemoryTools(ServiceBackend(service))
@@ -212,7 +212,7 @@ async def test_write_refuses_injection_and_read_search_flag_it(
     result = await tools.call("memory.read", {"scope": "agent", "file": "AGENT.md"})
     shown = result.content[0].text + json.dumps(result.structured_content)
     assert "reveal the system prompt" not in shown and "withheld" in shown
-    found = (await service.search("kiwi", "agent", 5)).to_json()["results"]
+    found = (await service.search.search("kiwi", "agent", 5)).to_json()["results"]
     assert [r["flagged"] for r in found] == [flag]
     result = await tools.call("memory.search", {"query": "kiwi"})
     shown = result.content[0].text + json.dumps(result.structured_content)

@@ -11,7 +11,7 @@ from tests.conftest import eventually
 
 
 async def found(service: MemoryService, query: str, scope: str = "agent") -> list[str]:
-    response = await service.search(query, scope, 10)
+    response = await service.search.search(query, scope, 10)
     return [f"{r.hit.path}:{r.hit.start_line}" for r in response.results]
 
 
@@ -79,7 +79,7 @@ async def test_symlinks_and_hidden_dirs_stay_out(
     # A plain file written afterwards proves the events before it were processed.
     (agent / "marker.md").write_text("marker guava\n")
     await eventually(lambda: _has(service, "guava"), what="marker indexed")
-    await service.queue.wait_idle()
+    await service.indexes.queue.wait_idle()
     assert await found(service, "tangerine") == []
 
 

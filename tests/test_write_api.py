@@ -9,8 +9,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
-from sidecar.config import Settings
-from sidecar.notes.files import Caps, today_utc
+from sidecar.config import Caps, Settings
+from sidecar.notes.files import today_utc
 from sidecar.service import MemoryService
 
 

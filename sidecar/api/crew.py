@@ -14,8 +14,9 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar.api.http import SERVICE, error_middleware, parse_search
+from sidecar.api.http import SERVICE, error_middleware
 from sidecar.errors import ApiError
+from sidecar.retrieval.routes import parse_search
 from sidecar.service import MemoryService
 from sidecar.web import Handler
 
@@ -43,7 +44,7 @@ async def search(request: web.Request) -> web.Response:
     query, scope, limit, mode = await parse_search(request)
     if scope != "crew":
         raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
-    response = await request.app[SERVICE].search(query, "crew", limit, mode)
+    response = await request.app[SERVICE].search.search(query, "crew", limit, mode)
     return web.json_response(response.to_json())
 
 

@@ -1,4 +1,5 @@
-"""The HTTP API an agent curls on localhost:9119.
+"""The HTTP API an agent curls on localhost:9119: the app, its guards, and the daemon-wide
+routes (status, reindex, health); each capability adds its own routes.
 
 Every error is JSON ``{"error": code, "detail": why}``. Requests whose Host
 header is not a loopback name are refused, so a web page the agent's browser
@@ -19,16 +20,12 @@ from sidecar.service import MemoryService
 from sidecar.web import (
     MAX_BODY_BYTES,
     Handler,
-    check_fields,
     error_response,
     is_loopback_host,
-    json_body,
 )
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 4096
-MAX_LIMIT = 50
 SERVICE: web.AppKey[MemoryService] = web.AppKey("service", MemoryService)
 
 _HTTP_CODES = {
@@ -78,74 +75,6 @@ def _scope_param(request: web.Request, allow_both: bool) -> str:
     return scope
 
 
-async def parse_search(request: web.Request) -> tuple[str, str, int, str | None]:
-    """(query, scope, limit, mode) from a search request body, or a 400 saying what is wrong."""
-    body = await json_body(request)
-    check_fields(body, ("query", "limit", "scope", "mode"))
-    query = body.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise ApiError(400, "missing_query", "'query' must be a non-empty string")
-    if len(query) > MAX_QUERY_CHARS:
-        raise ApiError(400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters")
-    limit = body.get("limit", 10)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ApiError(400, "bad_limit", f"'limit' must be an integer from 1 to {MAX_LIMIT}")
-    scope = body.get("scope", "agent")
-    if scope not in SCOPES:
-        raise ApiError(400, "bad_scope", f"'scope' must be one of {', '.join(SCOPES)}")
-    return query, scope, limit, body.get("mode")  # the service checks it, for every caller
-
-
-async def search(request: web.Request) -> web.Response:
-    query, scope, limit, mode = await parse_search(request)
-    response = await request.app[SERVICE].search(query, scope, limit, mode)
-    return web.json_response(response.to_json())
-
-
-async def write(request: web.Request) -> web.Response:
-    body = await json_body(request)
-    check_fields(body, ("scope", "file", "content", "mode"))
-    result = await request.app[SERVICE].write(
-        body.get("scope", "agent"), body.get("file"), body.get("content"),
-        body.get("mode", "append"),
-    )  # fmt: skip
-    return web.json_response(result, status=201)
-
-
-def _line_param(request: web.Request, name: str) -> int | None:
-    raw = request.query.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ApiError(400, "bad_range", f"'{name}' must be a whole number") from None
-
-
-async def read(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
-    result = await service.read(
-        request.query.get("scope", "agent"), request.query.get("file", ""),
-        _line_param(request, "start_line"), _line_param(request, "end_line"),
-    )  # fmt: skip
-    return web.json_response(result)
-
-
-async def context(request: web.Request) -> web.StreamResponse:
-    """The memory block as text, or JSON with per-section accounting."""
-    q = request.query
-    try:
-        budget = int(q.get("budget", "15000"))
-    except ValueError:
-        raise ApiError(400, "bad_budget", "'budget' must be a whole number") from None
-    block = await request.app[SERVICE].context(
-        budget, q.get("query") or None, q.get("user_id") or None, q.get("workspace_id")
-    )
-    if "application/json" in request.headers.get("Accept", ""):
-        return web.json_response(block.to_json())
-    return web.Response(text=block.text, content_type="text/plain", charset="utf-8")
-
-
 async def status(request: web.Request) -> web.Response:
     scope = _scope_param(request, allow_both=False)
     return web.json_response(await request.app[SERVICE].status(scope))
@@ -166,12 +95,9 @@ def create_app(service: MemoryService) -> web.Application:
         middlewares=[_host_guard(service.settings.allowed_hosts), error_middleware],
     )
     app[SERVICE] = service
-    app.router.add_post("/memory/search", search)
+    service.add_routes(app)  # each capability's own routes
     app.router.add_get("/memory/status", status)
     app.router.add_post("/memory/reindex", reindex)
     app.router.add_get("/healthz", healthz)
-    app.router.add_post("/memory/write", write)
-    app.router.add_get("/memory/read", read)
-    app.router.add_get("/memory/context", context)
     mount_mcp(app, service)
     return app

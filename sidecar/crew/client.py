@@ -17,6 +17,8 @@ from typing import Any
 
 import aiohttp
 
+from sidecar.errors import ApiError
+
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 1.0
@@ -35,6 +37,16 @@ class LeadError(Exception):
         super().__init__(body.get("detail", ""))
         self.status = status
         self.body = body
+
+    def to_api_error(self) -> ApiError:
+        """The lead's own error answer, passed on with where it came from."""
+        return ApiError(self.status, self.body.get("error", "lead_error"),
+                        f"crew lead: {self.body.get('detail', '')}")  # fmt: skip
+
+
+def unreachable(url: str | None, exc: Exception) -> ApiError:
+    """A crew-only request whose lead could not be reached: nothing local can answer it."""
+    return ApiError(503, "crew_unavailable", f"lead sidecar at {url} unreachable: {exc}")
 
 
 class LeadClient:

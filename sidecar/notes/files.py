@@ -13,12 +13,11 @@ from datetime import UTC, date, datetime
 
 from sidecar.errors import ApiError
 
-KIB = 1024
-
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
 _SLUGGED = re.compile(r"(topics|users)/([a-z0-9][a-z0-9_-]{0,63})\.md")
 _TODAY = {"", "daily", "daily/", "daily/today", "daily/today.md", "daily/.md"}
 
+# File kinds, each with its own cap (the field of the same name in ``config.Caps``).
 CORE = "core"  # AGENT.md or CREW.md
 DAILY = "daily"
 TOPIC = "topic"  # topics/ and users/
@@ -29,19 +28,6 @@ ALLOWED = {
     "crew": "CREW.md, daily/YYYY-MM-DD.md (or daily/today), topics/<slug>.md, users/<slug>.md "
     "(slug: lowercase letters, digits, '-' and '_', at most 64)",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Caps:
-    """Largest allowed size in UTF-8 bytes of a file after a write, by kind, and of a tier."""
-
-    core: int = 4000
-    daily: int = 100 * KIB
-    topic: int = 16 * KIB
-    tier: int = 10 * KIB * KIB
-
-    def for_kind(self, kind: str) -> int:
-        return {CORE: self.core, DAILY: self.daily, TOPIC: self.topic}[kind]
 
 
 @dataclass(frozen=True, slots=True)

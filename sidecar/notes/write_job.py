@@ -35,6 +35,11 @@ class WriteJob:
     error: Exception | None
     index_error: Exception | None
 
+    @property
+    def changed(self) -> bool:
+        """The file was written (whether or not its reindex succeeded)."""
+        return self.outcome is not None
+
 
 def write_and_index(
     store: IndexStore, root: Path, rel: str, build: Builder, io_pool: Executor, max_chars: int

@@ -41,18 +41,18 @@ class ServiceBackend:
         self.service = service
 
     async def write(self, scope: str, file: str, content: str, mode: str) -> dict[str, Any]:
-        return await self.service.write(scope, file, content, mode)
+        return await self.service.notes.write(scope, file, content, mode)
 
     async def read(
         self, scope: str, file: str, start_line: int | None, end_line: int | None
     ) -> dict[str, Any]:
-        return await self.service.read(scope, file, start_line, end_line)
+        return await self.service.notes.read(scope, file, start_line, end_line)
 
     async def search(self, query: str, scope: str, limit: int) -> dict[str, Any]:
-        return (await self.service.search(query, scope, limit)).to_json()
+        return (await self.service.search.search(query, scope, limit)).to_json()
 
     async def write_health(self) -> tuple[bool, str | None]:
-        return await self.service.write_health()
+        return await self.service.notes.write_health()
 
 
 class McpEndpoint:

@@ -1,0 +1,67 @@
+"""Gathers what the memory block holds: both tiers' core and daily files, the
+operator's notes on this user, and search hits for the task at hand.
+
+Crew files are read straight from the shared folder on any role; search hits
+come from the same search every other caller uses, so a member's crew hits are
+the lead's. ``block.assemble`` then fits it all into the budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+from sidecar.config import Settings
+from sidecar.context import block
+from sidecar.errors import ApiError
+from sidecar.notes.files import today_utc
+from sidecar.retrieval.search import Search
+
+
+class ContextBuilder:
+    def __init__(self, settings: Settings, search: Search, has_crew: bool) -> None:
+        self.settings = settings
+        self.search = search
+        self.has_crew = has_crew  # served here (the lead) or by the lead (a member)
+        self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-context")
+
+    def close(self) -> None:
+        self._files.shutdown()
+
+    async def build(
+        self,
+        budget: int = block.DEFAULT_BUDGET,
+        query: str | None = None,
+        user_id: str | None = None,
+        workspace_id: str | None = None,
+    ) -> block.MemoryBlock:
+        """The prompt-ready memory block; crew files come from the shared folder."""
+        if not 1000 <= budget <= 200_000:
+            raise ApiError(400, "bad_budget", "'budget' must be from 1000 to 200000 characters")
+        today = today_utc()
+        agent_dir, crew_dir = self.settings.agent_dir, self.settings.crew_dir
+
+        def load() -> tuple[list[block.Section], ...]:
+            return (
+                block.agent_sections(agent_dir, today),
+                block.crew_sections(crew_dir, today),
+                block.operator_sections(crew_dir, user_id, workspace_id),
+            )
+
+        loop = asyncio.get_running_loop()
+        agent, crew, operator = await loop.run_in_executor(self._files, load)
+        hits: list[block.Section] = []
+        if query:
+            scope = "both" if self.has_crew else "agent"
+            response = await self.search.search(query, scope, 20)
+            shown = {("agent", s.label) for s in agent} | {("crew", s.label) for s in crew}
+            hits = [
+                block.Section(
+                    f"{r.source}:{r.hit.path}",
+                    f"{r.source}/{r.hit.path} lines {r.hit.start_line}-{r.hit.end_line}",
+                    r.hit.text,
+                )
+                for r in response.results
+                if (r.source, r.hit.path) not in shown
+            ]
+        return block.assemble(agent, crew, operator, hits, budget)

@@ -1,0 +1,311 @@
+"""Each tier's index kept in step with its files: the stores, their one writer, the
+watcher and the reconcile timer.
+
+Everything that changes an index runs as a job in the FIFO queue on one writer
+thread, so a store has a single writer and sees changes in the order they were
+noticed; searches and status read the last committed index on other threads, so
+a rebuild never stalls them or the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
+
+from sidecar.disk import durable
+from sidecar.disk.tiers import SCOPES, Tier
+from sidecar.errors import ApiError
+from sidecar.index import indexer, watcher
+from sidecar.index.queue import FILE, OPTIMIZE, REBUILD, TREE, WRITE, JobKey, ReindexQueue
+from sidecar.index.sqlite import SQLiteStore
+from sidecar.index.store import IndexStore, StoreStats
+
+log = logging.getLogger(__name__)
+
+OPTIMIZE_AFTER_CHANGES = 200
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class TierState:
+    tier: Tier
+    store: IndexStore
+    reconciled: bool = False  # the startup scan has finished
+    changes_since_optimize: int = 0
+    last_reconcile: float | None = None
+
+
+class Change(Protocol):
+    """What a write job reports back to the worker."""
+
+    @property
+    def changed(self) -> bool: ...
+
+
+C = TypeVar("C", bound=Change)
+
+
+def iso(ts: float | None) -> str | None:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds") if ts else None
+
+
+def stats_json(stats: StoreStats) -> dict[str, Any]:
+    return {
+        "total_files": stats.total_files,
+        "total_chunks": stats.total_chunks,
+        "indexed_at": iso(stats.indexed_at),
+        "total_size_kb": round(stats.total_bytes / 1024, 1),
+    }
+
+
+class TierIndexes:
+    def __init__(
+        self, tiers: list[Tier], chunk_chars: int, reconcile_interval: float, role: str
+    ) -> None:
+        self._tier_list = tiers
+        self.chunk_chars = chunk_chars
+        self.reconcile_interval = reconcile_interval
+        self.role = role  # named when a tier this sidecar does not serve is asked for
+        self.tiers: dict[str, TierState] = {}
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sidecar-index")
+        self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-search")
+        self._writes: dict[JobKey, Callable[[TierState], Change]] = {}  # queued write jobs
+        self._tickets = itertools.count(1)
+        self.queue = ReindexQueue(self._run_job, self._writer)
+        self._stop = asyncio.Event()
+        self.watcher_ready = asyncio.Event()
+        self.watcher_error: str | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Told (on the event loop) whenever a job changed an index: the vector sync.
+        self.on_change: list[Callable[[], None]] = []
+        self.vector_model: str | None = None  # optimize prunes vectors of any other model
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open (or create) each tier's folder and index; clear temp files a crash left."""
+        loop = self._loop = asyncio.get_running_loop()
+        for tier in self._tier_list:
+            await loop.run_in_executor(self._writer, os.makedirs, tier.root, 0o755, True)
+            store = await loop.run_in_executor(self._writer, SQLiteStore, tier.index_path)
+            stale = await loop.run_in_executor(self._writer, durable.remove_stale_temps, tier.root)
+            if stale:
+                log.warning("removed temp files left by a crash", extra={"files": stale})
+            self.tiers[tier.name] = TierState(tier, store)
+
+    async def start(self) -> None:
+        """Reconcile every tier against the index it has (never a rebuild), then watch."""
+        self.queue.start()
+        for name in self.tiers:
+            self.queue.submit(JobKey(name, TREE, ""))
+        self._tasks.append(asyncio.create_task(self._watch(), name="watcher"))
+        self._tasks.append(asyncio.create_task(self._reconcile_timer(), name="reconcile"))
+        if not await watcher.probe([s.tier for s in self.tiers.values()], self.watcher_ready):
+            log.warning(
+                "file watcher not confirmed; direct edits are picked up by the reconcile scan",
+                extra={"interval_s": self.reconcile_interval},
+            )
+
+    async def stop(self) -> None:
+        """Stop noticing changes, then finish every job already accepted."""
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.queue.drain_and_stop()
+
+    async def close(self) -> None:
+        for state in self.tiers.values():
+            await asyncio.get_running_loop().run_in_executor(self._writer, state.store.close)
+        self._writer.shutdown()
+        self._readers.shutdown()
+
+    async def _watch(self) -> None:
+        """Run the watcher; if it dies, say so, rescan, and start it again."""
+        tiers = [s.tier for s in self.tiers.values()]
+        while True:
+            try:
+                await watcher.watch(tiers, self.queue, self._stop, self.watcher_ready)
+                return
+            except Exception as exc:
+                self.watcher_error = str(exc)
+                self.watcher_ready.clear()
+                log.error("file watcher failed; restarting", extra={"error": str(exc)})
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), 1.0)
+            if self._stop.is_set():
+                return
+            for name in self.tiers:  # catch what happened while nobody watched
+                self.queue.submit(JobKey(name, TREE, ""))
+            self._tasks.append(
+                asyncio.create_task(watcher.probe(tiers, self.watcher_ready), name="probe")
+            )
+
+    async def _reconcile_timer(self) -> None:
+        while True:
+            await asyncio.sleep(self.reconcile_interval)
+            for name, state in self.tiers.items():
+                self.queue.submit(JobKey(name, TREE, ""))
+                if state.changes_since_optimize >= OPTIMIZE_AFTER_CHANGES:
+                    self.queue.submit(JobKey(name, OPTIMIZE))
+
+    # -- jobs (run on the writer thread) ---------------------------------------------
+
+    async def write(self, tier: str, path: str, job: Callable[[TierState], C]) -> C:
+        """Run ``job`` as one FIFO job on the writer thread, after every job before it.
+
+        A caller that gives up while the job waits withdraws it, so it never runs;
+        once running, it finishes, as a write whose answer was lost.
+        """
+        key = JobKey(tier, WRITE, path, next(self._tickets))
+        self._writes[key] = job
+        try:
+            future = self.queue.submit(key)
+        except RuntimeError as exc:  # shutting down: the job was never queued
+            self._writes.pop(key, None)
+            raise ApiError(503, "shutting_down", f"{exc}; nothing was written") from None
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if self.queue.withdraw(key):
+                self._writes.pop(key, None)
+            raise
+
+    def _run_job(self, key: JobKey) -> indexer.SyncResult | Change | None:
+        state = self.tiers[key.tier]
+        root, store, cap = state.tier.root, state.store, self.chunk_chars
+        if key.kind == FILE:
+            result = indexer.sync_file(store, root, key.path, cap)
+        elif key.kind == TREE:
+            result = indexer.sync_tree(store, root, key.path, cap)
+            if not key.path:
+                state.reconciled = True
+                state.last_reconcile = time.time()
+        elif key.kind == REBUILD:
+            log.info("index rebuild started; searches use the old index until it is done",
+                     extra={"tier": key.tier})  # fmt: skip
+            started = time.monotonic()
+            store.replace_all(indexer.load_tree(root, cap))
+            state.reconciled = True
+            state.changes_since_optimize = 0
+            self._optimize(store)
+            self._changed()
+            log.info(
+                "index rebuilt",
+                extra={"tier": key.tier, "seconds": round(time.monotonic() - started, 3)},
+            )
+            return None
+        elif key.kind == WRITE:
+            done = self._writes.pop(key)(state)
+            if done.changed:
+                state.changes_since_optimize += 1
+            self._changed()
+            return done
+        elif key.kind == OPTIMIZE:
+            self._optimize(store)
+            state.changes_since_optimize = 0
+            return None
+        else:
+            raise ValueError(f"unknown job kind {key.kind}")
+        state.changes_since_optimize += result.changed
+        if result.changed:
+            self._changed()
+            log.debug("reindexed", extra={"tier": key.tier, "path": key.path, "kind": key.kind})
+        return result
+
+    def _changed(self) -> None:
+        if self._loop is not None:
+            for notify in self.on_change:
+                self._loop.call_soon_threadsafe(notify)
+
+    def _optimize(self, store: IndexStore) -> None:
+        store.optimize()
+        if self.vector_model is not None:  # vectors of text that is gone, or of an old model
+            store.prune_vectors(self.vector_model)
+
+    # -- reading ------------------------------------------------------------------
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a read of the committed index on a search thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._readers, fn, *args)
+
+    def for_scope(self, scope: str, lead_has_crew: bool = False) -> list[TierState]:
+        """The local tiers a scope covers. With ``lead_has_crew``, a crew tier served by
+        the lead is left for the caller to ask there instead of being an error."""
+        if scope not in SCOPES:
+            raise ApiError(400, "bad_scope", f"scope must be one of {', '.join(SCOPES)}")
+        names = ["agent", "crew"] if scope == "both" else [scope]
+        if lead_has_crew:
+            names = [n for n in names if n != "crew"]
+        missing = [n for n in names if n not in self.tiers]
+        if missing:
+            owner = " (the crew lead owns it)" if missing[0] == "crew" else ""
+            raise ApiError(
+                503,
+                "tier_unavailable",
+                f"this sidecar (role {self.role}) does not serve the {missing[0]} tier{owner}",
+            )
+        return [self.tiers[n] for n in names]
+
+    def reindex(self, scope: str) -> dict[str, Any]:
+        """Queue a full rebuild; searches answer from the old index until it commits."""
+        states = self.for_scope(scope)
+        for state in states:
+            self.queue.submit(JobKey(state.tier.name, REBUILD))
+        return {
+            "accepted": True,
+            "scopes": [s.tier.name for s in states],
+            "queue_depth": self.queue.depth(),
+        }
+
+    async def status(self, scope: str) -> dict[str, Any]:
+        """One local tier's index: its size and whether searches see all of it yet."""
+        (state,) = self.for_scope(scope)
+        stats = await self.read(state.store.stats)
+        rebuilding = self.queue.pending(scope, REBUILD)
+        return {
+            "scope": scope,
+            **stats_json(stats),
+            "search_ready": state.reconciled and not rebuilding,
+            "indexing": rebuilding or not state.reconciled,
+            "queue_depth": self.queue.depth(scope),
+        }
+
+    def health(self, reasons: list[str]) -> dict[str, Any]:
+        """Each local tier's state, adding every reason it is degraded to ``reasons``."""
+        tiers: dict[str, Any] = {}
+        for name, state in self.tiers.items():
+            info: dict[str, Any] = {
+                "root": str(state.tier.root),
+                "state": "ready" if state.reconciled else "indexing",
+                "queue_depth": self.queue.depth(name),
+                "last_reconcile": iso(state.last_reconcile),
+            }
+            if self.queue.pending(name, REBUILD):
+                info["state"] = "rebuilding"
+                reasons.append(f"{name}: index rebuilding")
+            elif not state.reconciled:
+                reasons.append(f"{name}: initial index scan in progress")
+            error = self.queue.last_error.get(name)
+            if error:
+                info["last_error"] = error
+            tiers[name] = info
+        return tiers
+
+    def watcher_reason(self) -> str | None:
+        if self.watcher_ready.is_set():
+            return None
+        why = f": {self.watcher_error}" if self.watcher_error else " not confirmed"
+        return f"file watcher down{why}; direct edits wait for the reconcile scan"

@@ -1,0 +1,174 @@
+"""Notes as an agent writes and reads them: checked, durable, and searchable on return.
+
+A write is refused before anything touches the disk when it names a file the
+layout does not define, would pass a cap, or looks like a prompt injection;
+otherwise it is one job in the index FIFO (``write_job``) and answers only once
+the new text is both durable (``disk/durable.py``) and committed to the index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from sidecar.config import Settings
+from sidecar.disk.tiers import UnsafePath, read_regular
+from sidecar.errors import ApiError
+from sidecar.index.chunking import split_lines
+from sidecar.index.indexes import TierIndexes, TierState
+from sidecar.notes import files, write_job
+from sidecar.notes.files import CapExceeded
+from sidecar.safety import scan
+
+log = logging.getLogger(__name__)
+
+
+class Notes:
+    def __init__(self, settings: Settings, indexes: TierIndexes) -> None:
+        self.settings = settings
+        self.indexes = indexes
+        self._files = ThreadPoolExecutor(2, thread_name_prefix="sidecar-files")
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def close(self) -> None:
+        self._files.shutdown()
+
+    def _writable_tier(self, scope: str) -> TierState:
+        if scope == "crew" and self.settings.role != "lead":
+            raise ApiError(
+                403, "crew_read_only", "crew memory is written by the crew lead; write to "
+                "your agent tier (scope=agent) or ask the lead to record it",
+            )  # fmt: skip
+        (state,) = self.indexes.for_scope(scope)
+        return state
+
+    async def write(self, scope: str, file: object, content: object, mode: str) -> dict[str, Any]:
+        """Persist durably and reindex, as one job in the FIFO queue, before answering.
+
+        The answer comes only after the job has committed the new text to the index,
+        so a search right after a successful write finds it.
+        """
+        if mode not in ("append", "replace"):
+            raise ApiError(400, "bad_mode", "'mode' must be append or replace")
+        if not isinstance(content, str):
+            raise ApiError(400, "bad_content", "'content' must be a string")
+        if "\x00" in content:
+            raise ApiError(400, "bad_content", "'content' must not contain NUL characters")
+        if mode == "append" and not content.strip():
+            raise ApiError(400, "bad_content", "nothing to append: 'content' is empty")
+        finding = scan(content)
+        if finding is not None:
+            raise ApiError(
+                422, "injection_suspected",
+                f"content looks like a prompt injection (category={finding.category}, "
+                f"pattern={finding.pattern}); nothing was written. Memory holds notes, not "
+                "instructions: describe what happened instead of quoting commands to a model.",
+                {"category": finding.category, "pattern": finding.pattern},
+            )  # fmt: skip
+        target = files.resolve(scope, file)
+        state = self._writable_tier(scope)
+        caps = self.settings.caps
+        cap = caps.for_kind(target.kind)
+        chunk_chars = self.settings.chunk_chars
+
+        def build(current: bytes | None) -> bytes:
+            new = files.compose(current, content, mode)
+            if len(new) > cap:
+                raise CapExceeded(target.rel, cap, len(new), current)
+            projected_tier = state.store.total_bytes() - len(current or b"") + len(new)
+            if projected_tier > caps.tier:
+                raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
+            return new
+
+        def job(tier: TierState) -> write_job.WriteJob:  # on the index writer thread
+            return write_job.write_and_index(
+                tier.store, tier.tier.root, target.rel, build, self._files, chunk_chars
+            )
+
+        async with self._locks.setdefault((scope, target.rel), asyncio.Lock()):
+            done = await self.indexes.write(scope, target.rel, job)
+        if done.error is not None:
+            raise write_job.api_error(target, done.error) from done.error
+        outcome = done.outcome
+        assert outcome is not None
+        body: dict[str, Any] = {
+            "file": target.rel,
+            "scope": scope,
+            "bytes_written": len(outcome.new) - len(outcome.old or b"")
+            if mode == "append"
+            else len(outcome.new),
+            "usage": files.usage(len(outcome.new), cap),
+            "indexed": done.index_error is None,
+        }
+        if done.index_error is not None:  # the write stands; only search lags
+            self.indexes.queue.last_error[scope] = f"write {target.rel}: {done.index_error}"
+            body["warning"] = f"written durably, but not yet searchable: {done.index_error}"
+            log.warning(
+                "reindex after write failed",
+                extra={"file": target.rel, "error": str(done.index_error)},
+            )
+        if 100 * len(outcome.new) >= files.WARN_PCT * cap:
+            body["current_entries"] = outcome.new.decode("utf-8", errors="replace")
+            body["usage_text"] = files.usage_text(len(outcome.new), cap)
+            body["warning"] = " ".join(filter(None, [body.get("warning"),
+                f"{target.rel} is at {body['usage_text']} of its cap. Consolidate these "
+                "entries now (mode=replace with a merged, shorter version) before the next "
+                "append is refused."]))  # fmt: skip
+        return body
+
+    async def read(
+        self, scope: str, file: object, start_line: int | None = None, end_line: int | None = None
+    ) -> dict[str, Any]:
+        """Read a memory file (crew files straight from the shared folder, on any role)."""
+        target = files.resolve(scope, file)
+        if start_line is not None and start_line < 1:
+            raise ApiError(400, "bad_range", "'start_line' must be 1 or more")
+        if end_line is not None and end_line < (start_line or 1):
+            raise ApiError(400, "bad_range", "'end_line' must not be before 'start_line'")
+        root = self.settings.agent_dir if scope == "agent" else self.settings.crew_dir
+        loop = asyncio.get_running_loop()
+        try:
+            got = await loop.run_in_executor(self._files, read_regular, root, target.rel)
+        except UnsafePath as exc:
+            raise write_job.forbidden(target, str(exc)) from None
+        if got is None:
+            raise ApiError(
+                404, "not_found", f"{target.rel} does not exist yet in the {scope} tier; "
+                "write to it to create it",
+            )  # fmt: skip
+        data = got[0]
+        lines = split_lines(data.decode("utf-8", errors="replace"))
+        first = start_line or 1
+        last = min(end_line or len(lines), len(lines))
+        content = "\n".join(lines[first - 1 : last])
+        body: dict[str, Any] = {
+            "file": target.rel,
+            "scope": scope,
+            "content": content,
+            "bytes": len(data),
+            "start_line": first,
+            "end_line": last,
+            "total_lines": len(lines),
+        }
+        finding = scan(content)
+        if finding is not None:  # say so; the MCP tools withhold the text
+            body["flagged"] = {"category": finding.category, "pattern": finding.pattern}
+        return body
+
+    async def write_health(self) -> tuple[bool, str | None]:
+        """Can a write succeed right now? Used to gate the MCP write tools."""
+        loop = asyncio.get_running_loop()
+        settings = self.settings  # one snapshot, so a check never mixes two configurations
+        for name, state in self.indexes.tiers.items():
+            if name == "crew" and settings.role != "lead":
+                continue
+            reason = await loop.run_in_executor(
+                self._files, write_job.disk_problem, state.tier.root, settings.min_free_bytes
+            )
+            if reason:
+                return False, f"{name}: {reason}"
+            if name in self.indexes.queue.last_error:
+                return False, f"{name}: index unusable: {self.indexes.queue.last_error[name]}"
+        return True, None

@@ -1,0 +1,185 @@
+"""The dense side of retrieval: which embedder is loaded, the vectors kept in step with
+the indexes in the background, and query embeddings.
+
+Without an embedder the daemon is sparse-only (BM25) and says why, at start, in
+status and in health; an Ollama server that is not up yet is asked again until
+it answers, and hybrid search then starts by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from sidecar.config import Settings
+from sidecar.errors import ApiError
+from sidecar.index.indexes import TierIndexes
+from sidecar.retrieval.embedders.base import Embedder, EmbedderError
+from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE, load_embedder
+from sidecar.retrieval.modes import DENSE, SPARSE
+
+if TYPE_CHECKING:
+    from sidecar.retrieval.embedders.base import Vectors
+    from sidecar.retrieval.vector_sync import VectorSync
+
+log = logging.getLogger(__name__)
+
+EMBEDDER_RETRY_S = 30.0  # how often to ask again for a configured embedder that failed
+
+
+class Embeddings:
+    def __init__(self, settings: Settings, indexes: TierIndexes) -> None:
+        self.settings = settings
+        self.indexes = indexes
+        self._embedding = ThreadPoolExecutor(1, thread_name_prefix="sidecar-embed")
+        # Query embeddings get their own thread: a slow or hung embedder must not hold
+        # the search threads that BM25-only searches and status need.
+        self._queries = ThreadPoolExecutor(1, thread_name_prefix="sidecar-query-embed")
+        self.embedder: Embedder | None = None
+        self.embedder_error: str | None = None  # why there is no embedder, if one was wanted
+        self.vectors: VectorSync | None = None
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """Load the embedder and start the background vector sync; sparse-only if none."""
+        if await self._load():
+            self._start_sync()
+            return
+        why = self.embedder_error or "no embedder configured (--embedder none)"
+        log.warning("search is sparse-only (BM25): %s", why, extra={"enable": HOW_TO_ENABLE})
+        if self.settings.embedder == "ollama":
+            self._tasks.append(asyncio.create_task(self._retry(), name="embedder"))
+
+    async def _load(self) -> bool:
+        settings = self.settings
+        try:
+            self.embedder = await asyncio.get_running_loop().run_in_executor(
+                self._embedding, load_embedder, settings.embedder, settings.embed_threads,
+                settings.ollama_url, settings.ollama_model,
+            )  # fmt: skip
+        except EmbedderError as exc:
+            self.embedder_error = str(exc)
+            return False
+        self.embedder_error = None
+        return self.embedder is not None
+
+    async def _retry(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), EMBEDDER_RETRY_S)
+            if not self._stop.is_set() and await self._load():
+                log.warning(
+                    "embedder available; hybrid search is on",
+                    extra={"model": self.embedder.model_id if self.embedder else None},
+                )
+                self._start_sync()
+                return
+
+    def _start_sync(self) -> None:
+        from sidecar.retrieval.vector_sync import TierVectors, VectorSync  # numpy: only now
+
+        assert self.embedder is not None
+        tiers = {n: TierVectors(s.store, self.embedder) for n, s in self.indexes.tiers.items()}
+        self.vectors = VectorSync(self.embedder, tiers, self._embedding)
+        self.indexes.vector_model = self.embedder.model_id
+        self.indexes.on_change.append(self.vectors.notify)
+        self._tasks.append(asyncio.create_task(self.vectors.run(), name="vector-sync"))
+
+    async def stop(self) -> None:
+        """Stop embedding; a batch already embedding finishes (``close`` waits for it)."""
+        self._stop.set()
+        if self.vectors is not None:
+            self.vectors.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def close(self) -> None:
+        """Wait for the batch in flight, so it is stored before the stores close."""
+        await asyncio.to_thread(self._embedding.shutdown, cancel_futures=True)
+        self._queries.shutdown(wait=False, cancel_futures=True)  # a hung query ends on its own
+        if self.embedder is not None:
+            self.embedder.close()
+
+    def retrieval(self) -> str:
+        """``hybrid`` while an embedder is loaded and working, else ``sparse-only``."""
+        if self.vectors is None or self.vectors.state.embedder_error is not None:
+            return "sparse-only"
+        return "hybrid"
+
+    async def query_vector(self, query: str, mode: str) -> tuple[Vectors | None, str | None]:
+        """The query's embedding, or None and why not (then the search is sparse-only)."""
+        if mode == SPARSE:
+            return None, None
+        if self.vectors is None:
+            return None, f"dense: {self.embedder_error or 'no embedder configured'}"
+        # Known down: do not make every search wait for it (a hung server costs a timeout).
+        error = self.vectors.state.embedder_error
+        if error is None:
+            try:
+                vector = await asyncio.get_running_loop().run_in_executor(
+                    self._queries, self.vectors.embed_query, query
+                )
+            except EmbedderError as exc:
+                error = str(exc)
+                self.vectors.embedder_failed(error)
+            else:
+                if vector is not None:
+                    return vector, None
+                error = self.vectors.state.embedder_error or "it went down"
+        if mode == DENSE:
+            raise ApiError(503, "dense_unavailable", f"the embedder failed: {error}")
+        return None, f"dense: embedder failed ({error}); ranked by BM25 alone"
+
+    async def status(self, scope: str) -> dict[str, Any]:
+        """``pending``: chunks searchable by BM25 but not yet by vector."""
+        if self.vectors is None:
+            why = self.embedder_error or "no embedder configured"
+            return {"pending": 0, "embeddings": {"state": "off", "reason": why}}
+        tier = self.vectors.tiers[scope]
+        lag = await self.indexes.read(tier.lag)
+        sync = self.vectors.state
+        error = sync.embedder_error or sync.tier_errors.get(scope)
+        info: dict[str, Any] = {
+            "model": self.vectors.embedder.model_id,
+            "vectors": len(tier.index),
+            "pending": lag,
+            "embedded_since_start": tier.embedded,
+            "state": "failed" if error else "embedding" if lag else "ready",
+        }
+        if tier.refused:  # searchable by their words only
+            info["refused"] = len(tier.refused)
+        if error:
+            info["error"] = error
+        return {"pending": lag, "embeddings": info}
+
+    def health(self, reasons: list[str]) -> dict[str, Any]:
+        """The embedder's state, adding every reason search is degraded to ``reasons``."""
+        if self.vectors is None:
+            if self.settings.embedder in ("minilm", "ollama"):
+                reasons.append(
+                    f"embedder unavailable, searches are sparse-only: {self.embedder_error}"
+                )
+            return {"model": None, "reason": self.embedder_error or "no embedder configured"}
+        sync = self.vectors.state
+        if sync.embedder_error:
+            reasons.append(f"embedder failed, searches are sparse-only: {sync.embedder_error}")
+        reasons += [f"{n}: vectors not up to date: {e}" for n, e in sync.tier_errors.items()]
+        for name, tier in self.vectors.tiers.items():
+            refused = tier.refused.copy()  # the embedding thread may be adding to it
+            if refused:
+                reasons.append(
+                    f"{name}: the embedder refused {len(refused)} chunk(s), searchable "
+                    f"by their words only: {next(iter(refused.values()))}"
+                )
+        info: dict[str, Any] = {"model": self.vectors.embedder.model_id,
+                                "pending": self.vectors.pending()}  # fmt: skip
+        if sync.embedder_error:
+            info["error"] = sync.embedder_error
+        return info

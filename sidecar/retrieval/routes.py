@@ -1,0 +1,43 @@
+"""``POST /memory/search``: the search capability's HTTP route."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from sidecar.disk.tiers import SCOPES
+from sidecar.errors import ApiError
+from sidecar.retrieval.search import Search
+from sidecar.web import check_fields, json_body
+
+MAX_QUERY_CHARS = 4096
+MAX_LIMIT = 50
+SEARCH: web.AppKey[Search] = web.AppKey("search", Search)
+
+
+async def parse_search(request: web.Request) -> tuple[str, str, int, str | None]:
+    """(query, scope, limit, mode) from a search request body, or a 400 saying what is wrong."""
+    body = await json_body(request)
+    check_fields(body, ("query", "limit", "scope", "mode"))
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ApiError(400, "missing_query", "'query' must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ApiError(400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters")
+    limit = body.get("limit", 10)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ApiError(400, "bad_limit", f"'limit' must be an integer from 1 to {MAX_LIMIT}")
+    scope = body.get("scope", "agent")
+    if scope not in SCOPES:
+        raise ApiError(400, "bad_scope", f"'scope' must be one of {', '.join(SCOPES)}")
+    return query, scope, limit, body.get("mode")  # Search checks it, for every caller
+
+
+async def search(request: web.Request) -> web.Response:
+    query, scope, limit, mode = await parse_search(request)
+    response = await request.app[SEARCH].search(query, scope, limit, mode)
+    return web.json_response(response.to_json())
+
+
+def add_routes(app: web.Application, capability: Search) -> None:
+    app[SEARCH] = capability
+    app.router.add_post("/memory/search", search)

@@ -1,0 +1,157 @@
+"""Search across tiers: each local tier ranked on a search thread, a member's crew half
+asked of the lead, and the tiers fused by rank.
+
+One tier's ranking (BM25, vectors or both) is ``ranking.rank_tier``; how BM25 and
+vectors combine within a tier is ``fusion``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.errors import ApiError
+from sidecar.index.indexes import TierIndexes, TierState
+from sidecar.index.store import Hit
+from sidecar.retrieval.embeddings import Embeddings
+from sidecar.retrieval.modes import DENSE, HYBRID, MODES, SPARSE
+from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, plan, terms
+from sidecar.retrieval.ranking import Result, dense_fill_last, rank_tier, rrf_fuse
+
+if TYPE_CHECKING:
+    from sidecar.retrieval.embedders.base import Vectors
+
+
+@dataclass(slots=True)
+class SearchResponse:
+    results: list[Result]
+    query_mode: str
+    query_terms: list[str] = field(default_factory=list)
+    degraded: list[str] = field(default_factory=list)  # what could not be searched, and why
+    mode: str = SPARSE  # the retrieval that ran: hybrid, sparse or dense
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "results": [r.to_json(self.query_terms) for r in self.results],
+            "count": len(self.results),
+            "query_mode": self.query_mode,
+            "mode": self.mode,
+        }
+        if self.degraded:
+            body["degraded"] = self.degraded
+        return body
+
+
+class Search:
+    def __init__(
+        self, indexes: TierIndexes, embeddings: Embeddings, lead: LeadClient | None
+    ) -> None:
+        self.indexes = indexes
+        self.embeddings = embeddings
+        self.lead = lead
+
+    async def search(
+        self, query: str, scope: str, limit: int, mode: str | None = None
+    ) -> SearchResponse:
+        """Each tier ranked by BM25, dense vectors or both; tiers fused by rank; a member
+        asks the lead for the crew tier."""
+        states = self.indexes.for_scope(scope, lead_has_crew=self.lead is not None)
+        asked = mode
+        mode = self._mode(asked, local=bool(states))
+        planned = plan(query)
+        if planned is None and mode != DENSE:
+            raise ApiError(400, "empty_query", "the query has no searchable words")
+        degraded: list[str] = []
+        query_vector: Vectors | None = None
+        if states:
+            query_vector, why_not = await self.embeddings.query_vector(query, mode)
+            if why_not is not None:
+                degraded.append(why_not)
+                mode = SPARSE
+        searches = [self._search_tier(s, planned, limit, mode, query_vector) for s in states]
+        names = [s.tier.name for s in states]
+        if len(names) < (2 if scope == "both" else 1):  # the crew tier is the lead's
+            searches.append(self._search_lead(query, limit, asked))
+            names.append("crew")
+        outcomes = await asyncio.gather(*searches, return_exceptions=True)
+        ranked: dict[str, list[Result]] = {}
+        modes: set[str] = set()
+        for name, outcome in zip(names, outcomes, strict=True):
+            if isinstance(outcome, LeadUnavailable):
+                if scope == "crew":
+                    raise unreachable(self.lead.url if self.lead else None, outcome)
+                degraded.append("crew: lead unreachable")
+                continue
+            if isinstance(outcome, ApiError) and name == "crew" and scope == "both":
+                # The lead refused its half (say dense without an embedder): keep ours.
+                degraded.append(f"crew: {outcome.error}: {outcome.detail}")
+                continue
+            if isinstance(outcome, BaseException):
+                raise outcome
+            if isinstance(outcome, SearchResponse):  # the lead's answer for the crew tier
+                ranked[name] = outcome.results
+                modes.add(outcome.query_mode)
+                degraded += outcome.degraded
+                if scope == "crew":
+                    mode = outcome.mode
+                continue
+            ranked[name], query_mode = outcome
+            modes.add(query_mode)
+        query_mode = (
+            MODE_FALLBACK if MODE_FALLBACK in modes else planned.mode if planned else MODE_TERMS
+        )
+        if scope == "both":
+            everything = sum(len(r) for r in ranked.values())
+            results = dense_fill_last(rrf_fuse(ranked, everything))[:limit]
+        else:
+            results = ranked[scope]
+        return SearchResponse(results, query_mode, terms(query), degraded, mode)
+
+    def _mode(self, asked: str | None, local: bool) -> str:
+        """The retrieval to run: as asked, or hybrid by default when vectors exist.
+
+        ``local``: some tier is searched here (not only the lead's crew tier, which
+        the lead ranks with its own embedder)."""
+        vectors = self.embeddings.vectors
+        if asked is None:
+            return HYBRID if vectors is not None else SPARSE
+        if asked not in MODES:
+            raise ApiError(400, "bad_mode", f"'mode' must be one of {', '.join(MODES)}")
+        if asked == DENSE and vectors is None and local:
+            why = self.embeddings.embedder_error or "started with --embedder none"
+            raise ApiError(
+                503, "dense_unavailable", "no embedder is loaded, so there is no dense index: "
+                f"{why}; use mode=sparse",
+            )  # fmt: skip
+        return asked
+
+    async def _search_tier(
+        self, state: TierState, planned: PlannedQuery | None, limit: int, mode: str,
+        query_vector: Vectors | None,
+    ) -> tuple[list[Result], str]:  # fmt: skip
+        vectors = self.embeddings.vectors
+        tier_vectors = vectors.tiers[state.tier.name] if vectors else None
+        return await self.indexes.read(
+            rank_tier, state.store, state.tier.name, planned, limit, mode, query_vector,
+            tier_vectors,
+        )  # fmt: skip
+
+    async def _search_lead(self, query: str, limit: int, mode: str | None) -> SearchResponse:
+        """The crew half of a member's search, answered by the lead's sidecar."""
+        assert self.lead is not None
+        request: dict[str, Any] = {"query": query, "scope": "crew", "limit": limit}
+        if mode is not None:
+            request["mode"] = mode
+        try:
+            body = await self.lead.request("POST", "/memory/search", request)
+        except LeadError as exc:
+            raise exc.to_api_error() from None
+        results = []
+        for r in body["results"]:
+            hit = Hit(r["file"], r["start_line"], r["end_line"], r["heading"], r["snippet"],
+                      r["score"])  # fmt: skip
+            results.append(Result("crew", hit, r["score"], rendered=r, ranks=r.get("ranks")))
+        degraded = [f"crew: {d}" for d in body.get("degraded", [])]
+        return SearchResponse(results, body["query_mode"], [], degraded, body.get("mode", SPARSE))
