@@ -1,5 +1,6 @@
 """Prompt-injection scanning of memory text: the rules are data, the scanner applies them."""
 
-from sidecar.safety.scanner import RULES, Finding, scan
+from sidecar.safety.rules import RULES
+from sidecar.safety.scanner import Finding, scan
 
 __all__ = ["RULES", "Finding", "scan"]
