@@ -20,6 +20,7 @@ run: $(STAMP)
 		--role lead --port $(PORT)
 
 test: $(STAMP)
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
@@ -28,6 +29,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check sidecar tests bench
 	$(BIN)/ruff format --check sidecar tests bench
+	$(BIN)/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) demo-memory bench-results
