@@ -19,7 +19,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from sidecar.api.mcp.tools import READ, SEARCH, WRITE
+from sidecar.notes.tools import READ, WRITE
+from sidecar.retrieval.tools import SEARCH
 from tests.sidecar_process import SidecarProcess
 
 NAMES = [WRITE, READ, SEARCH]

@@ -19,8 +19,9 @@ from mcp.client.subscriptions import ToolsListChanged
 
 from sidecar.api.http import create_app
 from sidecar.api.mcp.mount import MCP_MOUNT
-from sidecar.api.mcp.tools import READ, SEARCH, WRITE
 from sidecar.config import Settings
+from sidecar.notes.tools import READ, WRITE
+from sidecar.retrieval.tools import SEARCH
 from sidecar.service import MemoryService
 
 NAMES = [WRITE, READ, SEARCH]

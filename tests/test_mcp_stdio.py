@@ -15,8 +15,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from sidecar.api.mcp.stdio import HttpBackend
-from sidecar.api.mcp.tools import WRITE, MemoryTools
+from sidecar.api.mcp.tools import MemoryTools
 from sidecar.errors import ApiError
+from sidecar.notes.tools import WRITE
 from tests.sidecar_process import free_port
 
 

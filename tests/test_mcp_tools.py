@@ -17,8 +17,10 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
-from sidecar.api.mcp.tools import READ, SEARCH, TOOLS, WRITE, MemoryTools, check_arguments
+from sidecar.api.mcp.tools import TOOLS, MemoryTools, check_arguments
 from sidecar.errors import ApiError
+from sidecar.notes.tools import READ, WRITE
+from sidecar.retrieval.tools import SEARCH
 
 NAMES = [WRITE, READ, SEARCH]
 

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+MAX_QUERY_CHARS = 4096  # longer is not a question; every caller refuses it
+
 STOPWORDS = frozenset(
     """
 a about above after again against all am an and any are aren't as at be because been

@@ -6,10 +6,10 @@ from aiohttp import web
 
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
+from sidecar.retrieval.query import MAX_QUERY_CHARS
 from sidecar.retrieval.search import Search
 from sidecar.web import check_fields, json_body
 
-MAX_QUERY_CHARS = 4096
 MAX_LIMIT = 50
 SEARCH: web.AppKey[Search] = web.AppKey("search", Search)
 
