@@ -23,8 +23,8 @@ import tempfile
 from pathlib import Path
 
 from sidecar.index import indexer
-from sidecar.index import sqlite as sqlite_store
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
+from sidecar.index.sqlite import SQLiteStore
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.minilm import MiniLMEmbedder
 from sidecar.retrieval.modes import DENSE, HYBRID, SPARSE
@@ -52,14 +52,14 @@ class InProcessRetriever:
         self._dir = Path(vector_cache) if vector_cache else Path(self._tmp.name)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._embedder = MiniLMEmbedder(int(threads)) if mode != SPARSE else None
-        self._stores: dict[str, tuple[sqlite_store.SQLiteStore, TierVectors | None]] = {}
+        self._stores: dict[str, tuple[SQLiteStore, TierVectors | None]] = {}
 
     def index(self, memory_dir: str) -> None:
         key = str(memory_dir)
         if key in self._stores:
             self._stores.pop(key)[0].close()
         name = hashlib.blake2b(key.encode(), digest_size=8).hexdigest()  # stable across runs
-        store = sqlite_store.SQLiteStore(self._dir / f"{name}.sqlite")
+        store = SQLiteStore(self._dir / f"{name}.sqlite")
         store.replace_all(indexer.load_tree(Path(memory_dir), self.max_chars))
         vectors = None
         if self._embedder is not None:

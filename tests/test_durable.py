@@ -276,7 +276,7 @@ def test_successful_write_keeps_permissions_and_leaves_no_temp(tmp_path: Path) -
     assert sorted(os.listdir(tmp_path)) == ["AGENT.md"]
 
 
-# -- the same faults through MemoryService.write ------------------------------------------
+# -- the same faults through Notes.write ---------------------------------------------------
 
 
 @pytest.mark.parametrize("case", list(BEFORE_RENAME), ids=list(BEFORE_RENAME))
