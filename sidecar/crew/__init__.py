@@ -1,0 +1,1 @@
+"""A member's side of the crew: the crew tier is the lead's, asked over HTTP."""

@@ -1,0 +1,1 @@
+"""MCP: the tool server, ``sidecar mcp`` over stdio, and ``/mcp`` over HTTP."""

@@ -1,0 +1,1 @@
+"""Embedders: the interface, the factory that picks one, in-process MiniLM and Ollama."""
