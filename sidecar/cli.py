@@ -36,6 +36,7 @@ from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE
 from sidecar.retrieval.ranking import Result, search_store
 from sidecar.retrieval.search import SearchResponse
 from sidecar.service import MemoryService
+from sidecar.web import JsonErrorRunner
 
 log = logging.getLogger("sidecar")
 
@@ -197,10 +198,10 @@ async def serve(settings: Settings) -> None:
     if settings.crew_listen:
         host, port = settings.crew_listen
         sites.append((create_crew_app(service, settings.crew_token or ""), host, port))
-    runners: list[web.AppRunner] = []
+    runners: list[JsonErrorRunner] = []
     try:
         for app, host, port in sites:
-            runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
+            runner = JsonErrorRunner(app, access_log=None, shutdown_timeout=5)
             runners.append(runner)
             await runner.setup()
             await web.TCPSite(runner, host, port).start()

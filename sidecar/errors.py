@@ -23,3 +23,18 @@ class ApiError(Exception):
 
     def to_json(self) -> dict[str, Any]:
         return {"error": self.error, "detail": self.detail, **self.extra}
+
+
+def json_type(value: object) -> str:
+    """How a model or client would name a JSON value's type in an error message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "a whole number"
+    if isinstance(value, float):
+        return f"a fraction ({value!r})" if not value.is_integer() else "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"

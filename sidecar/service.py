@@ -97,6 +97,7 @@ class MemoryService:
     async def health(self) -> dict[str, Any]:
         """Overall state with every reason it is degraded; never silent about one."""
         reasons: list[str] = []
+        await self.indexes.probe()  # damage to an index file shows here first
         tiers = self.indexes.health(reasons)
         if self.lead is not None:
             tiers["crew"] = self.lead.health()

@@ -9,11 +9,14 @@ from __future__ import annotations
 import ipaddress
 import json
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
-from sidecar.errors import ApiError
+from sidecar.errors import ApiError, json_type
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -35,19 +38,114 @@ def is_loopback_host(host: str, extra: tuple[str, ...] = ()) -> bool:
         return False
 
 
+def is_loopback_origin(origin: str, extra: tuple[str, ...] = ()) -> bool:
+    """Browsers send Origin; only a page served from a loopback name counts as local
+    (``null``, from a sandboxed frame or a file, does not)."""
+    parts = urlsplit(origin.strip())
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.netloc)
+        and is_loopback_host(parts.netloc, extra)
+    )
+
+
+# Codes for answers aiohttp itself produces (routing and the HTTP parser).
+HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "body_too_large",
+    414: "uri_too_long",
+    415: "unsupported_media_type",
+    431: "headers_too_large",
+    500: "internal",
+}
+
+
 def error_response(status: int, error: str, detail: str) -> web.Response:
     return web.json_response({"error": error, "detail": detail}, status=status)
 
 
+class _JsonErrorHandler(RequestHandler):
+    """Answers what never reaches the app (a request line or header aiohttp cannot
+    parse, a URL over its limit) in the API's error shape too."""
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        super().handle_error(request, status, exc, message)  # logs it as aiohttp would
+        reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
+        detail = message if message and status != 500 else reason
+        response = error_response(status, HTTP_CODES.get(status, "http_error"), detail)
+        response.force_close()
+        return response
+
+
+class _JsonErrorServer(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _JsonErrorHandler(self, loop=self._loop, **self._kwargs)
+
+
+class JsonErrorRunner(web.AppRunner):
+    """An ``AppRunner`` whose every error answer, even the parser's, is JSON."""
+
+    async def _make_server(self) -> web.Server:
+        made = await super()._make_server()  # the app's own server, started up
+        return _JsonErrorServer(
+            made.request_handler,
+            request_factory=made.request_factory,
+            handler_cancellation=made.handler_cancellation,
+            loop=made._loop,
+            **made._kwargs,
+        )
+
+
+MAX_JSON_DEPTH = 8  # no request field is nested; a deep body is never one we asked for
+
+
+def _depth(value: object) -> int:
+    """How deeply lists and objects nest in ``value`` (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level + 1)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
 async def json_body(request: web.Request) -> dict[str, Any]:
+    """The request's JSON object; a 400 for anything else, naming what is wrong."""
     raw = await request.read()
     try:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise ApiError(
+            400, "too_deep", f"request body nests deeper than {MAX_JSON_DEPTH} levels"
+        ) from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_json", "request body must be a JSON object")
+    for name, value in body.items():
+        if _depth(value) > MAX_JSON_DEPTH - 1:
+            raise ApiError(400, "too_deep", f"'{name}' nests deeper than {MAX_JSON_DEPTH} levels")
     return body
+
+
+def string_field(body: dict[str, Any], name: str, default: str | None = None) -> str | None:
+    """``body[name]`` if it is a string, ``default`` if absent; a 400 naming it otherwise."""
+    value = body.get(name, default)
+    if value is not None and not isinstance(value, str):
+        raise ApiError(400, f"bad_{name}", f"'{name}' must be a string, not {json_type(value)}")
+    return value
 
 
 def check_fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:

@@ -21,6 +21,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# What every client of the API sends: writes and reindex requests need it.
+JSON = {"Content-Type": "application/json"}
+
+
 class SidecarProcess:
     def __init__(
         self,
@@ -64,7 +68,7 @@ class SidecarProcess:
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=JSON)
         with urllib.request.urlopen(req, timeout=10) as resp:
             return json.loads(resp.read())
 
@@ -79,7 +83,7 @@ class SidecarProcess:
         """Any request, error statuses included: (status, JSON body)."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request((url or self.url) + path, data=data, method=method,
-                                     headers=headers or {})  # fmt: skip
+                                     headers={**JSON, **(headers or {})})  # fmt: skip
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 return resp.status, json.loads(resp.read())

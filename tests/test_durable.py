@@ -828,10 +828,10 @@ async def test_a_write_abandoned_while_queued_writes_nothing_and_spoils_no_later
     release = threading.Event()
     real_sync = indexer.sync_file
 
-    def blocking(store: Any, root: Path, rel: str, cap: int) -> Any:
+    def blocking(store: Any, root: Path, rel: str, *rest: Any) -> Any:
         if rel == "blocker.md":
             release.wait(10)
-        return real_sync(store, root, rel, cap)
+        return real_sync(store, root, rel, *rest)
 
     monkeypatch.setattr(indexer, "sync_file", blocking)
     service.indexes.queue.submit(JobKey("agent", FILE, "blocker.md"))

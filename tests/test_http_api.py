@@ -202,7 +202,7 @@ async def test_reindex_rebuilds_from_markdown(
 ) -> None:
     agent, _ = tier_dirs
     (agent / "AGENT.md").write_text("# Facts\nthe walrus sings\n")
-    resp = await client.post("/memory/reindex", params={"scope": "agent"})
+    resp = await client.post("/memory/reindex", params={"scope": "agent"}, json={})
     assert resp.status == 202
     await service.indexes.queue.wait_idle()
     assert (await search(client, query="walrus"))["count"] == 1

@@ -208,7 +208,7 @@ async def test_cap_exceeded_is_an_error_carrying_current_entries(
         (
             WRITE,
             {"scope": "agent", "file": "AGENT.md", "content": 5},
-            "'content' must be a string, not a number",
+            "'content' must be a string, not a whole number",
         ),
         (
             WRITE,

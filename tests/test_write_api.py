@@ -53,13 +53,18 @@ async def test_append_adds_lines_and_replace_overwrites(
     assert await search_files(client, "trailing") == []
 
 
-async def test_daily_today_and_empty_key_mean_today(
+async def test_daily_today_is_the_one_alias_for_today(
     client: TestClient, tier_dirs: tuple[Path, Path]
 ) -> None:
     expected = f"daily/{today_utc().isoformat()}.md"
     assert (await write(client, file="daily/today", content="- one"))["file"] == expected
-    assert (await write(client, file="", content="- two"))["file"] == expected
-    assert (tier_dirs[0] / expected).read_text() == "- one\n- two\n"
+    for loose in ("", "daily", "daily/", "daily/.md", "AGENT.md\n", " AGENT.md", "AGENT.md ",
+                  "daily/to\x1bday", "AGENT\u0085.md"):  # fmt: skip
+        body = await write(client, 400, file=loose, content="- two")
+        assert body["error"] == "file_not_allowed", loose
+        assert "allowed: AGENT.md, daily/YYYY-MM-DD.md (or daily/today)" in body["detail"]
+    assert (tier_dirs[0] / expected).read_text() == "- one\n"
+    assert sorted(p.name for p in tier_dirs[0].rglob("*.md")) == [expected.split("/")[1]]
 
 
 async def test_crew_files_on_the_lead(client: TestClient, tier_dirs: tuple[Path, Path]) -> None:

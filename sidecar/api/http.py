@@ -13,27 +13,22 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar.api.mcp.mount import mount_mcp
+from sidecar.api.mcp.mount import MCP_PATH, mount_mcp
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
 from sidecar.service import MemoryService
 from sidecar.web import (
+    HTTP_CODES,
     MAX_BODY_BYTES,
     Handler,
     error_response,
     is_loopback_host,
+    is_loopback_origin,
 )
 
 log = logging.getLogger(__name__)
 
 SERVICE: web.AppKey[MemoryService] = web.AppKey("service", MemoryService)
-
-_HTTP_CODES = {
-    400: "bad_request",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "body_too_large",
-}
 
 
 def _host_guard(allowed: tuple[str, ...]) -> Any:
@@ -47,17 +42,56 @@ def _host_guard(allowed: tuple[str, ...]) -> Any:
     return middleware
 
 
+# POSTs that change nothing: a search only reads (its Origin is still checked).
+_READ_ONLY_POSTS = frozenset({"/memory/search"})
+
+
+def _browser_guard(allowed: tuple[str, ...]) -> Any:
+    """Refuse what a web page the agent's browser opens could send to localhost.
+
+    A foreign ``Origin`` is refused on every route. A request that changes memory
+    must also say ``Content-Type: application/json``: a browser sends that
+    cross-site only after a CORS preflight, which this daemon never grants, so a
+    plain form or ``fetch`` from another site cannot write. ``/mcp`` checks its own.
+    """
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        origin = request.headers.get("Origin")
+        if origin is not None and not is_loopback_origin(origin, allowed):
+            return error_response(
+                403, "forbidden_origin", f"Origin {origin!r} is not a loopback page"
+            )
+        if (
+            request.method not in ("GET", "HEAD", "OPTIONS")
+            and request.path not in _READ_ONLY_POSTS
+            and request.path != MCP_PATH
+            and request.content_type != "application/json"
+        ):
+            return error_response(
+                415, "unsupported_media_type",
+                f"{request.method} {request.path} changes memory and takes "
+                f"Content-Type: application/json (got {request.content_type!r})",
+            )  # fmt: skip
+        return await handler(request)
+
+    return middleware
+
+
 @web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every failure becomes ``{"error", "detail"}`` JSON with a fitting status."""
     try:
         return await handler(request)
     except ApiError as exc:
-        return web.json_response(exc.to_json(), status=exc.status)
+        response = web.json_response(exc.to_json(), status=exc.status)
+        if "retry_after" in exc.extra:
+            response.headers["Retry-After"] = str(exc.extra["retry_after"])
+        return response
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        code = _HTTP_CODES.get(exc.status, "http_error")
+        code = HTTP_CODES.get(exc.status, "http_error")
         detail = exc.text or exc.reason
         if exc.status == 404:
             detail = f"no such endpoint: {request.method} {request.path}"
@@ -92,7 +126,11 @@ async def healthz(request: web.Request) -> web.Response:
 def create_app(service: MemoryService) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY_BYTES,
-        middlewares=[_host_guard(service.settings.allowed_hosts), error_middleware],
+        middlewares=[
+            _host_guard(service.settings.allowed_hosts),
+            _browser_guard(service.settings.allowed_hosts),
+            error_middleware,
+        ],
     )
     app[SERVICE] = service
     service.add_routes(app)  # each capability's own routes

@@ -15,7 +15,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from sidecar.disk.tiers import read_confined
+from sidecar.disk.tiers import decode_text, read_confined
 from sidecar.safety import scan
 
 DEFAULT_BUDGET = 15_000
@@ -88,7 +88,7 @@ class MemoryBlock:
 
 def _read(root: Path, rel: str) -> str | None:
     got = read_confined(root, rel)
-    return got[0].decode("utf-8", errors="replace").strip("\n") if got else None
+    return decode_text(got[0]).strip("\n") if got else None
 
 
 def _dailies(root: Path) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +19,16 @@ from pathlib import Path
 INDEX_FILENAME = "index.sqlite"
 TIER_NAMES = ("agent", "crew")
 SCOPES = (*TIER_NAMES, "both")  # what a search or reindex may cover
+
+
+# Control characters other than tab, newline and carriage return: no note needs them,
+# and in an answer they are raw binary (terminal escapes, NULs) a client must not get.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def decode_text(data: bytes) -> str:
+    """A memory file's bytes as text: invalid UTF-8 and control characters become U+FFFD."""
+    return _CONTROL.sub("\ufffd", data.decode("utf-8", errors="replace"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +42,15 @@ class Tier:
 
 
 class UnsafePath(ValueError):
-    """The path is not a plain relative path inside the tier."""
+    """The path is not a plain relative path inside the tier, or not a file only it owns."""
+
+
+class TooLarge(ValueError):
+    """The file is larger than the caller will read; nothing of it was read."""
+
+    def __init__(self, label: str, size: int, limit: int) -> None:
+        super().__init__(f"{label} is {size:,} bytes, over the {limit:,}-byte limit")
+        self.size = size
 
 
 def split_relative(rel: str) -> list[str]:
@@ -67,8 +86,11 @@ def open_confined(root: Path, rel: str, flags: int = os.O_RDONLY, mode: int = 0o
         os.close(dir_fd)
 
 
-def read_regular(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
-    """Bytes and stat of ``root/rel``; None if absent; UnsafePath for a link or non-file.
+def read_regular(
+    root: Path, rel: str, max_bytes: int | None = None
+) -> tuple[bytes, os.stat_result] | None:
+    """Bytes and stat of ``root/rel``; None if absent; UnsafePath for a link or non-file,
+    TooLarge for a file over ``max_bytes``.
 
     ``O_NONBLOCK`` keeps a FIFO named like a note from hanging the caller; the type
     is checked on the open descriptor, so nothing can be swapped in after the check.
@@ -81,18 +103,28 @@ def read_regular(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
             raise UnsafePath(f"{rel}: a symlink or non-directory is on the path") from exc
         raise
-    return read_fd(fd, rel)
+    return read_fd(fd, rel, max_bytes)
 
 
-def read_fd(fd: int, label: str) -> tuple[bytes, os.stat_result]:
-    """Read an open descriptor to the end and close it; UnsafePath unless a regular file.
+def read_fd(fd: int, label: str, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
+    """Read an open descriptor to the end and close it; UnsafePath unless a regular file
+    with one link, TooLarge (before reading anything) if over ``max_bytes``.
 
-    The type is checked on the descriptor itself, so it is the file we read.
+    Everything is checked on the descriptor itself, so it is the file we read. A
+    second hard link means the same bytes also live under another name, perhaps
+    outside the tier (a link to ``/etc/passwd`` made inside it, say): never ours.
     """
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UnsafePath(f"{label} is not a regular file")
+        if st.st_nlink > 1:
+            raise UnsafePath(
+                f"{label} has {st.st_nlink} hard links: its content may belong to a file "
+                "outside the memory folder, so it is neither read nor indexed"
+            )
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise TooLarge(label, st.st_size, max_bytes)
         chunks = []
         while block := os.read(fd, 1 << 20):
             chunks.append(block)
@@ -101,11 +133,13 @@ def read_fd(fd: int, label: str) -> tuple[bytes, os.stat_result]:
         os.close(fd)
 
 
-def read_confined(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
+def read_confined(
+    root: Path, rel: str, max_bytes: int | None = None
+) -> tuple[bytes, os.stat_result] | None:
     """Like :func:`read_regular`, but anything that is not a plain readable file is None."""
     try:
-        return read_regular(root, rel)
-    except UnsafePath:
+        return read_regular(root, rel, max_bytes)
+    except (UnsafePath, TooLarge):
         return None
     except PermissionError:
         return None

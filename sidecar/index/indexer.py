@@ -14,7 +14,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sidecar.disk.tiers import is_indexable_name, read_confined, split_relative, walk_markdown
+from sidecar.disk.tiers import (
+    TooLarge,
+    UnsafePath,
+    decode_text,
+    is_indexable_name,
+    read_regular,
+    split_relative,
+    walk_markdown,
+)
 from sidecar.index.chunking import DEFAULT_MAX_CHARS, chunk_markdown
 from sidecar.index.store import FileState, IndexedFile, IndexStore
 
@@ -42,25 +50,39 @@ class SyncResult:
         return self.indexed + self.removed
 
 
-def _read(root: Path, rel: str) -> tuple[bytes, FileState] | None:
-    """The file's bytes and state, or None if it is not a plain readable file we index."""
-    got = read_confined(root, rel)
+Skipped = dict[str, str]  # tier-relative path -> why it is not indexed
+
+
+def _read(root: Path, rel: str, skipped: Skipped | None) -> tuple[bytes, FileState] | None:
+    """The file's bytes and state, or None if it is not a plain readable file we index.
+
+    A file that is there but refused (a link, a second hard link, over the size
+    limit, unreadable) is recorded in ``skipped`` with the reason, so status can
+    name it; the size is checked before a byte is read.
+    """
+    try:
+        got = read_regular(root, rel, MAX_FILE_BYTES)
+    except (UnsafePath, TooLarge, PermissionError) as exc:
+        reason = str(exc) if not isinstance(exc, PermissionError) else "permission denied"
+        if skipped is not None and skipped.get(rel) != reason:
+            log.warning("file not indexed", extra={"file": rel, "reason": reason})
+            skipped[rel] = reason
+        return None
+    if skipped is not None:
+        skipped.pop(rel, None)
     if got is None:
         return None
     data, st = got
-    if len(data) > MAX_FILE_BYTES:
-        log.warning("file too large to index", extra={"file": rel, "bytes": len(data)})
-        return None
     return data, FileState(st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
 
 
 def _parse(rel: str, data: bytes, state: FileState, max_chars: int) -> IndexedFile:
-    parsed = chunk_markdown(data.decode("utf-8", errors="replace"), max_chars)
+    parsed = chunk_markdown(decode_text(data), max_chars)
     return IndexedFile(rel, state, parsed.metadata, parsed.chunks)
 
 
-def _load(root: Path, rel: str, max_chars: int) -> IndexedFile | None:
-    got = _read(root, rel)
+def _load(root: Path, rel: str, max_chars: int, skipped: Skipped | None) -> IndexedFile | None:
+    got = _read(root, rel, skipped)
     return None if got is None else _parse(rel, *got, max_chars)
 
 
@@ -71,7 +93,11 @@ def _stat_unchanged(known: FileState | None, st: os.stat_result) -> bool:
 
 
 def sync_file(
-    store: IndexStore, root: Path, rel: str, max_chars: int = DEFAULT_MAX_CHARS
+    store: IndexStore,
+    root: Path,
+    rel: str,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    skipped: Skipped | None = None,
 ) -> SyncResult:
     """Reindex one path after a change event: the content hash decides, never the mtime."""
     try:
@@ -79,7 +105,7 @@ def sync_file(
     except ValueError:
         return SyncResult()
     known = store.file_state(rel)
-    got = _read(root, rel) if is_indexable_name(parts[-1]) else None
+    got = _read(root, rel, skipped) if is_indexable_name(parts[-1]) else None
     if got is None:
         return SyncResult(removed=store.remove_files([rel]) if known else 0)
     data, state = got
@@ -113,7 +139,11 @@ def index_written(
 
 
 def sync_tree(
-    store: IndexStore, root: Path, sub: str = "", max_chars: int = DEFAULT_MAX_CHARS
+    store: IndexStore,
+    root: Path,
+    sub: str = "",
+    max_chars: int = DEFAULT_MAX_CHARS,
+    skipped: Skipped | None = None,
 ) -> SyncResult:
     """Reconcile everything below ``sub`` (the whole tier when empty).
 
@@ -129,16 +159,23 @@ def sync_tree(
         if _stat_unchanged(known.get(rel), st):
             result.unchanged += 1
             continue
-        result.add(sync_file(store, root, rel, max_chars))
+        result.add(sync_file(store, root, rel, max_chars, skipped))
+    if skipped is not None:
+        for rel in [p for p in skipped if (not sub or p.startswith(prefix)) and p not in seen]:
+            del skipped[rel]  # gone, or no longer markdown
     vanished = [p for p in known if p not in seen]
     if vanished:
         result.removed += store.remove_files(vanished)
     return result
 
 
-def load_tree(root: Path, max_chars: int = DEFAULT_MAX_CHARS) -> Iterator[IndexedFile]:
+def load_tree(
+    root: Path, max_chars: int = DEFAULT_MAX_CHARS, skipped: Skipped | None = None
+) -> Iterator[IndexedFile]:
     """Every indexable file below root, parsed, for a full rebuild."""
+    if skipped is not None:
+        skipped.clear()
     for rel, _ in sorted(walk_markdown(root)):
-        item = _load(root, rel, max_chars)
+        item = _load(root, rel, max_chars, skipped)
         if item is not None:
             yield item

@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
@@ -25,13 +25,23 @@ from sidecar.disk import durable
 from sidecar.disk.tiers import SCOPES, Tier
 from sidecar.errors import ApiError
 from sidecar.index import indexer, watcher
-from sidecar.index.queue import FILE, OPTIMIZE, REBUILD, TREE, WRITE, JobKey, ReindexQueue
+from sidecar.index.queue import (
+    FILE,
+    HEAL,
+    OPTIMIZE,
+    REBUILD,
+    TREE,
+    WRITE,
+    JobKey,
+    ReindexQueue,
+)
 from sidecar.index.sqlite import SQLiteStore
 from sidecar.index.store import IndexStore, StoreStats
 
 log = logging.getLogger(__name__)
 
 OPTIMIZE_AFTER_CHANGES = 200
+RETRY_AFTER_S = 2  # what a search of a tier being rebuilt is told to wait
 T = TypeVar("T")
 
 
@@ -42,6 +52,9 @@ class TierState:
     reconciled: bool = False  # the startup scan has finished
     changes_since_optimize: int = 0
     last_reconcile: float | None = None
+    # Files present but not indexed, and why (hard links, over the size limit, ...).
+    skipped: dict[str, str] = field(default_factory=dict)
+    broken: str | None = None  # why the index is unusable, until the rebuild answers
 
 
 class Change(Protocol):
@@ -49,6 +62,9 @@ class Change(Protocol):
 
     @property
     def changed(self) -> bool: ...
+
+    @property
+    def index_error(self) -> Exception | None: ...
 
 
 C = TypeVar("C", bound=Change)
@@ -156,6 +172,7 @@ class TierIndexes:
     async def _reconcile_timer(self) -> None:
         while True:
             await asyncio.sleep(self.reconcile_interval)
+            await self.probe()
             for name, state in self.tiers.items():
                 self.queue.submit(JobKey(name, TREE, ""))
                 if state.changes_since_optimize >= OPTIMIZE_AFTER_CHANGES:
@@ -185,11 +202,22 @@ class TierIndexes:
 
     def _run_job(self, key: JobKey) -> indexer.SyncResult | Change | None:
         state = self.tiers[key.tier]
+        if key.kind == HEAL:
+            return self._heal(state)
+        try:
+            return self._run(state, key)
+        except Exception as exc:
+            reason = state.store.problem(exc)
+            if reason is not None and self._loop is not None:
+                self._loop.call_soon_threadsafe(self.mark_broken, key.tier, reason)
+            raise
+
+    def _run(self, state: TierState, key: JobKey) -> indexer.SyncResult | Change | None:
         root, store, cap = state.tier.root, state.store, self.chunk_chars
         if key.kind == FILE:
-            result = indexer.sync_file(store, root, key.path, cap)
+            result = indexer.sync_file(store, root, key.path, cap, state.skipped)
         elif key.kind == TREE:
-            result = indexer.sync_tree(store, root, key.path, cap)
+            result = indexer.sync_tree(store, root, key.path, cap, state.skipped)
             if not key.path:
                 state.reconciled = True
                 state.last_reconcile = time.time()
@@ -197,7 +225,7 @@ class TierIndexes:
             log.info("index rebuild started; searches use the old index until it is done",
                      extra={"tier": key.tier})  # fmt: skip
             started = time.monotonic()
-            store.replace_all(indexer.load_tree(root, cap))
+            store.replace_all(indexer.load_tree(root, cap, state.skipped))
             state.reconciled = True
             state.changes_since_optimize = 0
             self._optimize(store)
@@ -212,6 +240,10 @@ class TierIndexes:
             if done.changed:
                 state.changes_since_optimize += 1
             self._changed()
+            if done.index_error is not None:  # the write stands; the index may need healing
+                reason = state.store.problem(done.index_error)
+                if reason is not None and self._loop is not None:
+                    self._loop.call_soon_threadsafe(self.mark_broken, key.tier, reason)
             return done
         elif key.kind == OPTIMIZE:
             self._optimize(store)
@@ -224,6 +256,61 @@ class TierIndexes:
             self._changed()
             log.debug("reindexed", extra={"tier": key.tier, "path": key.path, "kind": key.kind})
         return result
+
+    def _heal(self, state: TierState) -> None:
+        """Start the tier's index afresh and rebuild it from the markdown; the tier is
+        ready again only once the rebuilt index has answered a query."""
+        name = state.tier.name
+        log.warning("rebuilding an unusable index from markdown",
+                    extra={"tier": name, "reason": state.broken})  # fmt: skip
+        started = time.monotonic()
+        os.makedirs(state.tier.root, 0o755, exist_ok=True)
+        state.store.reset()
+        state.store.replace_all(indexer.load_tree(state.tier.root, self.chunk_chars, state.skipped))
+        state.store.stats()  # answers, or the job fails and the tier stays broken
+        state.broken = None
+        state.reconciled = True
+        state.last_reconcile = time.time()
+        state.changes_since_optimize = 0
+        self._changed()
+        seconds = round(time.monotonic() - started, 3)
+        log.warning("index healed", extra={"tier": name, "seconds": seconds})
+
+    def mark_broken(self, tier: str, reason: str) -> None:
+        """The tier's index is unusable: say so, and queue its rebuild (once)."""
+        state = self.tiers[tier]
+        if state.broken is not None:
+            return
+        state.broken = reason
+        log.error("index unusable; rebuilding it from markdown",
+                  extra={"tier": tier, "reason": reason})  # fmt: skip
+        with contextlib.suppress(RuntimeError):  # shutting down: the next start rebuilds
+            self.queue.submit(JobKey(tier, HEAL))
+
+    def raise_if_broken(self, tier: str) -> None:
+        """A 503 saying when to retry, while the tier's index is being rebuilt."""
+        broken = self.tiers[tier].broken
+        if broken is not None:
+            raise ApiError(
+                503, "index_rebuilding", f"the {tier} index is being rebuilt from the "
+                f"markdown ({broken}); retry in a few seconds", {"retry_after": RETRY_AFTER_S},
+            )  # fmt: skip
+
+    async def check(self, tier: str, exc: BaseException | None = None) -> None:
+        """Look for a broken index (after ``exc``, or its file gone, replaced or
+        overwritten) on a search thread; mark it and raise the 503 if it is broken."""
+        state = self.tiers[tier]
+        if state.broken is None:
+            reason = await self.read(state.store.problem, exc)
+            if reason is not None:
+                self.mark_broken(tier, reason)
+        self.raise_if_broken(tier)
+
+    async def probe(self) -> None:
+        """Check every tier's index file now; a monitor's health poll finds damage first."""
+        for name in self.tiers:
+            with contextlib.suppress(ApiError):
+                await self.check(name)
 
     def _changed(self) -> None:
         if self._loop is not None:
@@ -273,15 +360,31 @@ class TierIndexes:
     async def status(self, scope: str) -> dict[str, Any]:
         """One local tier's index: its size and whether searches see all of it yet."""
         (state,) = self.for_scope(scope)
-        stats = await self.read(state.store.stats)
-        rebuilding = self.queue.pending(scope, REBUILD)
-        return {
+        with contextlib.suppress(ApiError):
+            await self.check(scope)
+        stats: StoreStats | None = None
+        if state.broken is None:
+            try:
+                stats = await self.read(state.store.stats)
+            except Exception as exc:
+                with contextlib.suppress(ApiError):
+                    await self.check(scope, exc)
+                if state.broken is None:
+                    raise
+        rebuilding = self.queue.pending(scope, REBUILD) or state.broken is not None
+        body: dict[str, Any] = {
             "scope": scope,
-            **stats_json(stats),
+            **stats_json(stats or StoreStats(0, 0, 0, None)),
             "search_ready": state.reconciled and not rebuilding,
             "indexing": rebuilding or not state.reconciled,
             "queue_depth": self.queue.depth(scope),
+            "skipped": [
+                {"file": rel, "reason": why} for rel, why in sorted(dict(state.skipped).items())
+            ],
         }
+        if state.broken is not None:
+            body["broken"] = state.broken
+        return body
 
     def health(self, reasons: list[str]) -> dict[str, Any]:
         """Each local tier's state, adding every reason it is degraded to ``reasons``."""
@@ -293,7 +396,11 @@ class TierIndexes:
                 "queue_depth": self.queue.depth(name),
                 "last_reconcile": iso(state.last_reconcile),
             }
-            if self.queue.pending(name, REBUILD):
+            if state.broken is not None:
+                info["state"] = "rebuilding"
+                info["broken"] = state.broken
+                reasons.append(f"{name}: index unusable, rebuilding from markdown: {state.broken}")
+            elif self.queue.pending(name, REBUILD):
                 info["state"] = "rebuilding"
                 reasons.append(f"{name}: index rebuilding")
             elif not state.reconciled:
@@ -301,6 +408,13 @@ class TierIndexes:
             error = self.queue.last_error.get(name)
             if error:
                 info["last_error"] = error
+            skipped = len(state.skipped)
+            info["skipped_files"] = skipped
+            if skipped:
+                reasons.append(
+                    f"{name}: {skipped} file(s) not indexed; /memory/status?scope={name} "
+                    "names them and says why"
+                )
             tiers[name] = info
         return tiers
 

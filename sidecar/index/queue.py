@@ -24,6 +24,7 @@ TREE = "tree"  # a directory appeared, vanished or moved: reconcile below it
 REBUILD = "rebuild"  # replace the whole tier index in one transaction
 OPTIMIZE = "optimize"  # merge FTS5 segments
 WRITE = "write"  # an API write and its reindex, as one job (one per file at a time)
+HEAL = "heal"  # the index is unusable (corrupt, gone): start it afresh and rebuild
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,21 @@ _RUNTIME_FAILURES = (
 )
 
 
+# What says the index itself is unusable, as opposed to a busy, full or read-only disk.
+_BROKEN_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
+_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+_BROKEN_MESSAGES = ("malformed", "not a database", "no such table", "no such column")
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file ``path`` is (device, inode), or None if there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
     conn.execute("PRAGMA journal_mode = WAL")
@@ -109,7 +124,9 @@ class SQLiteStore:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._generation = 0  # bumped by reset: readers of an older one reconnect
         self._writer = self._open_writer()
+        self._identity = _identity(path)
 
     # -- connections -------------------------------------------------------
 
@@ -144,13 +161,51 @@ class SQLiteStore:
 
     def _reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is None or self._local.generation != self._generation:
             conn = _connect(self.path)
             conn.execute("PRAGMA query_only = ON")
-            self._local.conn = conn
+            self._local.conn, self._local.generation = conn, self._generation
             with self._readers_lock:
                 self._readers.append(conn)
         return conn
+
+    # -- health ------------------------------------------------------------
+
+    def problem(self, exc: BaseException | None = None) -> str | None:
+        if isinstance(exc, sqlite3.DatabaseError):
+            code = getattr(exc, "sqlite_errorcode", None)
+            text = str(exc).lower()
+            if code in _BROKEN_CODES or any(m in text for m in _BROKEN_MESSAGES):
+                return f"index unusable ({exc})"
+        now = _identity(self.path)
+        if now is None:
+            return "index file vanished"
+        if now != self._identity:
+            return "index file replaced by another file"
+        try:
+            with open(self.path, "rb") as fh:
+                head = fh.read(len(_HEADER))
+        except OSError as exc:
+            return f"index file unreadable ({exc.strerror})"
+        if head and head != _HEADER:  # overwritten in place: SQLite may not notice for a while
+            return "index file is no longer a SQLite database"
+        return None
+
+    def reset(self) -> None:
+        with self._write_lock:
+            with suppress(sqlite3.Error):
+                self._writer.close()
+            with self._readers_lock:
+                for conn in self._readers:
+                    with suppress(sqlite3.Error):
+                        conn.close()
+                self._readers.clear()
+                self._generation += 1
+            self._delete_files()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = _connect(self.path)
+            self._writer.executescript(_SCHEMA)
+            self._identity = _identity(self.path)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

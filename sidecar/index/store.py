@@ -105,4 +105,15 @@ class IndexStore(Protocol):
 
     def optimize(self) -> None: ...
 
+    def problem(self, exc: BaseException | None = None) -> str | None:
+        """Why this index can no longer be used and must be rebuilt (corrupt, not a
+        database, its file gone or replaced), or None. ``exc``: an error one of its
+        calls raised; without it, only what can be checked cheaply now."""
+        ...
+
+    def reset(self) -> None:
+        """Drop everything and start empty, in place: the index is derived, the
+        markdown refills it. Callers holding this store keep using it."""
+        ...
+
     def close(self) -> None: ...

@@ -11,11 +11,14 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+from sidecar.disk.tiers import decode_text
 from sidecar.errors import ApiError
 
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
 _SLUGGED = re.compile(r"(topics|users)/([a-z0-9][a-z0-9_-]{0,63})\.md")
-_TODAY = {"", "daily", "daily/", "daily/today", "daily/today.md", "daily/.md"}
+# The one documented alias: today's daily file (UTC).
+TODAY_ALIAS = "daily/today"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 # File kinds, each with its own cap (the field of the same name in ``config.Caps``).
 CORE = "core"  # AGENT.md or CREW.md
@@ -24,8 +27,8 @@ TOPIC = "topic"  # topics/ and users/
 
 CORE_FILE = {"agent": "AGENT.md", "crew": "CREW.md"}
 ALLOWED = {
-    "agent": "AGENT.md, daily/YYYY-MM-DD.md (or daily/today)",
-    "crew": "CREW.md, daily/YYYY-MM-DD.md (or daily/today), topics/<slug>.md, users/<slug>.md "
+    "agent": f"AGENT.md, daily/YYYY-MM-DD.md (or {TODAY_ALIAS})",
+    "crew": f"CREW.md, daily/YYYY-MM-DD.md (or {TODAY_ALIAS}), topics/<slug>.md, users/<slug>.md "
     "(slug: lowercase letters, digits, '-' and '_', at most 64)",
 }
 
@@ -57,13 +60,18 @@ def check_path_shape(file: str) -> None:
 
 def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
     """Map the ``file`` an agent named to an allowed tier-relative path, or raise ApiError."""
-    if scope not in CORE_FILE:
+    if not isinstance(scope, str) or scope not in CORE_FILE:
         raise ApiError(400, "bad_scope", "'scope' must be agent or crew")
     if not isinstance(file, str):
         raise ApiError(400, "bad_file", f"'file' must be a string; allowed: {ALLOWED[scope]}")
     check_path_shape(file)
-    name = file.strip()
-    if name in _TODAY:
+    if _CONTROL.search(file) or file != file.strip():
+        raise ApiError(
+            400, "file_not_allowed", f"{file!r} has control characters or surrounding "
+            f"whitespace; allowed: {ALLOWED[scope]}",
+        )  # fmt: skip
+    name = file
+    if name == TODAY_ALIAS:
         name = f"daily/{(today or today_utc()).isoformat()}.md"
     if name == CORE_FILE[scope]:
         return MemoryFile(scope, name, CORE)
@@ -117,7 +125,7 @@ class CapExceeded(Exception):
         self.current = current
 
     def to_api_error(self) -> ApiError:
-        entries = (self.current or b"").decode("utf-8", errors="replace")
+        entries = decode_text(self.current or b"")
         return ApiError(
             422,
             "cap_exceeded",

@@ -9,20 +9,33 @@ the new text is both durable (``disk/durable.py``) and committed to the index.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sidecar.config import Settings
-from sidecar.disk.tiers import UnsafePath, read_regular
+from sidecar.disk.tiers import UnsafePath, decode_text, read_regular, walk_markdown
 from sidecar.errors import ApiError
 from sidecar.index.chunking import split_lines
 from sidecar.index.indexes import TierIndexes, TierState
+from sidecar.index.queue import FILE, JobKey
 from sidecar.notes import files, write_job
 from sidecar.notes.files import CapExceeded
 from sidecar.safety import scan
 
 log = logging.getLogger(__name__)
+
+
+def _tier_bytes(state: TierState) -> int:
+    """The tier's size for its cap: from the index, or from the files while the index is
+    unusable (a write must not wait for, or fail with, the index's rebuild)."""
+    try:
+        return state.store.total_bytes()
+    except Exception as exc:
+        if state.store.problem(exc) is None:
+            raise
+    return sum(st.st_size for _, st in walk_markdown(state.tier.root))
 
 
 class Notes:
@@ -77,7 +90,7 @@ class Notes:
             new = files.compose(current, content, mode)
             if len(new) > cap:
                 raise CapExceeded(target.rel, cap, len(new), current)
-            projected_tier = state.store.total_bytes() - len(current or b"") + len(new)
+            projected_tier = _tier_bytes(state) - len(current or b"") + len(new)
             if projected_tier > caps.tier:
                 raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
             return new
@@ -87,8 +100,17 @@ class Notes:
                 tier.store, tier.tier.root, target.rel, build, self._files, chunk_chars
             )
 
+        rebuilding = state.broken is not None
         async with self._locks.setdefault((scope, target.rel), asyncio.Lock()):
-            done = await self.indexes.write(scope, target.rel, job)
+            if rebuilding:  # durable now; searchable once the rebuild and its reindex are done
+                done = await asyncio.get_running_loop().run_in_executor(
+                    self._files, write_job.write_unindexed, state.tier.root, target.rel, build
+                )
+                if done.outcome is not None:
+                    with contextlib.suppress(RuntimeError):  # stopping: the next start scans
+                        self.indexes.queue.submit(JobKey(scope, FILE, target.rel))
+            else:
+                done = await self.indexes.write(scope, target.rel, job)
         if done.error is not None:
             raise write_job.api_error(target, done.error) from done.error
         outcome = done.outcome
@@ -100,8 +122,13 @@ class Notes:
             if mode == "append"
             else len(outcome.new),
             "usage": files.usage(len(outcome.new), cap),
-            "indexed": done.index_error is None,
+            "indexed": done.index_error is None and not rebuilding,
         }
+        if rebuilding:
+            body["warning"] = (
+                f"written durably; the {scope} index is being rebuilt ({state.broken}), "
+                "so this is searchable once that is done"
+            )
         if done.index_error is not None:  # the write stands; only search lags
             self.indexes.queue.last_error[scope] = f"write {target.rel}: {done.index_error}"
             body["warning"] = f"written durably, but not yet searchable: {done.index_error}"
@@ -110,7 +137,7 @@ class Notes:
                 extra={"file": target.rel, "error": str(done.index_error)},
             )
         if 100 * len(outcome.new) >= files.WARN_PCT * cap:
-            body["current_entries"] = outcome.new.decode("utf-8", errors="replace")
+            body["current_entries"] = decode_text(outcome.new)
             body["usage_text"] = files.usage_text(len(outcome.new), cap)
             body["warning"] = " ".join(filter(None, [body.get("warning"),
                 f"{target.rel} is at {body['usage_text']} of its cap. Consolidate these "
@@ -139,7 +166,12 @@ class Notes:
                 "write to it to create it",
             )  # fmt: skip
         data = got[0]
-        lines = split_lines(data.decode("utf-8", errors="replace"))
+        lines = split_lines(decode_text(data))
+        if start_line is not None and start_line > max(len(lines), 1):
+            raise ApiError(
+                400, "bad_range", f"'start_line' {start_line} is past the end: {target.rel} "
+                f"has {len(lines)} line(s)",
+            )  # fmt: skip
         first = start_line or 1
         last = min(end_line or len(lines), len(lines))
         content = "\n".join(lines[first - 1 : last])

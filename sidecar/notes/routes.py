@@ -6,7 +6,7 @@ from aiohttp import web
 
 from sidecar.errors import ApiError
 from sidecar.notes.notes import Notes
-from sidecar.web import check_fields, json_body
+from sidecar.web import check_fields, json_body, string_field
 
 NOTES: web.AppKey[Notes] = web.AppKey("notes", Notes)
 
@@ -15,8 +15,8 @@ async def write(request: web.Request) -> web.Response:
     body = await json_body(request)
     check_fields(body, ("scope", "file", "content", "mode"))
     result = await request.app[NOTES].write(
-        body.get("scope", "agent"), body.get("file"), body.get("content"),
-        body.get("mode", "append"),
+        string_field(body, "scope", "agent"), string_field(body, "file"),
+        string_field(body, "content"), string_field(body, "mode", "append"),
     )  # fmt: skip
     return web.json_response(result, status=201)
 

@@ -84,6 +84,15 @@ def write_and_index(
         return WriteJob(None, exc, None)
 
 
+def write_unindexed(root: Path, rel: str, build: Builder) -> WriteJob:
+    """Only the durable write, for a tier whose index is being rebuilt: the write must
+    not wait for the rebuild, and the caller queues the file's reindex after it."""
+    try:
+        return WriteJob(durable.write_file(root, rel, build), None, None)
+    except Exception as exc:
+        return WriteJob(None, exc, None)
+
+
 def api_error(target: MemoryFile, exc: Exception) -> Exception:
     """The error a failed write answers with; anything unexpected is raised as is."""
     if isinstance(exc, CapExceeded):
@@ -95,7 +104,14 @@ def api_error(target: MemoryFile, exc: Exception) -> Exception:
     return exc
 
 
+# Below this a disk is full whatever --min-free-mb says: a write needs room for its temp
+# file and SQLite for its journal, so health must not say ok.
+FULL_BELOW = 256 * 1024
+
+
 def disk_problem(root: Path, min_free: int) -> str | None:
+    """Why a write cannot succeed on ``root`` right now, or None; checked afresh each time,
+    so writes are offered again as soon as space returns."""
     try:
         st = os.statvfs(root)
     except OSError as exc:
@@ -103,8 +119,9 @@ def disk_problem(root: Path, min_free: int) -> str | None:
     if not os.access(root, os.W_OK) or st.f_flag & os.ST_RDONLY:
         return f"{root} is not writable"
     free = st.f_bavail * st.f_frsize
-    if free < min_free:
-        return f"only {free // (1024 * 1024)} MiB free on {root}"
+    if free < max(min_free, FULL_BELOW):
+        size = f"{free // (1024 * 1024)} MiB" if free >= 1024 * 1024 else f"{free // 1024} KiB"
+        return f"only {size} free on {root}"
     return None
 
 

@@ -8,7 +8,7 @@ from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
 from sidecar.retrieval.query import MAX_QUERY_CHARS
 from sidecar.retrieval.search import Search
-from sidecar.web import check_fields, json_body
+from sidecar.web import check_fields, json_body, string_field
 
 MAX_LIMIT = 50
 SEARCH: web.AppKey[Search] = web.AppKey("search", Search)
@@ -29,7 +29,7 @@ async def parse_search(request: web.Request) -> tuple[str, str, int, str | None]
     scope = body.get("scope", "agent")
     if scope not in SCOPES:
         raise ApiError(400, "bad_scope", f"'scope' must be one of {', '.join(SCOPES)}")
-    return query, scope, limit, body.get("mode")  # Search checks it, for every caller
+    return query, scope, limit, string_field(body, "mode")  # Search checks its value
 
 
 async def search(request: web.Request) -> web.Response:

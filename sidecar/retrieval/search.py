@@ -84,9 +84,14 @@ class Search:
                     raise unreachable(self.lead.url if self.lead else None, outcome)
                 degraded.append("crew: lead unreachable")
                 continue
-            if isinstance(outcome, ApiError) and name == "crew" and scope == "both":
-                # The lead refused its half (say dense without an embedder): keep ours.
-                degraded.append(f"crew: {outcome.error}: {outcome.detail}")
+            if (
+                isinstance(outcome, ApiError)
+                and scope == "both"
+                and (name == "crew" or outcome.error == "index_rebuilding")
+            ):
+                # The lead refused its half (say dense without an embedder), or one tier
+                # is being rebuilt: answer from the other.
+                degraded.append(f"{name}: {outcome.error}: {outcome.detail}")
                 continue
             if isinstance(outcome, BaseException):
                 raise outcome
@@ -131,12 +136,17 @@ class Search:
         self, state: TierState, planned: PlannedQuery | None, limit: int, mode: str,
         query_vector: Vectors | None,
     ) -> tuple[list[Result], str]:  # fmt: skip
+        name = state.tier.name
+        self.indexes.raise_if_broken(name)  # a tier being rebuilt answers 503 at once
         vectors = self.embeddings.vectors
-        tier_vectors = vectors.tiers[state.tier.name] if vectors else None
-        return await self.indexes.read(
-            rank_tier, state.store, state.tier.name, planned, limit, mode, query_vector,
-            tier_vectors,
-        )  # fmt: skip
+        tier_vectors = vectors.tiers[name] if vectors else None
+        try:
+            return await self.indexes.read(
+                rank_tier, state.store, name, planned, limit, mode, query_vector, tier_vectors,
+            )  # fmt: skip
+        except Exception as exc:
+            await self.indexes.check(name, exc)  # 503 if the index turned out to be broken
+            raise
 
     async def _search_lead(self, query: str, limit: int, mode: str | None) -> SearchResponse:
         """The crew half of a member's search, answered by the lead's sidecar."""

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 from aiohttp import web
@@ -26,7 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.service import MemoryService
-from sidecar.web import MAX_BODY_BYTES, is_loopback_host
+from sidecar.web import HTTP_CODES, MAX_BODY_BYTES, error_response, is_loopback_origin
 
 log = logging.getLogger(__name__)
 
@@ -114,14 +114,9 @@ class McpEndpoint:
 
     # -- the ASGI bridge ------------------------------------------------------------
 
-    def _origin_allowed(self, origin: str) -> bool:
-        """Browsers send Origin; only pages served from a loopback name may talk MCP."""
-        host = urlsplit(origin).netloc
-        return bool(host) and is_loopback_host(host, self.allowed_hosts)
-
     async def handle(self, request: web.Request) -> web.StreamResponse:
         origin = request.headers.get("Origin")
-        if origin is not None and not self._origin_allowed(origin):
+        if origin is not None and not is_loopback_origin(origin, self.allowed_hosts):
             detail = f"Origin {origin!r} is not a loopback page"
             return web.json_response({"error": "forbidden_origin", "detail": detail}, status=403)
         body = await request.read()
@@ -138,14 +133,26 @@ class McpEndpoint:
             await _until_disconnected(request, finished)
             return {"type": "http.disconnect"}
 
+        failed: dict[str, Any] | None = None  # an HTTP-level error, answered once complete
+        failed_body = b""
+
         async def send(message: dict[str, Any]) -> None:
-            nonlocal response
+            nonlocal response, failed, failed_body
             async with lock:
                 if message["type"] == "http.response.start":
+                    if message["status"] >= 400:
+                        failed = message
+                        return
                     response = web.StreamResponse(status=message["status"])
                     for name, value in message.get("headers", ()):
                         response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
                     await response.prepare(request)
+                elif message["type"] == "http.response.body" and failed is not None:
+                    failed_body += message.get("body", b"")
+                    if not message.get("more_body", False):
+                        response = _api_error(failed, failed_body)
+                        await response.prepare(request)
+                        await response.write_eof()
                 elif message["type"] == "http.response.body" and response is not None:
                     if message.get("body"):
                         await response.write(message["body"])
@@ -173,6 +180,22 @@ class McpEndpoint:
         if response is None:
             raise RuntimeError("the MCP transport sent no response")
         return response
+
+
+def _api_error(start: dict[str, Any], body: bytes) -> web.Response:
+    """The transport's own HTTP error (a bad Accept header, an unknown session) in the
+    API's ``{"error", "detail"}`` shape, with the transport's reason as the detail."""
+    status = start["status"]
+    try:
+        detail = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        detail = body.decode("utf-8", errors="replace").strip() or f"HTTP {status}"
+    response = error_response(status, HTTP_CODES.get(status, "mcp_transport_error"), detail)
+    for name, value in start.get("headers", ()):
+        key = name.decode("latin-1")
+        if key.lower() not in ("content-type", "content-length"):
+            response.headers.add(key, value.decode("latin-1"))
+    return response
 
 
 def _scope(request: web.Request) -> dict[str, Any]:

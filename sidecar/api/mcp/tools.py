@@ -35,7 +35,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from sidecar.errors import ApiError
+from sidecar.errors import ApiError, json_type
 from sidecar.mcp_results import error, result, with_entries
 from sidecar.notes import tools as notes_tools
 from sidecar.notes.tools import NotesBackend
@@ -76,18 +76,6 @@ class BadArguments(Exception):
     """The model's arguments do not fit the tool's schema; the message says how."""
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
-
-
 def check_arguments(schema: dict[str, Any], raw: dict[str, Any] | None) -> dict[str, Any]:
     """Validate flat arguments against our own schemas and fill defaults.
 
@@ -113,9 +101,9 @@ def check_arguments(schema: dict[str, Any], raw: dict[str, Any] | None) -> dict[
             continue
         value = args[name]
         if spec["type"] == "string" and not isinstance(value, str):
-            raise BadArguments(f"'{name}' must be a string, not {_json_type(value)}")
+            raise BadArguments(f"'{name}' must be a string, not {json_type(value)}")
         if spec["type"] == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
-            raise BadArguments(f"'{name}' must be a whole number, not {_json_type(value)}")
+            raise BadArguments(f"'{name}' must be a whole number, not {json_type(value)}")
         if "enum" in spec and value not in spec["enum"]:
             raise BadArguments(f"'{name}' must be one of {', '.join(spec['enum'])}; got {value!r}")
         low, high = spec.get("minimum"), spec.get("maximum")
