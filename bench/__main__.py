@@ -2,7 +2,9 @@
 
 Prints one figures table per benchmark (target and status beside each figure)
 and writes everything to bench-results/latest.json. Exits 1 only when a
-benchmark crashed; a missed target is a measurement, not a failure.
+benchmark crashed; a missed target is a measurement, not a failure. A
+benchmark whose data is absent (no LoCoMo folder) is skipped with one line
+saying what is missing, and the others still run.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from bench import (
     writes,
 )
 from bench.context import REPO, Context
+from bench.locomo_data import LocomoMissing
 from bench.report import BenchResult, progress, render, render_summary
 
 Benchmark = Callable[[Context], BenchResult]
@@ -89,6 +92,8 @@ def run_one(name: str, bench: Benchmark, ctx: Context) -> BenchResult:
     started = time.monotonic()
     try:
         result = bench(ctx)
+    except LocomoMissing as exc:  # its data is absent: skipped, not failed
+        result = BenchResult(name, BENCHMARKS[name][1], skipped=str(exc))
     except Exception as exc:
         progress(name, "FAILED\n" + traceback.format_exc())
         result = BenchResult(name, BENCHMARKS[name][1], error=f"{type(exc).__name__}: {exc}")

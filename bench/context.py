@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.daemon import Daemon
-from bench.locomo_data import Locomo
+from bench.locomo_data import Locomo, missing
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -22,9 +22,14 @@ class Context:
     _locomo: Locomo | None = field(default=None, repr=False)
 
     def locomo(self) -> Locomo:
+        """The LoCoMo data; raises ``LocomoMissing`` (the benchmark is then skipped)."""
         if self._locomo is None:
             self._locomo = Locomo.load(self.locomo_dir)
         return self._locomo
+
+    def locomo_missing(self) -> str | None:
+        """What is missing from the LoCoMo folder, for benchmarks that can run without it."""
+        return missing(self.locomo_dir)
 
     @contextlib.contextmanager
     def tempdir(self, prefix: str) -> Iterator[Path]:

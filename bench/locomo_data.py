@@ -33,10 +33,24 @@ def import_eval_module(folder: Path) -> ModuleType:
         sys.path.remove(str(folder))
 
 
+class LocomoMissing(FileNotFoundError):
+    """The --locomo folder, or a file a benchmark needs from it, is not there."""
+
+
+def missing(folder: Path) -> str | None:
+    """What is missing from the LoCoMo folder, in one line; None when it is complete."""
+    if not folder.is_dir():
+        return f"LoCoMo data not found: no folder {folder} (pass --locomo DIR)"
+    absent = [name for name in (SCRIPT, DATASET) if not (folder / name).is_file()]
+    if absent:
+        return f"LoCoMo data incomplete: {', '.join(absent)} not in {folder} (pass --locomo DIR)"
+    return None
+
+
 def check_folder(folder: Path) -> None:
-    for name in (SCRIPT, DATASET):
-        if not (folder / name).is_file():
-            raise FileNotFoundError(f"{folder / name} not found (pass --locomo DIR)")
+    why = missing(folder)
+    if why is not None:
+        raise LocomoMissing(why)
 
 
 @dataclass(slots=True)

@@ -90,6 +90,7 @@ class BenchResult:
     details: dict[str, Any] = field(default_factory=dict)  # JSON only
     seconds: float = 0.0
     error: str | None = None
+    skipped: str | None = None  # why it did not run (its data is absent); not a failure
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +98,7 @@ class BenchResult:
             "title": self.title,
             "seconds": round(self.seconds, 2),
             "error": self.error,
+            "skipped": self.skipped,
             "figures": [f.to_json() for f in self.figures],
             "tables": [t.to_json() for t in self.tables],
             "notes": self.notes,
@@ -124,6 +126,8 @@ def render_grid(headers: list[str], rows: list[list[str]], indent: str = "  ") -
 
 
 def render(result: BenchResult) -> str:
+    if result.skipped:
+        return f"== {result.name}: skipped: {result.skipped} =="
     out = [f"== {result.name}: {result.title}  ({result.seconds:.1f} s) =="]
     if result.figures:
         rows = [
@@ -147,6 +151,8 @@ def render_summary(results: list[BenchResult]) -> str:
         if f.target is not None
     ]
     rows += [[f"{r.name}: (benchmark failed)", "n/a", "", "ERROR"] for r in results if r.error]
+    rows += [[f"{r.name}: (skipped, data absent)", "n/a", "", "SKIPPED"]
+             for r in results if r.skipped]  # fmt: skip
     lines = ["== summary of targets =="]
     lines += render_grid(["figure", "value", "target", "status"], rows) if rows else ["  (none)"]
     return "\n".join(lines)

@@ -168,7 +168,7 @@ def _figures(http: EvalRun, sparse: EvalRun, inproc: dict[str, EvalRun], base: E
 
 def run(ctx: Context) -> BenchResult:
     result = BenchResult(NAME, f"retrieval quality on LoCoMo dev, budget {BUDGET} chars")
-    ctx.locomo()  # fail early if the folder is incomplete
+    ctx.locomo()  # skipped before starting anything if the folder is incomplete
     python = [sys.executable]
     with ctx.tempdir(NAME) as tmp:
         http, sparse = _http_runs(ctx, python, tmp)

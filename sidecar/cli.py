@@ -153,8 +153,9 @@ def _offline_parser(
         "-S",
         "--scope",
         choices=TIER_NAMES,
-        default="agent",
-        help="which tier the folder is (labels results)",
+        default=None,
+        help="which tier the folder is (labels results); default: crew if PATH is the crew "
+        "dir (env SIDECAR_CREW_DIR) or holds CREW.md and no AGENT.md, else agent",
     )
     p.add_argument("--chunk-chars", type=int, default=DEFAULT_MAX_CHARS)
     return p
@@ -265,7 +266,9 @@ def _context_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser("context", help="print the memory block for a system prompt")
     p.add_argument("--url", default=_env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"),
                    help="the local daemon (env SIDECAR_URL)")  # fmt: skip
-    p.add_argument("--budget", type=int, default=15_000, help="characters (default 15000)")
+    p.add_argument(
+        "--budget", type=int, default=15_000, help="characters, 1000 to 200000 (default 15000)"
+    )
     p.add_argument("--query", help="fill leftover budget with the best hits for this")
     p.add_argument("--user-id", help="the session opener, for the operator model")
     p.add_argument("--workspace-id", help="the session opener's workspace")
@@ -387,6 +390,28 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 # -- offline commands ----------------------------------------------------------
 
 
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.expanduser().resolve() == b.expanduser().resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def tier_of(root: Path, scope: str | None) -> str:
+    """The tier a folder is: ``-S`` if given; else the configured tier dir it is
+    (``SIDECAR_CREW_DIR`` / ``SIDECAR_AGENT_DIR``, the ``serve`` defaults otherwise);
+    else crew when it holds ``CREW.md`` and no ``AGENT.md``; else agent."""
+    if scope is not None:
+        return scope
+    if _same_folder(root, Path(_env("CREW_DIR", "/crew/shared/.memory"))):
+        return "crew"
+    if _same_folder(root, Path(_env("AGENT_DIR", "~/.memory"))):
+        return "agent"
+    if (root / "CREW.md").is_file() and not (root / "AGENT.md").is_file():
+        return "crew"
+    return "agent"
+
+
 def _open(args: argparse.Namespace) -> SQLiteStore:
     root: Path = args.path.expanduser()
     if not root.is_dir():
@@ -406,8 +431,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         hits, mode = search_store(store, planned, args.limit)
     finally:
         store.close()
+    tier = tier_of(args.path.expanduser(), args.scope)
     response = SearchResponse(
-        [Result(args.scope, h, h.score) for h in hits], mode, query.terms(args.query)
+        [Result(tier, h, h.score) for h in hits], mode, query.terms(args.query)
     )
     body = response.to_json()
     if args.format == "json":
@@ -441,7 +467,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         stats = store.stats()
     finally:
         store.close()
-    print(json.dumps({"scope": args.scope, **stats_json(stats)}, indent=2))
+    scope = tier_of(args.path.expanduser(), args.scope)
+    print(json.dumps({"scope": scope, **stats_json(stats)}, indent=2))
     return 0
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,34 @@ async def service(settings: Settings) -> AsyncIterator[MemoryService]:
 async def client(service: MemoryService) -> AsyncIterator[TestClient]:
     async with TestClient(TestServer(create_app(service), host="127.0.0.1")) as c:
         yield c
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs (the tests run as root in the container)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True, capture_output=True)
+
+
+def fill(path: Path) -> None:
+    """Write to ``path`` until the filesystem holding it is full."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        block = b"\0" * 4096
+        while True:
+            try:
+                os.write(fd, block)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC, exc
+                break
+    finally:
+        os.close(fd)
+    assert os.statvfs(path).f_bavail == 0

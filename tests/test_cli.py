@@ -40,6 +40,42 @@ def test_search_table_and_crew_label(tier: Path, capsys: pytest.CaptureFixture[s
     assert "gruvbox" in out
 
 
+@pytest.fixture
+def crew_tier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("SIDECAR_CREW_DIR", raising=False)
+    monkeypatch.delenv("SIDECAR_AGENT_DIR", raising=False)
+    root = tmp_path / "crew"
+    (root / "topics").mkdir(parents=True)
+    (root / "CREW.md").write_text("# Crew\nThe crew deploys with the falcon pipeline.\n")
+    (root / "topics" / "deploys.md").write_text("# Deploys\nFalcon runs every night.\n")
+    return root
+
+
+def search_sources(args: list[str], capsys: pytest.CaptureFixture[str]) -> set[str]:
+    assert main(["search", *args, "-F", "json"]) == 0
+    return {r["source"] for r in json.loads(capsys.readouterr().out)["results"]}
+
+
+def test_search_labels_a_crew_folder_as_crew(
+    crew_tier: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No -S: a folder with CREW.md and no AGENT.md is the crew tier.
+    assert search_sources(["falcon", "-p", str(crew_tier)], capsys) == {"crew"}
+    assert main(["status", "-p", str(crew_tier)]) == 0
+    assert json.loads(capsys.readouterr().out)["scope"] == "crew"
+    # -S always wins.
+    assert search_sources(["falcon", "-p", str(crew_tier), "-S", "agent"], capsys) == {"agent"}
+
+
+def test_search_labels_the_configured_crew_dir_as_crew(
+    crew_tier: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (crew_tier / "CREW.md").unlink()  # no marker file: the folder is crew by configuration
+    assert search_sources(["falcon", "-p", str(crew_tier)], capsys) == {"agent"}
+    monkeypatch.setenv("SIDECAR_CREW_DIR", str(crew_tier / "topics" / ".."))
+    assert search_sources(["falcon", "-p", str(crew_tier)], capsys) == {"crew"}
+
+
 def test_search_sees_files_changed_since_last_run(
     tier: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

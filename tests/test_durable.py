@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from sidecar.index import indexer
 from sidecar.index.queue import FILE, WRITE, JobKey
 from sidecar.notes import write_job
 from sidecar.service import MemoryService
-from tests.conftest import eventually
+from tests.conftest import eventually, fill
 
 REPO = Path(__file__).resolve().parent.parent
 DAY = "daily/2026-11-21.md"
@@ -424,37 +424,6 @@ async def test_service_cap_exceeded_writes_nothing(service: MemoryService) -> No
 
 
 # -- a really full disk -----------------------------------------------------------------
-
-
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MiB tmpfs (the tests run as root in the container)."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True, capture_output=True)
-
-
-def fill(path: Path) -> None:
-    """Write to ``path`` until the filesystem holding it is full."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        block = b"\0" * 4096
-        while True:
-            try:
-                os.write(fd, block)
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC, exc
-                break
-    finally:
-        os.close(fd)
-    assert os.statvfs(path).f_bavail == 0
 
 
 async def test_really_full_filesystem_is_disk_full_and_changes_nothing(

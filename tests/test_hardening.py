@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from sidecar.config import Settings
 from sidecar.disk.tiers import TooLarge, UnsafePath, read_regular
 from sidecar.index import indexer
 from sidecar.index.queue import FILE, JobKey
-from sidecar.notes import write_job
 from sidecar.service import MemoryService
-from tests.conftest import eventually
+from tests.conftest import eventually, fill
 from tests.sidecar_process import SidecarProcess
 
 JSON = {"Content-Type": "application/json"}
@@ -232,18 +232,27 @@ async def test_a_read_past_the_end_is_a_bad_range(
 # -- 8. the disk-space guard --------------------------------------------------------------
 
 
-def test_a_full_disk_is_never_ok_whatever_the_minimum(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_full_disk_is_never_healthy_whatever_the_minimum(
+    small_fs: Path, tier_dirs: tuple[Path, Path]
 ) -> None:
-    real = os.statvfs(tmp_path)
-
-    class Full:
-        f_bavail, f_frsize, f_flag = 0, real.f_frsize, real.f_flag
-
-    monkeypatch.setattr(os, "statvfs", lambda _: Full())
-    assert write_job.disk_problem(tmp_path, 0) == f"only 0 KiB free on {tmp_path}"
-    monkeypatch.setattr(os, "statvfs", lambda _: real)
-    assert write_job.disk_problem(tmp_path, 0) is None  # space again: writable again
+    """``--min-free-mb 0`` on a really full filesystem: health says so, and says ok again
+    (and writes work) as soon as space is freed, with no restart."""
+    settings = Settings(agent_dir=small_fs / "agent", crew_dir=tier_dirs[1], role="lead",
+                        reconcile_interval=3600, embedder="none", min_free_bytes=0)  # fmt: skip
+    svc = MemoryService(settings)
+    await svc.start()
+    try:
+        await svc.indexes.queue.wait_idle()
+        assert (await svc.health())["status"] == "ok"
+        fill(small_fs / "filler")
+        health = await svc.health()
+        assert health["status"] == "degraded" and health["write_path"]["ok"] is False
+        assert health["write_path"]["reason"].startswith("agent: only 0 KiB free")
+        (small_fs / "filler").unlink()
+        assert (await svc.health())["status"] == "ok"
+        await svc.notes.write("agent", "AGENT.md", "- room again", "append")
+    finally:
+        await svc.stop()
 
 
 # -- 9. raw bytes in answers --------------------------------------------------------------

@@ -227,6 +227,11 @@ async def test_cap_exceeded_is_an_error_carrying_current_entries(
         ),
         (SEARCH, {"query": "x", "limit": 21}, "'limit' must be from 1 to 20; got 21"),
         (SEARCH, {"query": "x", "limit": True}, "'limit' must be a whole number, not a boolean"),
+        (
+            SEARCH,
+            {"query": "x", "limit": 2.5},
+            "'limit' must be a whole number, not a fraction (2.5)",
+        ),
         (SEARCH, {"query": "   "}, "'query' must not be empty"),
         (SEARCH, {"query": "x", "scope": "all"}, "'scope' must be one of agent, crew, both"),
     ],

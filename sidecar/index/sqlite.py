@@ -161,7 +161,15 @@ class SQLiteStore:
 
     def _reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is None or self._local.generation != self._generation:
+        if conn is not None and self._local.generation != self._generation:
+            # The index was reset since: this thread's connection is to the old file, and
+            # only this thread may close it (another thread could be mid-query on its own).
+            with self._readers_lock:
+                self._readers.remove(conn)
+            with suppress(sqlite3.Error):
+                conn.close()
+            conn = None
+        if conn is None:
             conn = _connect(self.path)
             conn.execute("PRAGMA query_only = ON")
             self._local.conn, self._local.generation = conn, self._generation
@@ -196,11 +204,7 @@ class SQLiteStore:
             with suppress(sqlite3.Error):
                 self._writer.close()
             with self._readers_lock:
-                for conn in self._readers:
-                    with suppress(sqlite3.Error):
-                        conn.close()
-                self._readers.clear()
-                self._generation += 1
+                self._generation += 1  # each reader thread reconnects on its next call
             self._delete_files()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._writer = _connect(self.path)

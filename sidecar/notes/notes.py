@@ -30,11 +30,12 @@ log = logging.getLogger(__name__)
 def _tier_bytes(state: TierState) -> int:
     """The tier's size for its cap: from the index, or from the files while the index is
     unusable (a write must not wait for, or fail with, the index's rebuild)."""
-    try:
-        return state.store.total_bytes()
-    except Exception as exc:
-        if state.store.problem(exc) is None:
-            raise
+    if state.broken is None:
+        try:
+            return state.store.total_bytes()
+        except Exception as exc:
+            if state.store.problem(exc) is None:
+                raise
     return sum(st.st_size for _, st in walk_markdown(state.tier.root))
 
 
