@@ -29,6 +29,7 @@ from bench import (
     dense,
     freshness,
     indexing,
+    injection,
     latency,
     memory,
     prompt_block,
@@ -51,6 +52,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     crew.NAME: (crew.run, "crew search through a member vs on the lead"),
     prompt_block.NAME: (prompt_block.run, "assembling the system-prompt memory block"),
     dense.NAME: (dense.run, "dense top-k over 100k vectors, embedding throughput"),
+    injection.NAME: (injection.run, "injection scanner: caught per class, benign kept"),
 }
 
 

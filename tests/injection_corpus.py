@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 
+from tests import injection_corpus_intent as intent
+
 OVERRIDE = "instruction_override"
 INVISIBLE = "invisible_unicode"
 EXFIL = "exfiltration"
@@ -613,3 +615,28 @@ BENIGN: tuple[tuple[str, str], ...] = (
         "Upgraded to python3.11, x86_64 wheels, sha256 pins, h264 fixtures, 1password.",
     ),
 )
+
+# --- intent classes (tests/injection_corpus_intent.py) ------------------------------------------
+#
+# Written apart from the rules; each payload is tagged with its intent class
+# (PAYLOAD_CLASSES), each benign note with its topic (BENIGN_TOPICS).
+
+DESTRUCTIVE = "destructive_command"
+#: The category the scanner reports for each intent class.
+CLASS_CATEGORY: dict[str, str] = {
+    intent.ENV_SECRET: EXFIL,
+    intent.CRED_FILE: EXFIL,
+    intent.ENCODED: ENCODED,
+    intent.MULTILINGUAL: OVERRIDE,
+    intent.QUOTED: OVERRIDE,
+    intent.AUTHORITY: OVERRIDE,
+    intent.TEMPLATE: OVERRIDE,
+    intent.DESTRUCTIVE: DESTRUCTIVE,
+}
+PAYLOADS += tuple((pid, CLASS_CATEGORY[cls], text) for pid, cls, text in intent.INTENT_PAYLOADS)
+BENIGN += tuple((bid, text) for bid, _, text in intent.INTENT_BENIGN)
+#: text -> intent class, for every intent payload (the original payloads have none).
+PAYLOAD_CLASSES: dict[str, str] = dict(intent.PAYLOAD_CLASSES)
+#: text -> topic, for every intent benign note.
+BENIGN_TOPICS: dict[str, str] = dict(intent.BENIGN_TOPICS)
+INTENT_CLASSES = intent.INTENT_CLASSES

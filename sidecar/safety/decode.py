@@ -1,9 +1,10 @@
-"""Other readings of a text, for the scanner's second and third passes.
+r"""Other readings of a text, for the scanner's second and third passes.
 
 Pass 2 reads look-alike text as a person would (HTML entities decoded, fullwidth
 and homoglyph letters made Latin, leetspeak and s p a c e d letters undone), but
 only on the lines that hold such text, so ordinary prose costs nothing. Pass 3
-decodes base64 blocks, so a payload cannot hide by being encoded.
+decodes base64 blocks, hex runs, ``\x`` escapes and percent-encoded lines, so a
+payload cannot hide by being encoded.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import binascii
 import html
 import re
 import unicodedata
+import urllib.parse
 from collections.abc import Iterator
 
 from sidecar.safety.rules import CF, L_WORDS, VS
@@ -175,3 +177,105 @@ def _decode_base64(block: str) -> str | None:
         return None
     readable = sum(1 for c in decoded if c.isprintable() or c in "\t\r\n")
     return decoded if decoded and readable >= _PRINTABLE_SHARE * len(decoded) else None
+
+
+# --- pass 3: hex, \x escapes, percent-encoding, short base64 after a decode cue ----------------
+
+_MIN_HEX = 32  # hex digits (16 bytes); hashes and ids decode to binary and are dropped
+_HEX_MASK = bytes(
+    ord("A") if (48 <= b <= 57 or 65 <= b <= 70 or 97 <= b <= 102) else ord(" ") for b in range(256)
+)
+_X_ESCAPES = re.compile(r"(?:\\x[0-9a-fA-F]{2}){8,}")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+# Letters and digits never need percent-encoding: encoding them is hiding them.
+_PERCENT_UNRESERVED = re.compile(r"%(?:[46][1-9A-Fa-f]|[57][0-9Aa]|3[0-9])")
+_MIN_PERCENT = 3  # escapes on a line, for it to be read decoded
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2}|[\w.~+-])+")
+# A short base64 run counts only on a line that says to decode it.
+_DECODE_CUES = (b"base6", b"b6a", b"atob", b"decode", b"frombase")
+_SHORT_BASE64 = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/]{8,}={0,2}(?![\w+/=])")
+
+
+def _text_of(raw: bytes) -> str | None:
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    readable = sum(1 for c in decoded if c.isprintable() or c in "\t\r\n")
+    return decoded if decoded and readable >= _PRINTABLE_SHARE * len(decoded) else None
+
+
+def _hex_runs(doc: Doc) -> Iterator[str]:
+    text = doc.text
+    mask = text.encode("ascii", "replace").translate(_HEX_MASK)
+    needle, seen = b"A" * _MIN_HEX, set()
+    i = mask.find(needle)
+    while i >= 0:
+        end = mask.find(b" ", i)
+        end = len(text) if end < 0 else end
+        run = text[i : end - (end - i) % 2]
+        if run not in seen:
+            seen.add(run)
+            decoded = _text_of(bytes.fromhex(run))
+            if decoded is not None:
+                yield decoded
+        i = mask.find(needle, end)
+    i = text.find("\\x")
+    while i >= 0:
+        m = _X_ESCAPES.match(text, i)
+        if m:
+            decoded = _text_of(bytes.fromhex(m.group().replace("\\x", "")))
+            if decoded is not None:
+                yield decoded
+        i = text.find("\\x", m.end() if m else i + 2)
+
+
+def _percent_lines(doc: Doc) -> Iterator[tuple[str, bool]]:
+    """Lines with several percent escapes, decoded; strict when letters or digits were encoded."""
+    text = doc.text
+    i = text.find("%")
+    while i >= 0:
+        start, end = plain_line(text, i)
+        line = text[start:end]
+        if len(_PERCENT.findall(line)) >= _MIN_PERCENT:
+            hidden = bool(_PERCENT_UNRESERVED.search(line))
+            yield urllib.parse.unquote(line), hidden
+            if hidden:  # each encoded run alone too, so an order inside a URL opens its text
+                for run in _PERCENT_RUN.findall(line):
+                    if len(_PERCENT.findall(run)) >= _MIN_PERCENT:
+                        yield urllib.parse.unquote(run), True
+        i = text.find("%", end)
+
+
+def _short_base64(doc: Doc) -> Iterator[str]:
+    text = doc.text
+    for start, end in doc.lines(_DECODE_CUES, logical=False):
+        for m in _SHORT_BASE64.finditer(text, start, end):
+            if len(m.group()) < _MIN_BASE64:  # longer runs are decoded_blocks' job
+                raw = m.group().rstrip("=")
+                raw = raw[: len(raw) - len(raw) % 4] if len(raw) % 4 == 1 else raw
+                try:
+                    data = base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True)
+                except (binascii.Error, ValueError):
+                    continue
+                decoded = _text_of(data)
+                if decoded is not None and " " in decoded:
+                    yield decoded
+
+
+def decoded_payloads(doc: Doc) -> Iterator[tuple[str, str, bool]]:
+    """(encoding, decoded text, strict) for every encoded run worth reading again, in order.
+
+    Base64 blocks come first (see :func:`decoded_blocks`), then short base64
+    runs on a line that decodes them, hex runs and ``\\x`` escapes, then
+    percent-encoded lines. Strict texts are judged as orders whatever their
+    wording: nobody encodes ``rm -rf ~`` to document it.
+    """
+    for decoded in decoded_blocks(doc):
+        yield "base64", decoded, True
+    for decoded in _short_base64(doc):
+        yield "base64", decoded, True
+    for decoded in _hex_runs(doc):
+        yield "hex", decoded, True
+    for decoded, strict in _percent_lines(doc):
+        yield "urlencoded", decoded, strict

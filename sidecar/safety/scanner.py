@@ -14,17 +14,22 @@ and the passes below.
 Three passes, each only if the previous found nothing (rules numbered as in
 :mod:`sidecar.safety.rules`):
 
-1. The raw text through rules 1-22.
+1. The raw text through rules 1-37.
 2. Look-alike text, folded: lines where a rule's keyword appears only once
    look-alike letters are read as Latin (Cyrillic/Greek homoglyphs, accented
    letters, leetspeak digits), or that hold fullwidth, mathematical, small
    capital or combining characters, HTML character references or escaped
    markup, or s p a c e d letters, are decoded (HTML entities, NFKC, homoglyph map, combining marks
-   and format characters dropped) and run through rules 7-22; a copy with
-   leetspeak and spaced letters undone runs through rules 7-13.
-3. Each base64 run of 40 or more characters (wrapped lines joined) that decodes
-   to printable UTF-8 is scanned the same way, nested at most twice; a hit is
-   reported as category ``encoded_payload``, pattern ``base64:<inner rule>``.
+   and format characters dropped) and run through rules 7-37; a copy with
+   leetspeak and spaced letters undone runs through rules 7-19.
+3. Encoded runs are decoded and scanned the same way, nested at most twice:
+   base64 runs of 40 or more characters (wrapped lines joined), shorter ones on
+   a line that decodes them (``base64 -d``, ``atob``), hex runs of 32 or more
+   digits and ``\\x`` escapes, all only if they decode to printable UTF-8, and
+   lines with three or more percent escapes. A hit is reported as category
+   ``encoded_payload``, pattern ``base64:<inner rule>``, ``hex:<inner rule>``
+   or ``urlencoded:<inner rule>``. Decoded text is strict (see ``Doc.strict``):
+   a destructive command counts even without an addressee.
 """
 
 from __future__ import annotations
@@ -34,7 +39,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
-from sidecar.safety.decode import decoded_blocks, fold_confusables, fold_leet, suspect_lines
+from sidecar.safety.decode import decoded_payloads, fold_confusables, fold_leet, suspect_lines
+from sidecar.safety.intent import (
+    authority_excerpt,
+    destructive_excerpt,
+    exchange_excerpt,
+    foreign_excerpt,
+    line_open_excerpt,
+    quoted_excerpt,
+    transfer_excerpt,
+)
 from sidecar.safety.rules import (
     AFTER_LABEL,
     ALL_RULES,
@@ -49,6 +63,7 @@ from sidecar.safety.rules import (
     NET_ANCHORS,
     OVERRIDE_RULES,
     PIPE_TO_SHELL,
+    QUOTED_INNER,
     QUOTING_LABELS,
     RUN_FETCHED,
     SCOPED,
@@ -63,6 +78,15 @@ from sidecar.safety.rules import (
     Probe,
     Rule,
     UnitDownload,
+)
+from sidecar.safety.rules_intent import (
+    Authority,
+    Destructive,
+    Exchange,
+    Foreign,
+    LineOpen,
+    Quoted,
+    Transfer,
 )
 from sidecar.safety.text import Doc, excerpt, line_bounds, span_excerpt
 from sidecar.safety.unicode import invisible_excerpt
@@ -160,15 +184,45 @@ def _sends_to_network(line: str) -> bool:
     return bool(NET.search(line))
 
 
-def _network_line(check: NetworkLine, doc: Doc) -> str | None:
+def _sender(regex: re.Pattern[str], line: str) -> bool:
+    """Whether a line names a variable at all (``$``, ``%``, env) and runs ``regex``'s sender."""
+    return ("$" in line or "%" in line or "env" in line) and bool(regex.search(line))
+
+
+def _network_line(
+    check: NetworkLine, doc: Doc, keep: Callable[[str], bool] = _sends_to_network
+) -> str | None:
     """The first network-sending line holding a hint (a cheap test) where ``regex`` matches."""
-    for line in doc.shell_lines(NET_ANCHORS, _sends_to_network):
+    lines = doc.shell_lines(check.anchors or NET_ANCHORS, keep)
+    for line in lines:
         low = line.lower()
-        if any(h in low for h in check.hints) and check.regex.search(
-            line if check.blank is None else check.blank.sub(" ", line)
-        ):
+        if not any(h in low for h in check.hints):
+            continue
+        body = line if check.blank is None else check.blank.sub(" ", line)
+        if check.ordered:
+            if _sent(check.regex, check.sender or NET, body):
+                return excerpt(line.strip())
+        elif check.regex.search(body):
             return excerpt(line.strip())
     return None
+
+
+_COMMAND_BREAK = re.compile(r";|&&|\|\||(?<![\w/])\.\s|\n")
+
+
+def _sent(what: re.Pattern[str], sender: re.Pattern[str], line: str) -> bool:
+    """Whether ``what`` is an argument of a sender (after it, with no command or sentence
+    break between) or is piped into one (before it, with a ``|`` and no break between)."""
+    senders = [m.start() for m in sender.finditer(line)]
+    for m in what.finditer(line):
+        for s in senders:
+            lo, hi = (s, m.start()) if s < m.start() else (m.end(), s)
+            between = line[lo:hi]
+            if _COMMAND_BREAK.search(between):
+                continue
+            if s < m.start() or "|" in between:
+                return True
+    return False
 
 
 def _at_anchor(check: AtAnchor, doc: Doc) -> str | None:
@@ -298,8 +352,10 @@ def _matcher(check: Check) -> Callable[[Doc], str | None]:
             return partial(_phrase, check)
         case LineStart():
             return partial(_line_start, check)
-        case NetworkLine():
+        case NetworkLine(sender=None):
             return partial(_network_line, check)
+        case NetworkLine(sender=sender):
+            return partial(_network_line, check, keep=partial(_sender, sender))
         case AtAnchor():
             return partial(_at_anchor, check)
         case KeyWrite():
@@ -308,6 +364,20 @@ def _matcher(check: Check) -> Callable[[Doc], str | None]:
             return partial(_download_hook, check)
         case UnitDownload():
             return partial(_unit_download, check)
+        case Foreign():
+            return partial(foreign_excerpt, check)
+        case Quoted():
+            return partial(quoted_excerpt, check, partial(_run_excerpt, _compile(QUOTED_INNER)))
+        case Authority():
+            return partial(authority_excerpt, check)
+        case LineOpen():
+            return partial(line_open_excerpt, check)
+        case Exchange():
+            return partial(exchange_excerpt, check)
+        case Transfer():
+            return partial(transfer_excerpt, check)
+        case Destructive():
+            return partial(destructive_excerpt, check)
     raise TypeError(f"no matcher for {check!r}")
 
 
@@ -319,9 +389,9 @@ def _compile(rules: tuple[Rule, ...]) -> _Compiled:
     return tuple((category, pattern, _matcher(check)) for category, pattern, check in rules)
 
 
-_ALL = _compile(ALL_RULES)
-_CONTENT = _compile(CONTENT_RULES)
-_OVERRIDE = _compile(OVERRIDE_RULES)
+def _run_excerpt(rules: _Compiled, doc: Doc) -> str | None:
+    hit = _run(rules, doc)
+    return None if hit is None else hit.excerpt
 
 
 def _run(rules: _Compiled, doc: Doc) -> Finding | None:
@@ -333,12 +403,17 @@ def _run(rules: _Compiled, doc: Doc) -> Finding | None:
     return None
 
 
+_ALL = _compile(ALL_RULES)
+_CONTENT = _compile(CONTENT_RULES)
+_OVERRIDE = _compile(OVERRIDE_RULES)
+
+
 # --- entry point --------------------------------------------------------------------------------
 
 
-def _scan(text: str, depth: int) -> Finding | None:
-    """Passes 1-3 of the module docstring; ``depth`` counts base64 layers already decoded."""
-    doc = Doc(text)
+def _scan(text: str, depth: int, *, strict: bool = False) -> Finding | None:
+    """Passes 1-3 of the module docstring; ``depth`` counts encoded layers already decoded."""
+    doc = Doc(text, strict=strict)
     hit = _run(_ALL, doc)
     if hit:
         return hit
@@ -347,22 +422,22 @@ def _scan(text: str, depth: int) -> Finding | None:
         regions = [text[s:e] for s, e in spans]
         folded = [fold_confusables(r) for r in regions]
         if folded != regions:
-            hit = _run(_CONTENT, Doc("\n\n".join(folded)))
+            hit = _run(_CONTENT, Doc("\n\n".join(folded), strict=strict))
             if hit:
                 return hit
         unleeted = [fold_leet(f) for f in folded]
         if unleeted != folded:
-            hit = _run(_OVERRIDE, Doc("\n\n".join(unleeted)))
+            hit = _run(_OVERRIDE, Doc("\n\n".join(unleeted), strict=strict))
             if hit:
                 return hit
     if depth < _MAX_DEPTH:
-        for decoded in decoded_blocks(doc):
-            inner = _scan(decoded, depth + 1)
+        for kind, decoded, strict_inner in decoded_payloads(doc):
+            inner = _scan(decoded, depth + 1, strict=strict_inner)
             if inner:
                 return Finding(
                     "encoded_payload",
-                    f"base64:{inner.pattern}",
-                    excerpt(f"base64 -> {inner.excerpt}"),
+                    f"{kind}:{inner.pattern}",
+                    excerpt(f"{kind} -> {inner.excerpt}"),
                 )
     return None
 
