@@ -41,7 +41,10 @@ def is_loopback_host(host: str, extra: tuple[str, ...] = ()) -> bool:
 def is_loopback_origin(origin: str, extra: tuple[str, ...] = ()) -> bool:
     """Browsers send Origin; only a page served from a loopback name counts as local
     (``null``, from a sandboxed frame or a file, does not)."""
-    parts = urlsplit(origin.strip())
+    try:
+        parts = urlsplit(origin.strip())
+    except ValueError:  # "http://[::1", say: no page has that origin
+        return False
     return (
         parts.scheme in ("http", "https")
         and bool(parts.netloc)

@@ -450,3 +450,175 @@ def test_every_error_answer_is_error_detail_json(
     assert headers.get("content-type", "").startswith("application/json"), (headers, body)
     answer = json.loads(body)
     assert set(answer) == {"error", "detail"} and all(isinstance(v, str) for v in answer.values())
+
+
+# -- what a hostile review of the above found ---------------------------------------------
+
+
+async def test_a_failed_rebuild_is_tried_again_until_it_works(
+    client: TestClient, service: MemoryService, tier_dirs: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    from sidecar.index import indexes
+
+    monkeypatch.setattr(indexes, "HEAL_RETRY_S", 0.05)
+    agent, _ = tier_dirs
+    status, _ = await status_of(
+        client, "POST", "/memory/write", json={"file": "AGENT.md", "content": "- plum"}
+    )
+    assert status == 201
+    store = service.indexes.tiers["agent"].store
+    real_reset, attempts = store.reset, []
+
+    def flaky_reset() -> None:  # the first attempt meets a full disk
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise sqlite3.OperationalError("database or disk is full")
+        real_reset()
+
+    monkeypatch.setattr(store, "reset", flaky_reset)
+    (agent / "index.sqlite").write_bytes(b"")  # truncated in place: no SQLite header
+    _, health = await status_of(client, "GET", "/healthz")
+    assert health["tiers"]["agent"]["state"] == "rebuilding"
+
+    async def healed() -> bool:
+        _, h = await status_of(client, "GET", "/healthz")
+        return h["status"] == "ok"
+
+    await eventually(healed, "the second rebuild attempt")
+    assert len(attempts) == 2
+    await service.indexes.queue.wait_idle()
+    status, found = await search(client, "plum")
+    assert status == 200 and [r["file"] for r in found["results"]] == ["AGENT.md"]
+    assert await service.notes.write_health() == (True, None)  # MCP writes offered again
+
+
+async def test_a_deleted_wal_is_damage_and_heals(
+    client: TestClient, service: MemoryService, tier_dirs: tuple[Path, Path]
+) -> None:
+    agent, _ = tier_dirs
+    for i in range(3):
+        status, _ = await status_of(
+            client, "POST", "/memory/write", json={"file": "AGENT.md", "content": f"- fig {i}"}
+        )
+        assert status == 201
+    (agent / "index.sqlite-wal").unlink()
+    for i in range(3):  # writes stay durable whatever the index does
+        status, wrote = await status_of(
+            client, "POST", "/memory/write", json={"file": "AGENT.md", "content": f"- date {i}"}
+        )
+        assert status == 201, wrote
+
+    async def healed() -> bool:
+        _, h = await status_of(client, "GET", "/healthz")
+        status, found = await search(client, "date")
+        return h["status"] == "ok" and status == 200 and found["count"] == 1
+
+    await eventually(healed, "searches to find every write again")
+    assert (agent / "AGENT.md").read_text().count("- date") == 3
+
+
+async def test_both_tiers_rebuilding_is_a_503_and_the_block_still_answers(
+    client: TestClient, service: MemoryService, held_rebuild: threading.Event
+) -> None:
+    for name in ("agent", "crew"):
+        service.indexes.mark_broken(name, "test: damaged")
+    status, err = await search(client, "anything", "both")
+    assert (status, err["error"]) == (503, "index_rebuilding")
+    async with client.get("/memory/context?query=anything") as resp:
+        assert resp.status == 200 and "[AGENT MEMORY]" in await resp.text()
+    held_rebuild.set()
+
+
+def test_a_reset_index_is_read_afresh_by_every_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sidecar.index import sqlite as sqlite_module
+    from sidecar.index.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    assert store.stats().total_files == 0
+    real_connect, calls = sqlite_module._connect, []
+
+    def failing_once(path: Path) -> Any:
+        calls.append(path)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("unable to open database file")
+        return real_connect(path)
+
+    store.reset()
+    monkeypatch.setattr(sqlite_module, "_connect", failing_once)
+    with pytest.raises(sqlite3.OperationalError):
+        store.stats()  # this thread's reconnect fails once...
+    assert store.stats().total_files == 0  # ...and the next call reconnects
+    assert store.generation == 1
+    store.close()
+
+
+def test_a_reset_index_drops_the_vectors_it_held(tmp_path: Path) -> None:
+    import numpy as np
+
+    from sidecar.index.sqlite import SQLiteStore
+    from sidecar.retrieval.embedders.base import normalize
+    from sidecar.retrieval.vector_sync import TierVectors
+
+    class Embedder:
+        model_id, dim = "test:2", 2
+
+        def embed(self, texts: list[str]) -> Any:
+            return normalize(np.ones((len(texts), 2), dtype=np.float32))
+
+        def close(self) -> None: ...
+
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    item = indexer._parse("AGENT.md", b"- kiwi\n", indexer.FileState(7, 1, "x"), 650)
+    store.replace_file(item)
+    vectors = TierVectors(store, Embedder())
+    vectors.sync(lambda: False)
+    assert len(vectors.index) == 1 and vectors.embedded == 1
+    store.reset()
+    store.replace_file(item)  # the same chunk id and text as before the reset
+    vectors.sync(lambda: False)
+    assert vectors.embedded == 2  # embedded again, so its vector is stored in the new index
+    assert store.get_vectors("test:2", [store.chunk_keys()[1]])
+    store.close()
+
+
+async def test_symlinks_are_not_listed_as_skipped(
+    client: TestClient, service: MemoryService, tier_dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    (tmp_path / "outside.md").write_text("- elsewhere\n")
+    os.symlink(tmp_path / "outside.md", tier_dirs[0] / "linked.md")
+    await service.indexes.queue.submit(file_job("linked.md"))
+    _, info = await status_of(client, "GET", "/memory/status?scope=agent")
+    assert info["skipped"] == []
+    _, health = await status_of(client, "GET", "/healthz")
+    assert health["status"] == "ok"
+
+
+@pytest.mark.parametrize("origin", ["http://[::1", "http://[", "http://]:80", "http://[evil.com]"])
+async def test_a_malformed_origin_is_refused_not_an_error(client: TestClient, origin: str) -> None:
+    status, err = await status_of(client, "GET", "/memory/status", headers={"Origin": origin})
+    assert (status, err["error"]) == (403, "forbidden_origin")
+
+
+async def test_an_undecodable_body_is_a_400(client: TestClient) -> None:
+    status, err = await status_of(
+        client, "POST", "/memory/write", data=b"not gzip at all",
+        headers={**JSON, "Content-Encoding": "gzip"},
+    )  # fmt: skip
+    assert (status, err["error"]) == (400, "bad_request")
+
+
+def test_c1_controls_and_lone_carriage_returns_are_not_passed_on() -> None:
+    from sidecar.disk.tiers import decode_text
+
+    assert decode_text(b"a\xc2\x9b31mb\rc\r\nd\te") == "a\ufffd31mb\ufffdc\r\nd\te"
+
+
+def test_a_member_passes_on_the_lead_s_retry_after() -> None:
+    from sidecar.crew.client import LeadError
+
+    err = LeadError(503, {"error": "index_rebuilding", "detail": "x", "retry_after": 2})
+    api = err.to_api_error()
+    assert (api.status, api.error, api.extra) == (503, "index_rebuilding", {"retry_after": 2})

@@ -88,6 +88,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         if "retry_after" in exc.extra:
             response.headers["Retry-After"] = str(exc.extra["retry_after"])
         return response
+    except web.RequestPayloadError as exc:  # a body that will not decode (bad gzip, say)
+        return error_response(400, "bad_request", f"request body unreadable: {exc}")
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

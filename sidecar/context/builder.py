@@ -53,7 +53,12 @@ class ContextBuilder:
         hits: list[block.Section] = []
         if query:
             scope = "both" if self.has_crew else "agent"
-            response = await self.search.search(query, scope, 20)
+            try:
+                results = (await self.search.search(query, scope, 20)).results
+            except ApiError as exc:
+                if exc.error != "index_rebuilding":
+                    raise
+                results = []  # the files themselves still make a block
             shown = {("agent", s.label) for s in agent} | {("crew", s.label) for s in crew}
             hits = [
                 block.Section(
@@ -61,7 +66,7 @@ class ContextBuilder:
                     f"{r.source}/{r.hit.path} lines {r.hit.start_line}-{r.hit.end_line}",
                     r.hit.text,
                 )
-                for r in response.results
+                for r in results
                 if (r.source, r.hit.path) not in shown
             ]
         return block.assemble(agent, crew, operator, hits, budget)

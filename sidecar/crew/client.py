@@ -40,8 +40,9 @@ class LeadError(Exception):
 
     def to_api_error(self) -> ApiError:
         """The lead's own error answer, passed on with where it came from."""
+        extra = {k: v for k, v in self.body.items() if k not in ("error", "detail")}
         return ApiError(self.status, self.body.get("error", "lead_error"),
-                        f"crew lead: {self.body.get('detail', '')}")  # fmt: skip
+                        f"crew lead: {self.body.get('detail', '')}", extra)  # fmt: skip
 
 
 def unreachable(url: str | None, exc: Exception) -> ApiError:

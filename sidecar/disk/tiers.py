@@ -21,9 +21,9 @@ TIER_NAMES = ("agent", "crew")
 SCOPES = (*TIER_NAMES, "both")  # what a search or reindex may cover
 
 
-# Control characters other than tab, newline and carriage return: no note needs them,
-# and in an answer they are raw binary (terminal escapes, NULs) a client must not get.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Control characters other than tab, newline and a CR ending a line: no note needs them,
+# and in an answer they are raw binary (terminal escapes, 8-bit CSI, NULs).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
 
 
 def decode_text(data: bytes) -> str:
@@ -43,6 +43,10 @@ class Tier:
 
 class UnsafePath(ValueError):
     """The path is not a plain relative path inside the tier, or not a file only it owns."""
+
+
+class HardLinked(UnsafePath):
+    """A regular file with more than one link: its bytes may belong to a file elsewhere."""
 
 
 class TooLarge(ValueError):
@@ -119,7 +123,7 @@ def read_fd(fd: int, label: str, max_bytes: int | None = None) -> tuple[bytes, o
         if not stat.S_ISREG(st.st_mode):
             raise UnsafePath(f"{label} is not a regular file")
         if st.st_nlink > 1:
-            raise UnsafePath(
+            raise HardLinked(
                 f"{label} has {st.st_nlink} hard links: its content may belong to a file "
                 "outside the memory folder, so it is neither read nor indexed"
             )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sidecar.disk.tiers import (
+    HardLinked,
     TooLarge,
     UnsafePath,
     decode_text,
@@ -53,6 +54,13 @@ class SyncResult:
 Skipped = dict[str, str]  # tier-relative path -> why it is not indexed
 
 
+def _skip(rel: str, reason: str, skipped: Skipped | None) -> None:
+    """Record (and log, once) a file that is there but refused."""
+    if skipped is not None and skipped.get(rel) != reason:
+        log.warning("file not indexed", extra={"file": rel, "reason": reason})
+        skipped[rel] = reason
+
+
 def _read(root: Path, rel: str, skipped: Skipped | None) -> tuple[bytes, FileState] | None:
     """The file's bytes and state, or None if it is not a plain readable file we index.
 
@@ -62,12 +70,13 @@ def _read(root: Path, rel: str, skipped: Skipped | None) -> tuple[bytes, FileSta
     """
     try:
         got = read_regular(root, rel, MAX_FILE_BYTES)
-    except (UnsafePath, TooLarge, PermissionError) as exc:
+    except UnsafePath as exc:
+        if not isinstance(exc, HardLinked):
+            return None  # a symlink or not a regular file: never a note, as in a tree scan
+        return _skip(rel, str(exc), skipped)
+    except (TooLarge, PermissionError) as exc:
         reason = str(exc) if not isinstance(exc, PermissionError) else "permission denied"
-        if skipped is not None and skipped.get(rel) != reason:
-            log.warning("file not indexed", extra={"file": rel, "reason": reason})
-            skipped[rel] = reason
-        return None
+        return _skip(rel, reason, skipped)
     if skipped is not None:
         skipped.pop(rel, None)
     if got is None:

@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 OPTIMIZE_AFTER_CHANGES = 200
 RETRY_AFTER_S = 2  # what a search of a tier being rebuilt is told to wait
+HEAL_RETRY_S = 5.0  # between attempts to rebuild an index that failed to rebuild
 T = TypeVar("T")
 
 
@@ -202,8 +203,14 @@ class TierIndexes:
 
     def _run_job(self, key: JobKey) -> indexer.SyncResult | Change | None:
         state = self.tiers[key.tier]
-        if key.kind == HEAL:
-            return self._heal(state)
+        if key.kind in (HEAL, REBUILD) and state.broken is not None:
+            try:
+                return self._heal(state)
+            except Exception:
+                self._retry_heal(key.tier)
+                raise
+        if state.broken is not None and key.kind in (FILE, TREE, OPTIMIZE):
+            return None  # the rebuild under way reads every file anyway
         try:
             return self._run(state, key)
         except Exception as exc:
@@ -275,6 +282,19 @@ class TierIndexes:
         self._changed()
         seconds = round(time.monotonic() - started, 3)
         log.warning("index healed", extra={"tier": name, "seconds": seconds})
+
+    def _retry_heal(self, tier: str) -> None:
+        """A rebuild failed (the disk full, the index path a directory): try again later,
+        for as long as the tier stays broken."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(
+                self._loop.call_later, HEAL_RETRY_S, self._resubmit_heal, tier
+            )
+
+    def _resubmit_heal(self, tier: str) -> None:
+        if self.tiers[tier].broken is not None and not self._stop.is_set():
+            with contextlib.suppress(RuntimeError):
+                self.queue.submit(JobKey(tier, HEAL))
 
     def mark_broken(self, tier: str, reason: str) -> None:
         """The tier's index is unusable: say so, and queue its rebuild (once)."""

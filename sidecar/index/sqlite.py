@@ -89,9 +89,13 @@ _RUNTIME_FAILURES = (
 
 
 # What says the index itself is unusable, as opposed to a busy, full or read-only disk.
-_BROKEN_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
+# SQLITE_IOERR (its WAL deleted under it, say), SQLITE_CORRUPT, SQLITE_NOTADB; a full disk
+# (SQLITE_FULL) or a busy one is not the index's fault.
+_BROKEN_CODES = frozenset({10, 11, 26})
 _HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
-_BROKEN_MESSAGES = ("malformed", "not a database", "no such table", "no such column")
+_BROKEN_MESSAGES = (
+    "malformed", "not a database", "no such table", "no such column", "disk i/o error",
+)  # fmt: skip
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -164,8 +168,10 @@ class SQLiteStore:
         if conn is not None and self._local.generation != self._generation:
             # The index was reset since: this thread's connection is to the old file, and
             # only this thread may close it (another thread could be mid-query on its own).
+            self._local.conn = None
             with self._readers_lock:
-                self._readers.remove(conn)
+                if conn in self._readers:
+                    self._readers.remove(conn)
             with suppress(sqlite3.Error):
                 conn.close()
             conn = None
@@ -183,7 +189,9 @@ class SQLiteStore:
         if isinstance(exc, sqlite3.DatabaseError):
             code = getattr(exc, "sqlite_errorcode", None)
             text = str(exc).lower()
-            if code in _BROKEN_CODES or any(m in text for m in _BROKEN_MESSAGES):
+            if (code is not None and code & 0xFF in _BROKEN_CODES) or any(
+                m in text for m in _BROKEN_MESSAGES
+            ):
                 return f"index unusable ({exc})"
         now = _identity(self.path)
         if now is None:
@@ -195,21 +203,26 @@ class SQLiteStore:
                 head = fh.read(len(_HEADER))
         except OSError as exc:
             return f"index file unreadable ({exc.strerror})"
-        if head and head != _HEADER:  # overwritten in place: SQLite may not notice for a while
+        if head != _HEADER:  # overwritten or truncated in place: SQLite may not notice soon
             return "index file is no longer a SQLite database"
         return None
+
+    @property
+    def generation(self) -> int:
+        """Bumped by each reset: what was derived from the old index (vectors) is stale."""
+        return self._generation
 
     def reset(self) -> None:
         with self._write_lock:
             with suppress(sqlite3.Error):
                 self._writer.close()
-            with self._readers_lock:
-                self._generation += 1  # each reader thread reconnects on its next call
             self._delete_files()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._writer = _connect(self.path)
             self._writer.executescript(_SCHEMA)
             self._identity = _identity(self.path)
+            with self._readers_lock:  # only now: a reader reconnecting gets the new file
+                self._generation += 1
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -111,6 +111,11 @@ class IndexStore(Protocol):
         calls raised; without it, only what can be checked cheaply now."""
         ...
 
+    @property
+    def generation(self) -> int:
+        """How many times ``reset`` has run."""
+        ...
+
     def reset(self) -> None:
         """Drop everything and start empty, in place: the index is derived, the
         markdown refills it. Callers holding this store keep using it."""

@@ -104,6 +104,11 @@ class Search:
                 continue
             ranked[name], query_mode = outcome
             modes.add(query_mode)
+        rebuilding = [
+            o for o in outcomes if isinstance(o, ApiError) and o.error == "index_rebuilding"
+        ]
+        if rebuilding and not ranked:  # nothing could be searched: say when to ask again
+            raise rebuilding[0]
         query_mode = (
             MODE_FALLBACK if MODE_FALLBACK in modes else planned.mode if planned else MODE_TERMS
         )

@@ -63,6 +63,7 @@ class TierVectors:
     def __init__(self, store: IndexStore, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
+        self._generation = store.generation
         self.index = VectorIndex(embedder.dim)
         self.pending = 0  # chunks known to need a vector, as of the last look
         self.embedded = 0  # vectors computed (not looked up) since start
@@ -79,6 +80,9 @@ class TierVectors:
     def sync(self, stop: Callable[[], bool]) -> None:
         """Bring the index in line with the store: drop stale rows, load stored vectors,
         embed the rest in batches. Runs on the embedding thread."""
+        if self.store.generation != self._generation:  # the index was rebuilt from scratch:
+            self._generation = self.store.generation  # its vectors table is empty again
+            self.index.remove(list(self.index.keys()))
         keys = self.store.chunk_keys()
         if self.refused:  # forget refusals of text that is gone
             live = set(keys.values())
