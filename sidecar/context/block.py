@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.disk.tiers import decode_text, read_confined
-from sidecar.safety import scan
+from sidecar.safety import scan_remembered
 
 DEFAULT_BUDGET = 15_000
 CREW_SHARE = 0.4  # the crew block never takes more than this part of the budget
@@ -153,7 +153,7 @@ def _truncate(text: str, room: int, label: str) -> str:
 
 
 def _render(section: Section, block: str) -> tuple[str, Accounting]:
-    finding = scan(section.body)
+    finding = scan_remembered(section.body)
     body = section.body
     blocked = None
     if finding is not None:

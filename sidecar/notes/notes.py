@@ -22,7 +22,7 @@ from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.index.queue import FILE, JobKey
 from sidecar.notes import files, write_job
 from sidecar.notes.files import CapExceeded
-from sidecar.safety import scan
+from sidecar.safety import scan, scan_remembered
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ class Notes:
             "end_line": last,
             "total_lines": len(lines),
         }
-        finding = scan(content)
+        finding = scan_remembered(content)
         if finding is not None:  # say so; the MCP tools withhold the text
             body["flagged"] = {"category": finding.category, "pattern": finding.pattern}
         return body

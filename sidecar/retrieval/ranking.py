@@ -6,7 +6,6 @@ count and average length), so ``scope=both`` fuses by rank, never by score.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
 from sidecar.retrieval.modes import DENSE, HYBRID, SPARSE
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
-from sidecar.safety import Finding, scan
+from sidecar.safety import scan_remembered
 
 if TYPE_CHECKING:
     from sidecar.retrieval.embedders.base import Vectors
@@ -23,13 +22,6 @@ if TYPE_CHECKING:
 
 RRF_K = 60
 SNIPPET_CHARS = 320
-
-
-@functools.lru_cache(maxsize=4096)
-def _scan_chunk(text: str) -> Finding | None:
-    """The scanner's verdict on a chunk, remembered: the same chunks come back for the
-    questions an agent keeps asking, and a scan costs about 0.1 ms a chunk."""
-    return scan(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +47,7 @@ class Result:
         }
         if self.ranks:
             body["ranks"] = self.ranks
-        finding = _scan_chunk(self.hit.text)
+        finding = scan_remembered(self.hit.text)
         if finding is not None:  # say so; the MCP tools withhold the text
             body["flagged"] = {"category": finding.category, "pattern": finding.pattern}
         return body
