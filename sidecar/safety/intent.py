@@ -25,7 +25,7 @@ from sidecar.safety.rules_intent import (
     Quoted,
     Transfer,
 )
-from sidecar.safety.text import Doc, excerpt, plain_line, span_excerpt
+from sidecar.safety.text import Doc, between, excerpt, plain_line, span_excerpt
 
 _SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)|[。！？]")
 _OPEN_QUOTES = "\"'`\u201c\u2018\u00ab\u201e"
@@ -147,11 +147,7 @@ def quoted_excerpt(check: Quoted, inner: Callable[[Doc], str | None], doc: Doc) 
 
 
 def _paragraph(text: str, pos: int) -> tuple[int, int]:
-    lo = max(0, pos - _PARAGRAPH_CAP)
-    i = text.rfind("\n\n", lo, pos)
-    hi = min(len(text), pos + _PARAGRAPH_CAP)
-    j = text.find("\n\n", pos, hi)
-    return (lo if i < 0 else i + 2), (hi if j < 0 else j)
+    return between(text, pos, "\n\n", _PARAGRAPH_CAP)
 
 
 def authority_excerpt(check: Authority, doc: Doc) -> str | None:

@@ -169,13 +169,18 @@ def line_bounds(text: str, pos: int) -> tuple[int, int]:
     return (lo if i < 0 else i + 1), (hi if j < 0 else j)
 
 
+def between(text: str, pos: int, sep: str, cap: int) -> tuple[int, int]:
+    """The span around ``pos`` up to the nearest ``sep`` either side, at most ``cap`` away."""
+    lo = max(0, pos - cap)
+    i = text.rfind(sep, lo, pos)
+    hi = min(len(text), pos + cap)
+    j = text.find(sep, pos, hi)
+    return (lo if i < 0 else i + len(sep)), (hi if j < 0 else j)
+
+
 def plain_line(text: str, pos: int) -> tuple[int, int]:
     """The physical line around ``pos``, at most _LINE_CAP either side."""
-    lo = max(0, pos - _LINE_CAP)
-    i = text.rfind("\n", lo, pos)
-    hi = min(len(text), pos + _LINE_CAP)
-    j = text.find("\n", pos, hi)
-    return (lo if i < 0 else i + 1), (hi if j < 0 else j)
+    return between(text, pos, "\n", _LINE_CAP)
 
 
 _CONTINUATION = re.compile(r"\\\r?\n")
