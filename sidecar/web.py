@@ -82,7 +82,10 @@ class _JsonErrorHandler(RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         super().handle_error(request, status, exc, message)  # logs it as aiohttp would
-        reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
         detail = message if message and status != 500 else reason
         response = error_response(status, HTTP_CODES.get(status, "http_error"), detail)
         response.force_close()

@@ -214,9 +214,7 @@ class TierIndexes:
         try:
             return self._run(state, key)
         except Exception as exc:
-            reason = state.store.problem(exc)
-            if reason is not None and self._loop is not None:
-                self._loop.call_soon_threadsafe(self.mark_broken, key.tier, reason)
+            self._report_damage(state, exc)
             raise
 
     def _run(self, state: TierState, key: JobKey) -> indexer.SyncResult | Change | None:
@@ -248,9 +246,7 @@ class TierIndexes:
                 state.changes_since_optimize += 1
             self._changed()
             if done.index_error is not None:  # the write stands; the index may need healing
-                reason = state.store.problem(done.index_error)
-                if reason is not None and self._loop is not None:
-                    self._loop.call_soon_threadsafe(self.mark_broken, key.tier, reason)
+                self._report_damage(state, done.index_error)
             return done
         elif key.kind == OPTIMIZE:
             self._optimize(store)
@@ -263,6 +259,12 @@ class TierIndexes:
             self._changed()
             log.debug("reindexed", extra={"tier": key.tier, "path": key.path, "kind": key.kind})
         return result
+
+    def _report_damage(self, state: TierState, exc: BaseException) -> None:
+        """On the writer thread: if ``exc`` shows the index is unusable, mark it broken."""
+        reason = state.store.problem(exc)
+        if reason is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self.mark_broken, state.tier.name, reason)
 
     def _heal(self, state: TierState) -> None:
         """Start the tier's index afresh and rebuild it from the markdown; the tier is

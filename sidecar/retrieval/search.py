@@ -78,6 +78,7 @@ class Search:
         outcomes = await asyncio.gather(*searches, return_exceptions=True)
         ranked: dict[str, list[Result]] = {}
         modes: set[str] = set()
+        rebuilding: ApiError | None = None  # a tier left out while its index is rebuilt
         for name, outcome in zip(names, outcomes, strict=True):
             if isinstance(outcome, LeadUnavailable):
                 if scope == "crew":
@@ -92,6 +93,8 @@ class Search:
                 # The lead refused its half (say dense without an embedder), or one tier
                 # is being rebuilt: answer from the other.
                 degraded.append(f"{name}: {outcome.error}: {outcome.detail}")
+                if outcome.error == "index_rebuilding":
+                    rebuilding = rebuilding or outcome
                 continue
             if isinstance(outcome, BaseException):
                 raise outcome
@@ -104,11 +107,8 @@ class Search:
                 continue
             ranked[name], query_mode = outcome
             modes.add(query_mode)
-        rebuilding = [
-            o for o in outcomes if isinstance(o, ApiError) and o.error == "index_rebuilding"
-        ]
-        if rebuilding and not ranked:  # nothing could be searched: say when to ask again
-            raise rebuilding[0]
+        if rebuilding is not None and not ranked:  # nothing was searched: say when to retry
+            raise rebuilding
         query_mode = (
             MODE_FALLBACK if MODE_FALLBACK in modes else planned.mode if planned else MODE_TERMS
         )

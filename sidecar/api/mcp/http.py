@@ -26,7 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.service import MemoryService
-from sidecar.web import HTTP_CODES, MAX_BODY_BYTES, error_response, is_loopback_origin
+from sidecar.web import HTTP_CODES, MAX_BODY_BYTES, error_response
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,6 @@ class McpEndpoint:
     def __init__(self, service: MemoryService, poll_interval: float = 1.0) -> None:
         quiet_sdk_logs()
         self.tools = MemoryTools(ServiceBackend(service))
-        self.allowed_hosts = service.settings.allowed_hosts
         self.poll_interval = poll_interval
         self.manager = StreamableHTTPSessionManager(
             app=self.tools.server,
@@ -115,10 +114,6 @@ class McpEndpoint:
     # -- the ASGI bridge ------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        origin = request.headers.get("Origin")
-        if origin is not None and not is_loopback_origin(origin, self.allowed_hosts):
-            detail = f"Origin {origin!r} is not a loopback page"
-            return web.json_response({"error": "forbidden_origin", "detail": detail}, status=403)
         body = await request.read()
         finished = asyncio.Event()
         response: web.StreamResponse | None = None
