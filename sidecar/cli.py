@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import urllib.error
 import urllib.parse
@@ -26,11 +27,13 @@ from sidecar import demo, logs
 from sidecar.api.crew import create_crew_app
 from sidecar.api.http import create_app
 from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, Caps, Settings
+from sidecar.daemon_client import error_detail, get_json
 from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.indexes import stats_json
 from sidecar.index.sqlite import SQLiteStore
+from sidecar.journal import cli as journal_cli
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE
 from sidecar.retrieval.ranking import Result, search_store
@@ -87,10 +90,12 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     defaults = Caps()
     for kind, what in (("core", "AGENT.md / CREW.md"), ("daily", "a daily log"),
-                       ("topic", "a topic or user file"), ("tier", "a whole tier")):  # fmt: skip
+                       ("topic", "a topic or user file"), ("tier", "a whole tier"),
+                       ("journal_day", "a journal day file"),
+                       ("journal_tier", "a tier's whole journal")):  # fmt: skip
         env = f"CAP_{kind.upper()}_BYTES"
         p.add_argument(
-            f"--cap-{kind}-bytes",
+            f"--cap-{kind.replace('_', '-')}-bytes",
             type=int,
             dest=f"cap_{kind}",
             default=_env(env, getattr(defaults, kind)),
@@ -140,6 +145,12 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=_env("OLLAMA_MODEL", ""),
         help="with --embedder ollama; default nomic-embed-text (env SIDECAR_OLLAMA_MODEL)",
     )
+    p.add_argument(
+        "--agent-id",
+        default=_env("AGENT_ID", socket.gethostname()),
+        help="recorded on journal events that do not name one (env SIDECAR_AGENT_ID; "
+        "default the host name, which is the container's)",
+    )
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
     p.set_defaults(func=cmd_serve)
 
@@ -181,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     _mcp_parser(sub)
     _context_parser(sub)
     _doctor_parser(sub)
+    journal_cli.add_parsers(sub, _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"))
 
     p = sub.add_parser("seed-demo", help="create example agent/ and crew/ memory under PATH")
     p.add_argument("path", type=Path)
@@ -242,7 +254,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             chunk_chars=args.chunk_chars,
             reconcile_interval=args.reconcile_interval,
             allowed_hosts=tuple(h.lower() for h in args.allowed_host),
-            caps=Caps(args.cap_core, args.cap_daily, args.cap_topic, args.cap_tier),
+            caps=Caps(
+                args.cap_core,
+                args.cap_daily,
+                args.cap_topic,
+                args.cap_tier,
+                args.cap_journal_day,
+                args.cap_journal_tier,
+            ),
             min_free_bytes=args.min_free_mb * 1024 * 1024,
             lead_url=args.lead_url or None,
             crew_listen=args.crew_listen,
@@ -251,6 +270,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             embed_threads=args.embed_threads,
             ollama_url=args.ollama_url,
             ollama_model=args.ollama_model,
+            agent_id=args.agent_id,
         )
         asyncio.run(serve(settings))
     except (ValueError, OSError) as exc:
@@ -305,27 +325,13 @@ def _doctor_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.set_defaults(func=cmd_doctor)
 
 
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        return json.loads(resp.read())
-
-
-def _error_detail(exc: urllib.error.HTTPError) -> str:
-    """Our JSON error body's detail, else the status line's reason."""
-    try:
-        body = json.loads(exc.read())
-        return str(body.get("detail") or body.get("error") or exc.reason)
-    except (ValueError, AttributeError, OSError):
-        return str(exc.reason)
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Exit 0 only when the daemon is healthy and hybrid; 1 when anything is degraded."""
     base = args.url.rstrip("/")
     try:
-        health = _get_json(f"{base}/healthz")
+        health = get_json(f"{base}/healthz")
     except urllib.error.HTTPError as exc:  # something answered, but refused us
-        print(f"sidecar at {base}: answered HTTP {exc.code}: {_error_detail(exc)}")
+        print(f"sidecar at {base}: answered HTTP {exc.code}: {error_detail(exc)}")
         return 1
     except (urllib.error.URLError, OSError, ValueError) as exc:
         print(f"sidecar at {base}: unreachable ({getattr(exc, 'reason', exc)})")
@@ -336,9 +342,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"sidecar at {base}: {health.get('status')} (role {health.get('role')})")
     print(f"retrieval: {retrieval}")
     print(f"model: {embedder.get('model') or 'none'}")
+    print(f"episodic: {health.get('episodic', 'sparse-only')}")
     for tier in health.get("tiers", {}):
         try:
-            status = _get_json(f"{base}/memory/status?scope={tier}")
+            status = get_json(f"{base}/memory/status?scope={tier}")
         except (urllib.error.URLError, OSError, ValueError):
             continue
         print(

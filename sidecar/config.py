@@ -22,6 +22,8 @@ class Caps:
     daily: int = 100 * KIB  # daily/YYYY-MM-DD.md
     topic: int = 16 * KIB  # topics/ and users/
     tier: int = 10 * KIB * KIB
+    journal_day: int = 64 * KIB * KIB  # one journal/YYYY-MM-DD.jsonl
+    journal_tier: int = 1024 * KIB * KIB  # every day file of a tier together
 
     def for_kind(self, kind: str) -> int:
         """The cap of a file kind (``sidecar.notes.files``: core, daily or topic)."""
@@ -48,6 +50,7 @@ class Settings:
     embed_threads: int = 1  # inference threads: the rest of the machine stays responsive
     ollama_url: str = ""
     ollama_model: str = ""
+    agent_id: str = ""  # who recorded a journal event, unless the event says
 
     def __post_init__(self) -> None:
         # Watcher events carry absolute, resolved paths; compare like with like.

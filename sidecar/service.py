@@ -2,9 +2,10 @@
 
 Each capability keeps its own state and threads: the tier indexes and their
 writer (``index.indexes``), the embedder and vectors (``retrieval.embeddings``),
-search (``retrieval.search``), notes (``notes.notes``) and the memory block
-(``context.builder``). This module wires them together, starts and stops them in
-order, and answers the questions about all of them at once: status and health.
+search (``retrieval.search``), notes (``notes.notes``), the event journal
+(``journal.journal``) and the memory block (``context.builder``). This module
+wires them together, starts and stops them in order, and answers the questions
+about all of them at once: status and health.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from sidecar.context.builder import ContextBuilder
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
+from sidecar.journal import routes as journal_routes
+from sidecar.journal.journal import Journal
 from sidecar.notes import routes as notes_routes
 from sidecar.notes.notes import Notes
 from sidecar.retrieval import routes as search_routes
@@ -41,21 +44,25 @@ class MemoryService:
         self.embeddings = Embeddings(settings, self.indexes)
         self.search = Search(self.indexes, self.embeddings, self.lead)
         self.notes = Notes(settings, self.indexes)
+        self.journal = Journal(settings, self.indexes, self.embeddings, self.lead)
         has_crew = settings.role == "lead" or self.lead is not None
-        self.context = ContextBuilder(settings, self.search, has_crew)
+        self.context = ContextBuilder(settings, self.search, self.journal, has_crew)
 
     def add_routes(self, app: web.Application) -> None:
         """Each capability registers its own HTTP routes."""
         search_routes.add_routes(app, self.search)
         notes_routes.add_routes(app, self.notes)
+        journal_routes.add_routes(app, self.journal)
         context_routes.add_routes(app, self.context)
 
     async def start(self) -> None:
         await self.indexes.open()
         await self.embeddings.start()  # vectors of the indexes just opened
+        await self.journal.open()
         if self.lead is not None:
             await self.lead.start()
         await self.indexes.start()
+        await self.journal.start()
         log.info(
             "sidecar started",
             extra={
@@ -69,10 +76,12 @@ class MemoryService:
     async def stop(self) -> None:
         """Stop noticing changes, then finish every job already accepted."""
         await self.embeddings.stop()
+        await self.journal.stop()  # recalled events' reference records are written first
         await self.indexes.stop()
         if self.lead is not None:
             await self.lead.close()
         await self.embeddings.close()  # a batch being embedded is stored first
+        await self.journal.close()
         await self.indexes.close()
         self.notes.close()
         self.context.close()
@@ -89,10 +98,16 @@ class MemoryService:
                 raise exc.to_api_error() from None
             except LeadUnavailable as exc:
                 raise unreachable(self.settings.lead_url, exc) from None
-        return {**(await self.indexes.status(scope)), **(await self.embeddings.status(scope))}
+        return {
+            **(await self.indexes.status(scope)),
+            **(await self.embeddings.status(scope)),
+            "journal": await self.journal.status(scope),
+        }
 
     async def reindex(self, scope: str) -> dict[str, Any]:
-        return self.indexes.reindex(scope)
+        accepted = self.indexes.reindex(scope)
+        await self.journal.rebuild(scope)
+        return accepted
 
     async def health(self) -> dict[str, Any]:
         """Overall state with every reason it is degraded; never silent about one."""
@@ -110,10 +125,12 @@ class MemoryService:
         if not writable:
             reasons.append(f"writes unavailable: {why_not}")
         embedder = self.embeddings.health(reasons)
+        self.journal.health_reasons(reasons)
         body: dict[str, Any] = {
             "status": "degraded" if reasons else "ok",
             "role": self.settings.role,
             "retrieval": self.embeddings.retrieval(),
+            "episodic": self.journal.episodic(),
             "embedder": embedder,
             "watcher": "ready" if self.indexes.watcher_ready.is_set() else "down",
             "write_path": {"ok": writable, "reason": why_not},

@@ -19,11 +19,12 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from sidecar.journal.tools import RECALL, RECORD
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 from tests.sidecar_process import SidecarProcess
 
-NAMES = [WRITE, READ, SEARCH]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL]
 TIMEOUT = 15.0
 
 

@@ -19,10 +19,11 @@ from mcp.client.subscriptions import ToolsListChanged
 
 from sidecar.api.mcp.tools import TOOLS, MemoryTools, check_arguments
 from sidecar.errors import ApiError
+from sidecar.journal.tools import RECALL, RECORD
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 
-NAMES = [WRITE, READ, SEARCH]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL]
 
 
 class FakeBackend:

@@ -3,7 +3,8 @@
 It listens on the crew network (``--crew-listen``), so unlike the loopback API
 it trusts no Host header: every request must carry the crew token, compared in
 constant time. Only crew search, crew status and a crew-only health check are
-routed here; the agent tier has no route on this app at all.
+routed here, and the crew journal's high-value events for a member's
+``crew_shared`` recall; the agent tier has no route on this app at all.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from aiohttp import web
 
 from sidecar.api.http import SERVICE, error_middleware
 from sidecar.errors import ApiError
+from sidecar.journal.routes import recall_query
 from sidecar.retrieval.routes import parse_search
 from sidecar.service import MemoryService
-from sidecar.web import Handler
+from sidecar.web import Handler, json_body
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,12 @@ async def search(request: web.Request) -> web.Response:
     return web.json_response(response.to_json())
 
 
+async def recall(request: web.Request) -> web.Response:
+    """A member's crew_shared recall: the crew journal's high-value events only."""
+    q, _, mark = recall_query(await json_body(request))
+    return web.json_response(await request.app[SERVICE].journal.recall_crew(q, mark))
+
+
 async def status(request: web.Request) -> web.Response:
     if request.query.get("scope", "crew") != "crew":
         raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
@@ -67,6 +75,7 @@ def create_crew_app(service: MemoryService, token: str) -> web.Application:
     app = web.Application(client_max_size=64 * 1024, middlewares=[_auth(token), error_middleware])
     app[SERVICE] = service
     app.router.add_post("/memory/search", search)
+    app.router.add_post("/memory/recall", recall)
     app.router.add_get("/memory/status", status)
     app.router.add_get("/healthz", healthz)
     return app

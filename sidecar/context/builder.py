@@ -14,14 +14,22 @@ from concurrent.futures import ThreadPoolExecutor
 from sidecar.config import Settings
 from sidecar.context import block
 from sidecar.errors import ApiError
+from sidecar.journal.index import Filters
+from sidecar.journal.journal import Journal
+from sidecar.journal.recall import RecallQuery
 from sidecar.notes.files import today_utc
 from sidecar.retrieval.search import Search
 
+RECALLED_K = 5
+
 
 class ContextBuilder:
-    def __init__(self, settings: Settings, search: Search, has_crew: bool) -> None:
+    def __init__(
+        self, settings: Settings, search: Search, journal: Journal, has_crew: bool
+    ) -> None:
         self.settings = settings
         self.search = search
+        self.journal = journal
         self.has_crew = has_crew  # served here (the lead) or by the lead (a member)
         self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-context")
 
@@ -34,6 +42,7 @@ class ContextBuilder:
         query: str | None = None,
         user_id: str | None = None,
         workspace_id: str | None = None,
+        session_id: str = "default",
     ) -> block.MemoryBlock:
         """The prompt-ready memory block; crew files come from the shared folder."""
         if not 1000 <= budget <= 200_000:
@@ -51,7 +60,9 @@ class ContextBuilder:
         loop = asyncio.get_running_loop()
         agent, crew, operator = await loop.run_in_executor(self._files, load)
         hits: list[block.Section] = []
+        recalled: list[block.Recalled] = []
         if query:
+            recalled = await self._recall(query)
             scope = "both" if self.has_crew else "agent"
             try:
                 results = (await self.search.search(query, scope, 20)).results
@@ -69,4 +80,26 @@ class ContextBuilder:
                 for r in results
                 if (r.source, r.hit.path) not in shown
             ]
-        return block.assemble(agent, crew, operator, hits, budget)
+        nudge = await self.journal.nudge(session_id)
+        return block.assemble(agent, crew, operator, hits, budget, recalled, nudge)
+
+    async def _recall(self, query: str) -> list[block.Recalled]:
+        """Past events that bear on the task; the block still builds if the journal cannot."""
+        scope = "crew_shared" if self.has_crew else "own"
+        try:
+            answer = await self.journal.recall(
+                RecallQuery(query, RECALLED_K, Filters()), scope, True
+            )
+        except ApiError:
+            return []
+        return [
+            block.Recalled(
+                h["id"],
+                h["ts"][:10],
+                h["type"],
+                h["severity"],
+                h.get("tier", "agent"),
+                h["summary"],
+            )
+            for h in answer["hits"]
+        ]

@@ -17,8 +17,9 @@ async def context(request: web.Request) -> web.StreamResponse:
     except ValueError:
         raise ApiError(400, "bad_budget", "'budget' must be a whole number") from None
     block = await request.app[CONTEXT].build(
-        budget, q.get("query") or None, q.get("user_id") or None, q.get("workspace_id")
-    )
+        budget, q.get("query") or None, q.get("user_id") or None, q.get("workspace_id"),
+        q.get("session_id") or "default",
+    )  # fmt: skip
     if "application/json" in request.headers.get("Accept", ""):
         return web.json_response(block.to_json())
     return web.Response(text=block.text, content_type="text/plain", charset="utf-8")

@@ -106,6 +106,8 @@ class TierIndexes:
         # Told (on the event loop) whenever a job changed an index: the vector sync.
         self.on_change: list[Callable[[], None]] = []
         self.vector_model: str | None = None  # optimize prunes vectors of any other model
+        # Told (on the event loop) of changes to files that are not notes: the journal's.
+        self.on_file: list[Callable[[str, str], None]] = []
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -154,7 +156,9 @@ class TierIndexes:
         tiers = [s.tier for s in self.tiers.values()]
         while True:
             try:
-                await watcher.watch(tiers, self.queue, self._stop, self.watcher_ready)
+                await watcher.watch(
+                    tiers, self.queue, self._stop, self.watcher_ready, self._other_file
+                )
                 return
             except Exception as exc:
                 self.watcher_error = str(exc)
@@ -169,6 +173,10 @@ class TierIndexes:
             self._tasks.append(
                 asyncio.create_task(watcher.probe(tiers, self.watcher_ready), name="probe")
             )
+
+    def _other_file(self, tier: str, rel: str) -> None:
+        for notify in self.on_file:
+            notify(tier, rel)
 
     async def _reconcile_timer(self) -> None:
         while True:

@@ -10,21 +10,37 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import watchfiles
 
-from sidecar.disk.tiers import INDEX_FILENAME, Tier
+from sidecar.disk.tiers import Tier
 from sidecar.index.queue import FILE, TREE, JobKey, ReindexQueue
 
 log = logging.getLogger(__name__)
 
 DEBOUNCE_MS = 30
+# The indexes beside the files (index.sqlite, journal.sqlite and their WAL files).
+_DERIVED = re.compile(r"\.sqlite(?:-wal|-shm|-journal)?$")
 STEP_MS = 5
 PROBE_NAME = ".sidecar-watch-probe"
 PROBE_TIMEOUT = 5.0
+
+
+def tier_relative(tiers: Iterable[Tier], path: str) -> tuple[str, str] | None:
+    """(tier name, relative path) of a visible file below a tier root, else None."""
+    p = Path(path)
+    for tier in tiers:
+        try:
+            parts = p.relative_to(tier.root).parts
+        except ValueError:
+            continue
+        if parts and not any(part.startswith(".") for part in parts):
+            return tier.name, "/".join(parts)
+    return None
 
 
 def jobs_for_event(tiers: Iterable[Tier], path: str) -> JobKey | None:
@@ -38,7 +54,7 @@ def jobs_for_event(tiers: Iterable[Tier], path: str) -> JobKey | None:
         parts = rel_path.parts
         if not parts:
             return JobKey(tier.name, TREE, "")
-        if any(part.startswith(".") for part in parts) or parts[0].startswith(INDEX_FILENAME):
+        if any(part.startswith(".") for part in parts) or _DERIVED.search(parts[0]):
             return None
         rel = "/".join(parts)
         try:
@@ -55,9 +71,15 @@ def jobs_for_event(tiers: Iterable[Tier], path: str) -> JobKey | None:
 
 
 async def watch(
-    tiers: list[Tier], queue: ReindexQueue, stop: asyncio.Event, ready: asyncio.Event
+    tiers: list[Tier],
+    queue: ReindexQueue,
+    stop: asyncio.Event,
+    ready: asyncio.Event,
+    others: Callable[[str, str], None] | None = None,
 ) -> None:
     """Feed the queue until ``stop`` is set. Events arrive batched within ~DEBOUNCE_MS.
+    Changes to other files (not markdown, not hidden) go to ``others(tier, relative path)``:
+    the journal follows its own files that way.
 
     ``ready`` is set once an event from :func:`probe` comes through, which proves
     the kernel watches are in place (watchfiles has no other way to tell).
@@ -77,6 +99,8 @@ async def watch(
                 ready.set()
             elif (key := jobs_for_event(tiers, path)) is not None:
                 keys.add(key)
+            elif others is not None and (found := tier_relative(tiers, path)) is not None:
+                others(*found)
         # Subtree scans first: they may remove what a file job would look for.
         for key in sorted(keys, key=lambda k: (k.kind != TREE, k.path)):
             queue.submit(key)

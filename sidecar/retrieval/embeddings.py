@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
-from sidecar.retrieval.embedders.base import Embedder, EmbedderError
+from sidecar.retrieval.embedders.base import Embedder, EmbedderError, EmbedderRefused
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE, load_embedder
 from sidecar.retrieval.modes import DENSE, SPARSE
 
@@ -136,6 +136,22 @@ class Embeddings:
         if mode == DENSE:
             raise ApiError(503, "dense_unavailable", f"the embedder failed: {error}")
         return None, f"dense: embedder failed ({error}); ranked by BM25 alone"
+
+    async def embed_texts(self, texts: list[str]) -> Vectors:
+        """Vectors for other capabilities' texts (journal events), on the embedding thread
+        the notes use too, so one inference runs at a time."""
+        if self.vectors is None:
+            raise EmbedderError(self.embedder_error or "no embedder configured")
+        embedder = self.vectors.embedder
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._embedding, embedder.embed, texts
+            )
+        except EmbedderRefused:
+            raise
+        except EmbedderError as exc:
+            self.vectors.embedder_failed(str(exc))
+            raise
 
     async def status(self, scope: str) -> dict[str, Any]:
         """``pending``: chunks searchable by BM25 but not yet by vector."""

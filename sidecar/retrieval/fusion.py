@@ -22,20 +22,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sidecar.index.store import Hit
-from sidecar.retrieval.modes import DENSE, SPARSE
+from sidecar.retrieval.modes import ALPHA, DENSE, FILL_MIN_COSINE, SPARSE
 from sidecar.retrieval.vector_sync import from_blob
 
 if TYPE_CHECKING:
     from sidecar.retrieval.embedders.base import Vectors
 
 POOL = 20
-ALPHA = 0.5
 LINE_MIX = 0.5
-# A dense hit only fills a short BM25 list when it is this similar to the query: below it,
-# MiniLM pairs are unrelated (a bare date heading scores 0.06 against a question about
-# databases; "who got a dog?" against "adopted a puppy" scores 0.33). On LoCoMo, fills
-# happen for 4 of 760 questions and this floor changes no figure.
-FILL_MIN_COSINE = 0.2
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
+from sidecar.journal.routes import recall_query
 from sidecar.service import MemoryService
 from sidecar.web import HTTP_CODES, MAX_BODY_BYTES, error_response
 
@@ -50,6 +51,14 @@ class ServiceBackend:
 
     async def search(self, query: str, scope: str, limit: int) -> dict[str, Any]:
         return (await self.service.search.search(query, scope, limit)).to_json()
+
+    async def record(self, body: dict[str, Any]) -> dict[str, Any]:
+        body = dict(body)
+        return await self.service.journal.record(body.pop("scope", "agent"), body)
+
+    async def recall(self, body: dict[str, Any]) -> dict[str, Any]:
+        q, scope, mark = recall_query(body)
+        return await self.service.journal.recall(q, scope, mark)
 
     async def write_health(self) -> tuple[bool, str | None]:
         return await self.service.notes.write_health()

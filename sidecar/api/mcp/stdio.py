@@ -102,6 +102,23 @@ class HttpBackend:
         body = {"query": query, "scope": scope, "limit": limit}
         return await self._call("POST", "/memory/search", CALL_TIMEOUT, json=body)
 
+    async def record(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await self._call("POST", "/memory/journal", WRITE_TIMEOUT, json=body)
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
+            raise  # never connected: certainly nothing was recorded
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            why = f"the memory sidecar stopped answering ({exc or type(exc).__name__})"
+            raise ApiError(
+                504,
+                "outcome_unknown",
+                f"{why}; the event may or may not have been recorded. List the journal "
+                "before recording it again.",
+            ) from exc
+
+    async def recall(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("POST", "/memory/recall", CALL_TIMEOUT, json=body)
+
     async def write_health(self) -> tuple[bool, str | None]:
         """Healthy means the daemon answers ``/healthz`` and reports its write path ok."""
         try:

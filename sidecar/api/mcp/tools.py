@@ -36,6 +36,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sidecar.errors import ApiError, json_type
+from sidecar.journal import tools as journal_tools
+from sidecar.journal.tools import JournalBackend
 from sidecar.mcp_results import error, result, with_entries
 from sidecar.notes import tools as notes_tools
 from sidecar.notes.tools import NotesBackend
@@ -48,7 +50,7 @@ HEALTH_TIMEOUT = 3.0  # a health check that takes longer counts as unhealthy
 NOTIFY_TIMEOUT = 1.0  # per connection, for a list-changed notice
 
 
-class MemoryBackend(NotesBackend, SearchBackend, Protocol):
+class MemoryBackend(NotesBackend, SearchBackend, JournalBackend, Protocol):
     """What the tools need from a memory daemon: each capability's methods, and health.
 
     Methods raise ``ApiError`` for failures the caller can act on; any other
@@ -59,7 +61,10 @@ class MemoryBackend(NotesBackend, SearchBackend, Protocol):
 
 
 # Every capability's tools, in the order clients list them.
-SPECS = {spec.definition.name: spec for spec in (*notes_tools.TOOLS, *search_tools.TOOLS)}
+SPECS = {
+    spec.definition.name: spec
+    for spec in (*notes_tools.TOOLS, *search_tools.TOOLS, *journal_tools.TOOLS)
+}
 TOOLS = [spec.definition for spec in SPECS.values()]
 
 INSTRUCTIONS = (
@@ -79,9 +84,10 @@ class BadArguments(Exception):
 def check_arguments(schema: dict[str, Any], raw: dict[str, Any] | None) -> dict[str, Any]:
     """Validate flat arguments against our own schemas and fill defaults.
 
-    Our schemas only use string/integer properties with enum, bounds and
-    lengths, so a few lines give messages a model can act on ("unknown
-    argument 'path'; allowed: ...") instead of a validator's generic ones.
+    Our schemas use flat properties (strings, numbers, booleans, a JSON object, an
+    array of strings) with enum, bounds and lengths, so a few lines give messages a
+    model can act on ("unknown argument 'path'; allowed: ...") instead of a
+    validator's generic ones.
     """
     args = dict(raw or {})
     props: dict[str, dict[str, Any]] = schema["properties"]
@@ -104,6 +110,20 @@ def check_arguments(schema: dict[str, Any], raw: dict[str, Any] | None) -> dict[
             raise BadArguments(f"'{name}' must be a string, not {json_type(value)}")
         if spec["type"] == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
             raise BadArguments(f"'{name}' must be a whole number, not {json_type(value)}")
+        if spec["type"] == "number" and (
+            isinstance(value, bool) or not isinstance(value, int | float)
+        ):
+            raise BadArguments(f"'{name}' must be a number, not {json_type(value)}")
+        if spec["type"] == "boolean" and not isinstance(value, bool):
+            raise BadArguments(f"'{name}' must be true or false, not {json_type(value)}")
+        if spec["type"] == "object" and not isinstance(value, dict):
+            raise BadArguments(f"'{name}' must be an object, not {json_type(value)}")
+        if spec["type"] == "array":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise BadArguments(f"'{name}' must be an array of strings")
+            if len(value) > spec.get("maxItems", len(value)):
+                raise BadArguments(f"'{name}' holds at most {spec['maxItems']} items")
+            continue
         if "enum" in spec and value not in spec["enum"]:
             raise BadArguments(f"'{name}' must be one of {', '.join(spec['enum'])}; got {value!r}")
         low, high = spec.get("minimum"), spec.get("maximum")

@@ -1,0 +1,602 @@
+"""The journal's derived index: ``journal.sqlite`` beside the tier's notes index.
+
+It folds the day files into tables: events (with their reference counts and who
+superseded them), an FTS5 mirror of their words, relations, vectors, and how far
+each file has been read. Delete it and it is rebuilt from the files; vectors and
+health snapshots are kept across a rebuild (vectors are keyed by event id and
+model, so they stay right; snapshots cannot be derived at all).
+
+One writer (the tier's journal thread) and a read-only connection per reader
+thread, in WAL mode, as for the notes index.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sidecar.index.sqlite import TOKENIZER
+from sidecar.journal import log as journal_log
+from sidecar.journal.events import PRIORITY_FLOORS, base_importance, payload_text, should_embed
+
+log = logging.getLogger(__name__)
+
+FILENAME = "journal.sqlite"
+SCHEMA_VERSION = 1
+SUMMARY_WEIGHT, BODY_WEIGHT = 2.0, 1.0  # a word in the summary says more than one in the payload
+_BATCH = 500
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    ts REAL NOT NULL,
+    recorded_at REAL NOT NULL,
+    type TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    body TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    source TEXT,
+    agent_id TEXT,
+    base REAL NOT NULL,
+    floor REAL NOT NULL,
+    priority TEXT,
+    valid_until REAL,
+    supersedes TEXT,
+    superseded_by TEXT,
+    embeddable INTEGER NOT NULL,
+    refs INTEGER NOT NULL DEFAULT 0,
+    last_ref REAL,
+    file TEXT NOT NULL,
+    line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_ts ON events(ts, id);
+CREATE INDEX IF NOT EXISTS events_by_session ON events(session_id, recorded_at);
+CREATE INDEX IF NOT EXISTS events_by_supersedes ON events(supersedes) WHERE supersedes IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_to_embed ON events(embeddable) WHERE embeddable = 1;
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(
+    summary, body, content='events', content_rowid='seq', tokenize='{TOKENIZER}'
+);
+CREATE TABLE IF NOT EXISTS relations (
+    src TEXT NOT NULL, dst TEXT NOT NULL, relation TEXT NOT NULL, weight REAL NOT NULL,
+    PRIMARY KEY (src, dst, relation)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relations_by_dst ON relations(dst);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, offset INTEGER NOT NULL, lines INTEGER NOT NULL, inode INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS problems (
+    file TEXT NOT NULL, line INTEGER NOT NULL, error TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    id TEXT NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (id, model)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS health (day TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID;
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+_DERIVED = ("events", "events_fts", "relations", "files", "problems")  # what a rebuild drops
+
+EVENT_COLUMNS = (
+    "seq, id, ts, recorded_at, type, severity, summary, payload, session_id, source, "
+    "agent_id, base, floor, priority, valid_until, supersedes, superseded_by, embeddable, "
+    "refs, last_ref"
+)
+_RELATIONS = ("similar", "supports", "contradicts")
+
+
+def epoch(value: object) -> float | None:
+    """ISO text from a journal line as Unix time; None if absent or not a timestamp."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.timestamp() if parsed.tzinfo is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """An event as the index holds it, with what changed about it since."""
+
+    seq: int
+    id: str
+    ts: float
+    recorded_at: float
+    type: str
+    severity: str
+    summary: str
+    payload: str
+    session_id: str
+    source: str | None
+    agent_id: str | None
+    base: float
+    floor: float
+    priority: str | None
+    valid_until: float | None
+    supersedes: str | None
+    superseded_by: str | None
+    embeddable: bool
+    refs: int
+    last_ref: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        from sidecar.journal.events import iso
+
+        body: dict[str, Any] = {
+            "id": self.id,
+            "ts": iso(self.ts),
+            "recorded_at": iso(self.recorded_at),
+            "type": self.type,
+            "severity": self.severity,
+            "summary": self.summary,
+            "payload": json.loads(self.payload),
+            "session_id": self.session_id,
+            "source": self.source,
+            "agent_id": self.agent_id,
+            "reference_count": self.refs,
+            "last_referenced_at": iso(self.last_ref) if self.last_ref else None,
+            "embeddable": bool(self.embeddable),
+        }
+        for name in ("priority", "supersedes", "superseded_by"):
+            if getattr(self, name):
+                body[name] = getattr(self, name)
+        if self.valid_until is not None:
+            body["valid_until"] = iso(self.valid_until)
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    session_id: str | None = None
+    types: tuple[str, ...] = ()
+    since: float | None = None
+    until: float | None = None
+    include_superseded: bool = False
+    include_expired: bool = False
+    min_importance: float | None = None  # the crew's high-value entries only
+
+    def sql(self, now: float) -> tuple[str, list[Any]]:
+        """A WHERE clause over ``e`` (events) and its arguments."""
+        where, args = ["1"], []  # type: ignore[var-annotated]
+        if self.session_id is not None:
+            where.append("e.session_id = ?")
+            args.append(self.session_id)
+        if self.types:
+            where.append(f"e.type IN ({','.join('?' * len(self.types))})")
+            args += list(self.types)
+        if self.since is not None:
+            where.append("e.ts >= ?")
+            args.append(self.since)
+        if self.until is not None:
+            where.append("e.ts <= ?")
+            args.append(self.until)
+        if not self.include_superseded:
+            where.append("e.superseded_by IS NULL")
+        if not self.include_expired:
+            where.append("(e.valid_until IS NULL OR e.valid_until > ?)")
+            args.append(now)
+        if self.min_importance is not None:
+            where.append(f"{IMPORTANCE_SQL} >= ?")
+            args += [now, self.min_importance]
+        return " AND ".join(where), args
+
+
+# importance now, as in ranking.importance_now, for filtering in SQL (one ``?``: now)
+IMPORTANCE_SQL = (
+    "max(e.floor, e.base * max(0.1, 1 - (? - e.ts) / 86400.0 / 180.0)"
+    " * (1 + log2(e.refs + 1) / 8.0))"
+)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")  # the journal files are what is durable
+    return conn
+
+
+class JournalIndex:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self.rebuilt = False  # the tables were (re)created: every file must be read again
+        self._writer = self._open_writer()
+
+    def _open_writer(self) -> sqlite3.Connection:
+        try:
+            conn = _connect(self.path)
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == SCHEMA_VERSION:
+                conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH 'x'")
+                return conn
+            conn.close()
+            if version:
+                log.warning("journal index schema changed; rebuilding it from the journal")
+        except sqlite3.DatabaseError as exc:
+            log.warning(
+                "journal index unreadable; rebuilding it from the journal",
+                extra={"index": str(self.path), "error": str(exc)},
+            )
+        for suffix in ("", "-wal", "-shm"):
+            with suppress(FileNotFoundError):
+                os.unlink(f"{self.path}{suffix}")
+        conn = _connect(self.path)
+        conn.executescript(_SCHEMA)
+        self.rebuilt = True
+        return conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            conn.execute("PRAGMA query_only = ON")
+            self._local.conn = conn
+            with self._lock:
+                self._readers.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._readers:
+                with suppress(sqlite3.Error):
+                    conn.close()
+            self._readers.clear()
+        self._writer.close()
+
+    # -- folding the files in (writer thread) ------------------------------------------
+
+    def apply(self, rel: str, lines: Iterable[journal_log.Line], inode: int) -> int:
+        """Fold lines appended to one file, in one transaction; returns events added."""
+        with self._transaction() as conn:
+            return _apply(conn, rel, lines, inode)
+
+    def apply_group(self, groups: list[tuple[str, list[journal_log.Line], int]]) -> list[int]:
+        """A commit group's appends (file, lines, inode), in one transaction."""
+        with self._transaction() as conn:
+            return [_apply(conn, rel, lines, inode) for rel, lines, inode in groups]
+
+    def files(self) -> dict[str, tuple[int, int, int]]:
+        """What has been read of each file: (offset, lines, inode)."""
+        rows = self._writer.execute("SELECT path, offset, lines, inode FROM files")
+        return {path: (offset, lines, inode) for path, offset, lines, inode in rows}
+
+    def rebuild(self, root: Path) -> int:
+        """Every journal file read again from the start, in one transaction: readers see
+        the old index until the new one is complete. Returns the events indexed."""
+        total = 0
+        with self._transaction() as conn:
+            for table in _DERIVED:
+                if table == "events_fts":
+                    conn.execute("INSERT INTO events_fts(events_fts) VALUES ('delete-all')")
+                else:
+                    conn.execute(f"DELETE FROM {table}")
+            for rel in journal_log.journal_files(root):
+                try:
+                    inode = os.lstat(root / rel).st_ino
+                    total += _apply(conn, rel, journal_log.read_lines(root, rel), inode)
+                except (OSError, ValueError) as exc:
+                    log.error("journal file not indexed", extra={"file": rel, "error": str(exc)})
+        self.rebuilt = False
+        self.optimize()
+        return total
+
+    def catch_up(self, root: Path, rel: str) -> int:
+        """Read what was appended to ``rel`` since it was last read."""
+        offset, lines, inode = self.files().get(rel, (0, 0, 0))
+        st = os.lstat(root / rel)
+        if inode and (st.st_ino != inode or st.st_size < offset):
+            raise ReplacedFile(f"{rel} was replaced or cut since it was indexed")
+        if st.st_size == offset:
+            return 0
+        return self.apply(rel, journal_log.read_lines(root, rel, offset, lines + 1), st.st_ino)
+
+    def add_vectors(self, model: str, items: list[tuple[str, bytes]]) -> None:
+        with self._transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(i, model, v) for i, v in items]
+            )
+
+    def add_snapshot(self, day: str, body: dict[str, Any]) -> None:
+        with self._transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO health VALUES (?, ?)", (day, json.dumps(body)))
+
+    def optimize(self) -> None:
+        self._writer.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
+
+    # -- reading (any thread) ------------------------------------------------------------
+
+    def fetch(
+        self, column: str, keys: Iterable[Any], filters: Filters | None = None, now: float = 0.0
+    ) -> list[Row]:
+        """Events whose ``column`` (seq or id) is in ``keys`` and that pass ``filters``."""
+        assert column in ("seq", "id")
+        where, args = filters.sql(now) if filters is not None else ("1", [])
+        conn, wanted, out = self.reader(), list(keys), []
+        for i in range(0, len(wanted), _BATCH):
+            part = wanted[i : i + _BATCH]
+            sql = (
+                f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.{column} IN "
+                f"({','.join('?' * len(part))}) AND {where}"
+            )
+            out += [Row(*values) for values in conn.execute(sql, [*part, *args])]
+        return out
+
+    def exists(self, event_id: str) -> bool:
+        return (
+            self._writer.execute("SELECT 1 FROM events WHERE id = ?", (event_id,)).fetchone()
+            is not None
+        )
+
+    def sparse(
+        self, match: str, filters: Filters, now: float, limit: int
+    ) -> list[tuple[int, float]]:
+        """(seq, BM25 score, higher is better) of the best matches that pass the filters."""
+        where, args = filters.sql(now)
+        sql = (
+            f"SELECT e.seq, -bm25(events_fts, {SUMMARY_WEIGHT}, {BODY_WEIGHT}) AS score "
+            "FROM events_fts JOIN events e ON e.seq = events_fts.rowid "
+            f"WHERE events_fts MATCH ? AND {where} ORDER BY score DESC LIMIT ?"
+        )
+        return list(self.reader().execute(sql, [match, *args, limit]))
+
+    def listing(
+        self, filters: Filters, now: float, after: tuple[float, str] | None, limit: int
+    ) -> list[Row]:
+        where, args = filters.sql(now)
+        if after is not None:
+            where += " AND (e.ts, e.id) > (?, ?)"
+            args += list(after)
+        sql = f"SELECT {EVENT_COLUMNS} FROM events e WHERE {where} ORDER BY e.ts, e.id LIMIT ?"
+        return [Row(*values) for values in self.reader().execute(sql, [*args, limit])]
+
+    def neighbours(self, ids: Iterable[str]) -> dict[str, list[tuple[str, str, float]]]:
+        """One hop along relations, either direction: id -> [(other id, relation, weight)]."""
+        conn = self.reader()
+        wanted = list(ids)
+        out: dict[str, list[tuple[str, str, float]]] = {i: [] for i in wanted}
+        marks = ",".join("?" * len(wanted))
+        if not wanted:
+            return out
+        for src, dst, relation, weight in conn.execute(
+            f"SELECT src, dst, relation, weight FROM relations WHERE src IN ({marks}) "
+            f"OR dst IN ({marks})",
+            [*wanted, *wanted],
+        ):
+            if src in out:
+                out[src].append((dst, relation, weight))
+            if dst in out:
+                out[dst].append((src, relation, weight))
+        return out
+
+    def vectors(self, model: str) -> list[tuple[int, str, bytes]]:
+        """(seq, id, vector) of every embeddable event that has one for ``model``."""
+        return list(
+            self.reader().execute(
+                "SELECT e.seq, e.id, v.vec FROM events e "
+                "JOIN vectors v ON v.id = e.id AND v.model = ? "
+                "WHERE e.embeddable = 1 ORDER BY e.seq",
+                (model,),
+            )
+        )
+
+    def to_embed(self, model: str, after: int, limit: int) -> list[tuple[int, str, str]]:
+        """(seq, id, text) of embeddable events with no vector for ``model``, in order."""
+        rows = self.reader().execute(
+            "SELECT e.seq, e.id, e.type, e.summary, e.body FROM events e "
+            "LEFT JOIN vectors v ON v.id = e.id AND v.model = ? "
+            "WHERE e.embeddable = 1 AND e.seq > ? AND v.id IS NULL ORDER BY e.seq LIMIT ?",
+            (model, after, limit),
+        )
+        return [(seq, i, embed_text(kind, summary, body)) for seq, i, kind, summary, body in rows]
+
+    def count_since(self, session_id: str, since: float) -> int:
+        return int(
+            self.reader()
+            .execute(
+                "SELECT count(*) FROM events WHERE session_id = ? AND recorded_at > ?",
+                (session_id, since),
+            )
+            .fetchone()[0]
+        )
+
+    def has_links(self, event_id: str, relation: str) -> bool:
+        return (
+            self._writer.execute(
+                "SELECT 1 FROM relations WHERE src = ? AND relation = ? LIMIT 1",
+                (event_id, relation),
+            ).fetchone()
+            is not None
+        )
+
+    def stats(self) -> dict[str, Any]:
+        conn = self.reader()
+        events, embeddable, newest = conn.execute(
+            "SELECT count(*), coalesce(sum(embeddable), 0), max(recorded_at) FROM events"
+        ).fetchone()
+        problems = [
+            {"file": f, "line": n, "error": e}
+            for f, n, e in conn.execute(
+                "SELECT file, line, error FROM problems ORDER BY file, line LIMIT 50"
+            )
+        ]
+        total_problems = conn.execute("SELECT count(*) FROM problems").fetchone()[0]
+        size = conn.execute("SELECT coalesce(sum(offset), 0) FROM files").fetchone()[0]
+        return {
+            "events": events,
+            "embeddable": embeddable,
+            "newest": newest,
+            "unparsed_lines": total_problems,
+            "problems": problems,
+            "bytes": size,
+        }
+
+    def snapshots(self, days: int) -> list[dict[str, Any]]:
+        rows = self.reader().execute(
+            "SELECT day, body FROM health ORDER BY day DESC LIMIT ?", (days,)
+        )
+        return [{"day": day, **json.loads(body)} for day, body in rows][::-1]
+
+
+def embed_text(kind: str, summary: str, body: str) -> str:
+    """What an event's vector is made from: its type in words, its summary, its payload."""
+    return f"{kind.replace('.', ' ').replace('_', ' ')}: {summary}\n{body}"[:2000]
+
+
+def _apply(
+    conn: sqlite3.Connection, rel: str, lines: Iterable[journal_log.Line], inode: int
+) -> int:
+    """Fold lines that follow what is known of ``rel``; lines that do not parse, or are not
+    records we know, are kept as problems (file and line) and logged."""
+    row = conn.execute("SELECT offset, lines FROM files WHERE path = ?", (rel,)).fetchone()
+    end, count = row if row else (0, 0)
+    added = 0
+    for line in lines:
+        count += 1
+        end = line.end
+        error = line.error
+        if line.record is not None:
+            try:
+                added += _fold(conn, rel, count, line.record)
+            except _BadRecord as exc:
+                error = str(exc)
+        if error is not None:
+            conn.execute("INSERT INTO problems VALUES (?, ?, ?)", (rel, count, error))
+            log.warning("journal line skipped", extra={"file": rel, "line": count, "error": error})
+    conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (rel, end, count, inode))
+    return added
+
+
+class ReplacedFile(Exception):
+    """A journal file is not the one that was indexed (replaced, or cut shorter)."""
+
+
+class _BadRecord(Exception):
+    pass
+
+
+def _fold(conn: sqlite3.Connection, rel: str, line: int, record: dict[str, Any]) -> int:
+    """One journal record into the tables; 1 if it added an event."""
+    kind = record.get("kind", "event")
+    if kind == "event":
+        return _fold_event(conn, rel, line, record)
+    if kind == "ref":
+        ids, at = record.get("ids"), epoch(record.get("at"))
+        if not isinstance(ids, list) or at is None:
+            raise _BadRecord("ref record needs 'ids' (a list) and 'at'")
+        for part in range(0, len(ids), _BATCH):
+            chunk = list({i for i in ids[part : part + _BATCH] if isinstance(i, str)})
+            conn.execute(
+                f"UPDATE events SET refs = refs + 1, last_ref = max(coalesce(last_ref, 0), ?) "
+                f"WHERE id IN ({','.join('?' * len(chunk))})",
+                [at, *chunk],
+            )
+        return 0
+    if kind == "relation":
+        src, dst, relation = record.get("src"), record.get("dst"), record.get("relation")
+        weight = record.get("weight", 1.0)
+        if not (isinstance(src, str) and isinstance(dst, str) and relation in _RELATIONS):
+            raise _BadRecord("relation record needs 'src', 'dst' and a known 'relation'")
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise _BadRecord("relation 'weight' must be a number")
+        conn.execute(
+            "INSERT OR REPLACE INTO relations VALUES (?, ?, ?, ?)",
+            (src, dst, relation, float(weight)),
+        )
+        return 0
+    raise _BadRecord(f"unknown record kind {kind!r}")
+
+
+def _fold_event(conn: sqlite3.Connection, rel: str, line: int, record: dict[str, Any]) -> int:
+    event_id, kind, summary = record.get("id"), record.get("type"), record.get("summary")
+    ts, recorded = epoch(record.get("ts")), epoch(record.get("recorded_at"))
+    if not (isinstance(event_id, str) and isinstance(kind, str) and isinstance(summary, str)):
+        raise _BadRecord("event needs string 'id', 'type' and 'summary'")
+    if ts is None or recorded is None:
+        raise _BadRecord("event needs ISO 8601 'ts' and 'recorded_at' with a time zone")
+    severity = record.get("severity", "info")
+    if severity not in ("info", "warn", "error"):
+        raise _BadRecord(f"unknown severity {severity!r}")
+    payload = record.get("payload", {})
+    if not isinstance(payload, dict):
+        raise _BadRecord("'payload' must be an object")
+    importance = record.get("importance")
+    if isinstance(importance, int | float) and not isinstance(importance, bool):
+        base = min(1.0, max(0.0, float(importance)))
+    else:
+        base = base_importance(kind, severity)
+    priority = record.get("priority")
+    priority = priority if priority in PRIORITY_FLOORS else None
+    supersedes = record.get("supersedes") if isinstance(record.get("supersedes"), str) else None
+    session = record.get("session_id")
+    cur = conn.execute(
+        "INSERT OR IGNORE INTO events (id, ts, recorded_at, type, severity, summary, payload, "
+        "body, session_id, source, agent_id, base, floor, priority, valid_until, supersedes, "
+        "superseded_by, embeddable, file, line) VALUES "
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "(SELECT id FROM events WHERE supersedes = ? ORDER BY seq LIMIT 1), ?, ?, ?)",
+        (
+            event_id,
+            ts,
+            recorded,
+            kind,
+            severity,
+            summary,
+            json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
+            payload_text(payload),
+            session if isinstance(session, str) else "default",
+            _str(record.get("source")),
+            _str(record.get("agent_id")),
+            base,
+            PRIORITY_FLOORS.get(priority, 0.0) if priority else 0.0,
+            priority,
+            epoch(record.get("valid_until")),
+            supersedes,
+            event_id,
+            int(should_embed(record)),
+            rel,
+            line,
+        ),
+    )
+    if cur.rowcount == 0:
+        return 0  # already indexed (a catch-up after our own append): nothing to add
+    seq = cur.lastrowid
+    conn.execute(
+        "INSERT INTO events_fts(rowid, summary, body) SELECT seq, summary, body FROM events "
+        "WHERE seq = ?",
+        (seq,),
+    )
+    if supersedes:
+        conn.execute(
+            "UPDATE events SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
+            (event_id, supersedes),
+        )
+    return 1
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

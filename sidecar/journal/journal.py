@@ -1,0 +1,648 @@
+"""Episodic memory: record events durably, recall them by meaning, importance and time.
+
+The journal of each local tier lives in ``tier.py``; this module is what the
+routes, tools and memory block call. Background work: embedding new embeddable
+events within a second of their append (and linking each to its ``similar``
+predecessors), writing reference records for recalled events in batches, and
+keeping one health snapshot a day.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sidecar.config import Settings
+from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.errors import ApiError
+from sidecar.index.indexes import TierIndexes
+from sidecar.journal import health as journal_health
+from sidecar.journal import log as journal_log
+from sidecar.journal import recall as journal_recall
+from sidecar.journal.events import NewEvent, check_batch, iso, parse_time
+from sidecar.journal.index import Filters
+from sidecar.journal.log import JournalFull, day_file
+from sidecar.journal.recall import Recalled, RecallQuery
+from sidecar.journal.tier import EventVectors, TierJournal
+from sidecar.retrieval.embedders.base import EmbedderError, EmbedderRefused
+from sidecar.retrieval.embeddings import Embeddings
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+REF_FLUSH_S = 1.0  # reference records are batched: one line a second at most per tier
+EMBED_BATCH = 32
+EMBED_POLL_S = 5.0  # how often to look again for an embedder that is not there yet
+SIMILAR_MIN = 0.80
+SIMILAR_TOP = 3
+HIGH_VALUE = 0.7  # the crew entries crew_shared recall brings: importance now at least this
+NUDGE_AFTER = 60
+SNAPSHOT_EVERY_S = 3600.0  # checks; one snapshot is kept per day
+
+
+def today() -> str:
+    return datetime.now(UTC).date().isoformat()
+
+
+class Journal:
+    def __init__(
+        self,
+        settings: Settings,
+        indexes: TierIndexes,
+        embeddings: Embeddings,
+        lead: LeadClient | None,
+    ) -> None:
+        self.settings = settings
+        self.indexes = indexes
+        self.embeddings = embeddings
+        self.lead = lead
+        self.tiers: dict[str, TierJournal] = {}
+        self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-recall")
+        self._refs: dict[str, dict[str, None]] = {}  # tier -> ids recalled, not yet recorded
+        self._nudged: set[tuple[str, float]] = set()  # (session, last note write) reminded
+        self._catching_up: set[tuple[str, str]] = set()
+        self._wake_embed = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.cosines = journal_health.RecallCosines()
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Start reading each tier's journal into its index; appends queue behind it."""
+        for name, state in self.indexes.tiers.items():
+            tj = self.tiers[name] = TierJournal(state.tier, self.settings.caps)
+            self._tasks.append(asyncio.create_task(self._open_tier(tj), name=f"journal-{name}"))
+        self.indexes.on_file.append(self._file_changed)
+
+    async def _open_tier(self, tj: TierJournal) -> None:
+        started = time.monotonic()
+        await tj.run(tj.open)
+        tj.ready.set()
+        self._wake_embed.set()
+        log.info(
+            "journal ready",
+            extra={"tier": tj.tier.name, "seconds": round(time.monotonic() - started, 3)},
+        )
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self._embed_loop(), name="journal-embed"))
+        self._tasks.append(asyncio.create_task(self._ref_loop(), name="journal-refs"))
+        self._tasks.append(asyncio.create_task(self._snapshot_loop(), name="journal-health"))
+        if self.embeddings.vectors is None:
+            log.warning(
+                "episodic recall is sparse-only (no embedder): events are recalled by "
+                "their words; /healthz says episodic: sparse-only"
+            )
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        with contextlib.suppress(Exception):
+            await self._flush_refs()
+        for tj in self.tiers.values():
+            await tj.appender.drain()
+
+    async def close(self) -> None:
+        """Reads still running on a thread finish before their connections close."""
+        await asyncio.to_thread(self._readers.shutdown, wait=True)
+        for tj in self.tiers.values():
+            await tj.run(tj.close)
+            tj.writer.shutdown()
+
+    # -- helpers -------------------------------------------------------------------
+
+    async def _read(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._readers, fn, *args)
+
+    def _tier(self, name: str) -> TierJournal:
+        self.indexes.for_scope(name)  # the 503 naming who owns a tier not served here
+        return self.tiers[name]
+
+    def _writable(self, scope: str) -> TierJournal:
+        if scope not in ("agent", "crew"):
+            raise ApiError(400, "bad_scope", "scope must be agent or crew")
+        if scope == "crew" and self.settings.role != "lead":
+            raise ApiError(
+                403,
+                "crew_read_only",
+                "the crew journal is written by the crew "
+                "lead; record to your own journal (scope=agent)",
+            )
+        return self._tier(scope)
+
+    async def _ready(self, tj: TierJournal) -> None:
+        if not tj.ready.is_set():
+            await tj.ready.wait()
+
+    def episodic(self) -> str:
+        return "vector" if self._model() is not None else "sparse-only"
+
+    def _model(self) -> str | None:
+        vectors = self.embeddings.vectors
+        if vectors is None or vectors.state.embedder_error is not None:
+            return None
+        return vectors.embedder.model_id
+
+    # -- recording -------------------------------------------------------------------
+
+    async def record(self, scope: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Check, write durably (group commit), index; a batch is all or nothing.
+
+        A journal records what happened, so text that looks like a prompt injection is
+        recorded too; the scanner reads events where they leave the sidecar (recall,
+        listing, the memory block), as it does for notes, which keeps 0.2 ms a event
+        of scanning off the write path."""
+        tj = self._writable(scope)
+        now = time.time()
+        events = check_batch(body, now, self.settings.agent_id)
+        await self._ready(tj)
+        await self._check_supersedes(tj, events)
+        rel = day_file(datetime.fromtimestamp(now, UTC).date().isoformat())
+        await self._append(tj, rel, [e.record for e in events])
+        if any(e.embeddable for e in events):
+            self._wake_embed.set()
+        answer: dict[str, Any] = {
+            "scope": scope,
+            "ids": [e.record["id"] for e in events],
+            "file": rel,
+            "recorded_at": iso(now),
+        }
+        return answer
+
+    async def _check_supersedes(self, tj: TierJournal, events: list[NewEvent]) -> None:
+        targets = {e.record["supersedes"] for e in events if "supersedes" in e.record}
+        if not targets:
+            return
+        assert tj.index is not None
+        found = {r.id for r in await self._read(tj.index.fetch, "id", targets)}
+        missing = sorted(targets - found)
+        if missing:
+            raise ApiError(
+                400,
+                "unknown_supersedes",
+                f"'supersedes' names no event in the "
+                f"{tj.tier.name} journal: {missing[0]}; nothing was recorded",
+            )
+
+    async def _append(self, tj: TierJournal, rel: str, records: list[dict[str, Any]]) -> None:
+        try:
+            await tj.append(rel, records)
+        except JournalFull as exc:
+            raise ApiError(422, "journal_full", exc.detail) from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise ApiError(
+                    507,
+                    "insufficient_storage",
+                    f"the disk holding the "
+                    f"{tj.tier.name} journal is full; nothing was recorded. Free "
+                    "space and retry.",
+                ) from None
+            raise ApiError(
+                500, "write_failed", f"{rel}: {exc.strerror or exc}; nothing was recorded"
+            ) from None
+        except ValueError as exc:  # an unsafe path (a symlink or hard link as the day file)
+            raise ApiError(500, "write_failed", f"{rel}: {exc}; nothing was recorded") from None
+
+    async def relate(
+        self, scope: str, src: str, dst: str, relation: str, weight: float
+    ) -> dict[str, Any]:
+        tj = self._writable(scope)
+        if relation not in ("supports", "contradicts"):
+            raise ApiError(
+                400,
+                "bad_relation",
+                "'relation' must be supports or contradicts "
+                "(similar links are made by the sidecar)",
+            )
+        if src == dst:
+            raise ApiError(400, "bad_relation", "an event cannot relate to itself")
+        await self._ready(tj)
+        assert tj.index is not None
+        found = {r.id for r in await self._read(tj.index.fetch, "id", [src, dst])}
+        for name, value in (("src", src), ("dst", dst)):
+            if value not in found:
+                raise ApiError(
+                    404, "unknown_event", f"'{name}' names no event in the {scope} journal: {value}"
+                )
+        record = {
+            "kind": "relation",
+            "src": src,
+            "dst": dst,
+            "relation": relation,
+            "weight": weight,
+            "at": iso(time.time()),
+        }
+        await self._append(tj, day_file(today()), [record])
+        return {"scope": scope, **{k: record[k] for k in ("src", "dst", "relation", "weight")}}
+
+    # -- listing ----------------------------------------------------------------------
+
+    async def listing(
+        self, scope: str, filters: Filters, after: tuple[float, str] | None, limit: int
+    ) -> dict[str, Any]:
+        tj = self._tier(scope)
+        await self._ready(tj)
+        assert tj.index is not None
+        now = time.time()
+        rows = await self._read(tj.index.listing, filters, now, after, limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        events = []
+        for row in rows:
+            body = row.to_json()
+            flag = journal_recall.flagged(row)
+            if flag is not None:
+                body["flagged"] = flag
+            events.append(body)
+        cursor = f"{rows[-1].ts!r}|{rows[-1].id}" if more and rows else None
+        return {"scope": scope, "events": events, "next_cursor": cursor}
+
+    # -- recall ---------------------------------------------------------------------
+
+    async def recall(self, q: RecallQuery, scope: str, mark: bool) -> dict[str, Any]:
+        """``own``: this agent's journal. ``crew_shared``: that plus the crew's high-value
+        events (from the lead's own crew tier, or asked of the lead by a member)."""
+        if scope not in ("own", "crew_shared"):
+            raise ApiError(400, "bad_scope", "scope must be own or crew_shared")
+        return await self._recall(q, scope, mark, crew=scope == "crew_shared")
+
+    async def recall_crew(self, q: RecallQuery, mark: bool) -> dict[str, Any]:
+        """What the lead gives a member for crew_shared: the crew's high-value events."""
+        return await self._recall(q, "crew", mark, crew=True, own=False)
+
+    async def _recall(
+        self, q: RecallQuery, scope: str, mark: bool, crew: bool, own: bool = True
+    ) -> dict[str, Any]:
+        now = time.time()
+        qvec, warning = await self.embeddings.query_vector(q.text, "hybrid")
+        warnings = [warning] if warning else []
+        plan = [("agent", q.filters)] if own else []
+        remote: list[dict[str, Any]] = []
+        if crew and self.lead is not None:
+            remote = await self._recall_lead(q, mark, warnings)
+        elif crew and "crew" in self.tiers:
+            plan.append(("crew", _high_value(q.filters)))
+        elif crew:
+            warnings.append("crew: this sidecar has no crew lead; own journal only")
+        hits: list[Recalled] = []
+        modes: list[str] = []
+        for name, filters in plan:
+            tj = self._tier(name)
+            await self._ready(tj)
+            tier_q = RecallQuery(q.text, q.k, filters, q.walk, q.ranking)
+            found, mode = await self._read(journal_recall.recall_tier, tj, tier_q, qvec, now)
+            hits += found
+            if mode:
+                modes.append(mode)
+        hits.sort(key=lambda r: (-r.score, -r.row.ts))
+        bodies = sorted([h.to_json(now) for h in hits] + remote, key=lambda b: -b["score"])
+        bodies = bodies[: q.k]
+        kept = {b["id"] for b in bodies}
+        hits = [h for h in hits if h.row.id in kept]
+        if q.walk and hits:
+            await self._walk(hits, bodies, q.filters, now)
+        if mark:
+            for hit in hits:
+                self._refs.setdefault(hit.tier, {})[hit.row.id] = None
+        self.cosines.add([h.candidate.cosine for h in hits if h.candidate.cosine is not None])
+        return {
+            "query": q.text,
+            "scope": scope,
+            "mode": "hybrid" if qvec is not None else "sparse-only",
+            "ranking": q.ranking,
+            "query_mode": modes[0] if modes else None,
+            "hits": bodies,
+            "warnings": warnings,
+        }
+
+    async def _walk(
+        self, hits: list[Recalled], bodies: list[dict[str, Any]], filters: Filters, now: float
+    ) -> None:
+        by_tier: dict[str, list[Recalled]] = {}
+        for hit in hits:
+            by_tier.setdefault(hit.tier, []).append(hit)
+        links: dict[str, list[dict[str, Any]]] = {}
+        for name, group in by_tier.items():
+            links.update(
+                await self._read(journal_recall.neighbours, self.tiers[name], group, filters, now)
+            )
+        for body in bodies:
+            if body["id"] in links:
+                body["neighbours"] = links[body["id"]]
+
+    async def _recall_lead(
+        self, q: RecallQuery, mark: bool, warnings: list[str]
+    ) -> list[dict[str, Any]]:
+        assert self.lead is not None
+        f = q.filters
+        body = {
+            "query": q.text,
+            "k": q.k,
+            "scope": "crew_shared",
+            "walk": q.walk,
+            "mark": mark,
+            "ranking": q.ranking,
+            "include_superseded": f.include_superseded,
+            **({"session_id": f.session_id} if f.session_id else {}),
+            **({"types": list(f.types)} if f.types else {}),
+            **({"since": iso(f.since)} if f.since is not None else {}),
+            **({"until": iso(f.until)} if f.until is not None else {}),
+        }
+        try:
+            answer = await self.lead.request("POST", "/memory/recall", body)
+        except LeadError as exc:
+            raise exc.to_api_error() from None
+        except LeadUnavailable as exc:
+            warnings.append(str(unreachable(self.lead.url, exc).detail) + "; own journal only")
+            return []
+        warnings += [f"crew: {w}" for w in answer.get("warnings", [])]
+        return [h for h in answer.get("hits", []) if isinstance(h, dict) and "score" in h]
+
+    # -- reference records ------------------------------------------------------------------
+
+    async def _ref_loop(self) -> None:
+        while True:
+            await asyncio.sleep(REF_FLUSH_S)
+            try:
+                await self._flush_refs()
+            except ApiError as exc:
+                log.warning("reference records not written; retrying", extra={"error": exc.detail})
+
+    async def _flush_refs(self) -> None:
+        pending, self._refs = self._refs, {}
+        for name, ids in pending.items():
+            if not ids:
+                continue
+            record = {"kind": "ref", "ids": list(ids), "at": iso(time.time())}
+            try:
+                await self._append(self.tiers[name], day_file(today()), [record])
+            except ApiError:
+                self._refs.setdefault(name, {}).update(ids)  # next time
+                raise
+
+    # -- embedding ---------------------------------------------------------------------
+
+    async def _embed_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(EMBED_POLL_S):
+                    await self._wake_embed.wait()
+            self._wake_embed.clear()
+            model = self._model()
+            if model is None:
+                continue
+            for tj in self.tiers.values():
+                if not tj.ready.is_set():
+                    continue
+                try:
+                    await self._embed_tier(tj, model)
+                    tj.embed_error = None
+                except EmbedderError as exc:
+                    tj.embed_error = str(exc)
+                except Exception as exc:
+                    tj.embed_error = f"{type(exc).__name__}: {exc}"
+                    log.exception("journal embedding failed", extra={"tier": tj.tier.name})
+
+    async def _load_vectors(self, tj: TierJournal, model: str) -> EventVectors:
+        import numpy as np
+
+        assert tj.index is not None
+        rows = await self._read(tj.index.vectors, model)
+        dim = self.embeddings.vectors.embedder.dim  # type: ignore[union-attr]
+        vectors = EventVectors(model, dim)
+        if rows:
+            matrix = np.frombuffer(b"".join(blob for _, _, blob in rows), np.float32)
+            vectors.add([i for _, i, _ in rows], matrix.reshape(len(rows), dim))
+        return vectors
+
+    async def _embed_tier(self, tj: TierJournal, model: str) -> None:
+        """Vectors for every embeddable event without one, oldest first; each new vector
+        links to its closest predecessors (``similar``), recorded in the journal."""
+        assert tj.index is not None
+        if tj.vectors is None or tj.vectors.model != model:
+            tj.vectors = await self._load_vectors(tj, model)
+        while True:
+            batch = await self._read(tj.index.to_embed, model, tj.embed_after, EMBED_BATCH)
+            if not batch:
+                return
+            rows, ids = await self._embed_batch(tj, batch)
+            tj.embed_after = batch[-1][0]
+            if not ids:
+                continue
+            linked = await self._read(_already_linked, tj, ids)
+            records = _similar_links(tj.vectors, ids, rows, linked, iso(time.time()))
+            if records:
+                await self._append(tj, day_file(today()), records)
+            blobs = [
+                (event_id, row.astype("float32").tobytes())
+                for event_id, row in zip(ids, rows, strict=True)
+            ]
+            await tj.run(tj.index.add_vectors, model, blobs)
+            tj.vectors.add(ids, rows)
+            tj.embedded_since_start += len(ids)
+
+    async def _embed_batch(
+        self, tj: TierJournal, batch: list[tuple[int, str, str]]
+    ) -> tuple[npt.NDArray[np.float32], list[str]]:
+        """The batch's vectors; an event the embedder refuses is set aside (recalled by its
+        words only) and the rest are embedded one by one."""
+        import numpy as np
+
+        try:
+            return await self.embeddings.embed_texts([t for _, _, t in batch]), [
+                i for _, i, _ in batch
+            ]
+        except EmbedderRefused as exc:
+            if len(batch) == 1:
+                tj.refused[batch[0][1]] = str(exc)
+                return np.zeros((0, 1), np.float32), []
+        rows, ids = [], []
+        for one in batch:
+            got, got_ids = await self._embed_batch(tj, [one])
+            if got_ids:
+                rows.append(got[0])
+                ids += got_ids
+        return (np.vstack(rows) if rows else np.zeros((0, 1), np.float32)), ids
+
+    # -- health, status, the memory block ---------------------------------------------------
+
+    async def health(self, scope: str) -> dict[str, Any]:
+        tj = self._tier(scope)
+        await self._ready(tj)
+        assert tj.index is not None
+        report = await self._read(
+            journal_health.compute, tj, self.cosines, self._model(), time.time()
+        )
+        await tj.run(tj.index.add_snapshot, today(), journal_health.snapshot(report))
+        report["history"] = await self._read(tj.index.snapshots, journal_health.HISTORY_DAYS)
+        report["episodic"] = self.episodic()
+        return report
+
+    async def _snapshot_loop(self) -> None:
+        while True:
+            for name in self.tiers:
+                with contextlib.suppress(Exception):
+                    await self.health(name)
+            await asyncio.sleep(SNAPSHOT_EVERY_S)
+
+    async def status(self, scope: str) -> dict[str, Any]:
+        tj = self.tiers.get(scope)
+        if tj is None or tj.index is None or not tj.ready.is_set():
+            return {"indexing": True, "events": None}
+        stats = await self._read(tj.index.stats)
+        vectors = len(tj.vectors) if tj.vectors is not None else 0
+        pending = max(0, stats["embeddable"] - vectors - len(tj.refused)) if self._model() else 0
+        body = {
+            "indexing": False,
+            "events": stats["events"],
+            "bytes": stats["bytes"],
+            "embeddable": stats["embeddable"],
+            "embedded": vectors,
+            "pending_embeddings": pending,
+            "unparsed_lines": stats["unparsed_lines"],
+            "problems": stats["problems"],
+            "rejected_tails": [
+                {"file": s.file, "line": s.line, "bytes": s.bytes} for s in tj.set_aside
+            ],
+            "episodic": self.episodic(),
+        }
+        if tj.embed_error:
+            body["embed_error"] = tj.embed_error
+        return body
+
+    def health_reasons(self, reasons: list[str]) -> None:
+        for name, tj in self.tiers.items():
+            if not tj.ready.is_set():
+                reasons.append(f"{name}: journal index catching up with the journal files")
+            if tj.set_aside:
+                reasons.append(
+                    f"{name}: {len(tj.set_aside)} torn journal line(s) set aside at "
+                    "start-up; /memory/status says where"
+                )
+            if tj.embed_error:
+                reasons.append(f"{name}: journal events not embedded: {tj.embed_error}")
+
+    async def nudge(self, session_id: str) -> str | None:
+        """One reminder a session, once it has ``NUDGE_AFTER`` events since the last note
+        was written (the notes index's last change)."""
+        tj = self.tiers.get("agent")
+        if tj is None or tj.index is None or not tj.ready.is_set():
+            return None
+        notes = self.indexes.tiers["agent"].store
+        with contextlib.suppress(Exception):
+            last_write = (await self.indexes.read(notes.stats)).indexed_at or 0.0
+            key = (session_id, last_write)
+            if key in self._nudged:
+                return None
+            count = await self._read(tj.index.count_since, session_id, last_write)
+            if count >= NUDGE_AFTER:
+                self._nudged.add(key)
+                return (
+                    f"You have {count} new journal entries in this session since memory was "
+                    "last written. Before the session ends, save any lasting pattern or "
+                    "decision with memory.write (AGENT.md or daily/today)."
+                )
+        return None
+
+    # -- outside edits -------------------------------------------------------------------
+
+    def _file_changed(self, tier: str, rel: str) -> None:
+        tj = self.tiers.get(tier)
+        if tj is None or not journal_log.is_journal_file(rel) or (tier, rel) in self._catching_up:
+            return
+        self._catching_up.add((tier, rel))
+        self._tasks.append(asyncio.create_task(self._catch_up(tj, rel), name="journal-catch-up"))
+
+    async def _catch_up(self, tj: TierJournal, rel: str) -> None:
+        await self._ready(tj)
+        self._catching_up.discard((tj.tier.name, rel))
+        try:
+            await tj.run(tj.catch_up, rel)
+        except Exception as exc:
+            log.error("journal catch-up failed", extra={"file": rel, "error": str(exc)})
+        self._wake_embed.set()
+
+    async def rebuild(self, scope: str) -> None:
+        names = ["agent", "crew"] if scope == "both" else [scope]
+        for name in names:
+            if name in self.tiers:
+                tj = self.tiers[name]
+                self._tasks.append(asyncio.create_task(tj.run(tj.rebuild), name="journal-rebuild"))
+
+
+def _high_value(filters: Filters) -> Filters:
+    return Filters(
+        filters.session_id,
+        filters.types,
+        filters.since,
+        filters.until,
+        filters.include_superseded,
+        False,
+        HIGH_VALUE,
+    )
+
+
+def _already_linked(tj: TierJournal, ids: list[str]) -> set[str]:
+    assert tj.index is not None
+    return {i for i in ids if tj.index.has_links(i, "similar")}
+
+
+def _similar_links(
+    vectors: EventVectors, ids: list[str], rows: npt.NDArray[np.float32], linked: set[str], at: str
+) -> list[dict[str, Any]]:
+    """``similar`` records from each new event to its top predecessors at cosine ≥ 0.80
+    (those embedded before it, including earlier ones of the same batch)."""
+    import numpy as np
+
+    prior_ids, prior = vectors.matrix()
+    before = prior @ rows.T  # (prior, batch)
+    within = rows @ rows.T
+    records = []
+    for n, event_id in enumerate(ids):
+        if event_id in linked:
+            continue
+        sims = np.concatenate([before[:, n], within[:n, n]])
+        names = prior_ids + ids[:n]
+        for j in np.argsort(-sims, kind="stable")[:SIMILAR_TOP]:
+            if sims[j] < SIMILAR_MIN:
+                break
+            records.append(
+                {
+                    "kind": "relation",
+                    "src": event_id,
+                    "dst": names[j],
+                    "relation": "similar",
+                    "weight": round(float(sims[j]), 4),
+                    "at": at,
+                }
+            )
+    return records
+
+
+def parse_cursor(raw: str | None) -> tuple[float, str] | None:
+    if not raw:
+        return None
+    ts, _, event_id = raw.partition("|")
+    try:
+        return float(ts), event_id
+    except ValueError:
+        raise ApiError(
+            400, "bad_cursor", "'cursor' must be a next_cursor value from an earlier answer"
+        ) from None
+
+
+def time_param(value: str | None, name: str) -> float | None:
+    return None if value in (None, "") else parse_time(value, name)

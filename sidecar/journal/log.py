@@ -1,0 +1,349 @@
+"""Where a journal line becomes durable: append-only day files with group commit.
+
+A tier's journal is ``journal/YYYY-MM-DD.jsonl`` (the UTC day of recording), one
+JSON object a line: events, and the records that change what is known about them
+(``{"kind": "ref"}`` when recall used them, ``{"kind": "relation"}`` for links).
+Nothing is ever edited in place, so the index can always be rebuilt from here.
+
+Appends from many requests share one ``write`` and one ``fsync`` per file: while
+one group is being synced, the next collects, so a lone writer waits for exactly
+one fsync and sixteen concurrent ones for about two. A write that fails part way
+(a full disk) is cut back to the last whole line before the error is returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import re
+import stat
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sidecar.disk.tiers import HardLinked, UnsafePath, open_confined
+
+log = logging.getLogger(__name__)
+
+JOURNAL_DIR = "journal"
+REJECTED_SUFFIX = ".rejected"
+_DAY_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}\.jsonl$")
+_READ_CHUNK = 1 << 20
+
+
+def day_file(day: str) -> str:
+    """The tier-relative file of a UTC day (``2026-11-25``)."""
+    return f"{JOURNAL_DIR}/{day}.jsonl"
+
+
+def is_journal_file(rel: str) -> bool:
+    head, _, name = rel.partition("/")
+    return head == JOURNAL_DIR and bool(_DAY_FILE.match(name))
+
+
+def journal_files(root: Path) -> list[str]:
+    """Every day file of the tier, oldest first; links and non-files are left out."""
+    try:
+        names = os.listdir(root / JOURNAL_DIR)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for name in sorted(names):
+        if _DAY_FILE.match(name):
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(os.lstat(root / JOURNAL_DIR / name).st_mode):
+                    out.append(day_file(name.removesuffix(".jsonl")))
+    return out
+
+
+def _open(root: Path, rel: str, flags: int) -> int:
+    """A confined descriptor of a journal file that only this tier owns."""
+    try:
+        fd = open_confined(root, rel, flags | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+            raise UnsafePath(f"{rel}: a symlink or non-directory is on the path") from exc
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+        os.close(fd)
+        if stat.S_ISREG(st.st_mode):
+            raise HardLinked(f"{rel} has {st.st_nlink} links; only a file the tier owns is read")
+        raise UnsafePath(f"{rel} is not a regular file")
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+# -- reading ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    number: int  # 1-based
+    end: int  # byte offset just past its newline
+    record: dict[str, Any] | None  # None: it did not parse
+    error: str | None = None
+
+
+def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    import json
+
+    try:
+        record = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return None, f"not JSON: {exc}"
+    if not isinstance(record, dict):
+        return None, "not a JSON object"
+    return record, None
+
+
+def read_lines(root: Path, rel: str, offset: int = 0, first_line: int = 1) -> Iterator[Line]:
+    """Whole lines from byte ``offset`` on; a last line without its newline (an append
+    in progress, or a torn tail) is not yielded."""
+    fd = _open(root, rel, os.O_RDONLY)
+    try:
+        number, pos, rest = first_line, offset, b""
+        while True:
+            chunk = os.pread(fd, _READ_CHUNK, pos)
+            if not chunk:
+                return
+            pos += len(chunk)
+            data = rest + chunk
+            start = 0
+            base = pos - len(data)
+            while (nl := data.find(b"\n", start)) != -1:
+                raw = data[start:nl]
+                if raw.strip():
+                    record, error = parse_line(raw)
+                    yield Line(number, base + nl + 1, record, error)
+                else:
+                    yield Line(number, base + nl + 1, None, "empty line")
+                number += 1
+                start = nl + 1
+            rest = data[start:]
+    finally:
+        os.close(fd)
+
+
+# -- torn tails -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    file: str
+    line: int
+    bytes: int
+
+
+def set_aside_torn_tail(root: Path, rel: str) -> SetAside | None:
+    """A crash mid-append leaves a last line without its newline: move its bytes to
+    ``<file>.rejected`` (durably, first), then cut the file back to its last whole line."""
+    fd = _open(root, rel, os.O_RDWR)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return None
+        pos, cut = size, 0
+        while pos > 0:
+            start = max(0, pos - _READ_CHUNK)
+            chunk = os.pread(fd, pos - start, start)
+            nl = chunk.rfind(b"\n")
+            if nl != -1:
+                cut = start + nl + 1
+                break
+            pos = start
+        tail = os.pread(fd, size - cut, cut)
+        line = os.pread(fd, cut, 0).count(b"\n") + 1
+        rejected = open_confined(
+            root, rel + REJECTED_SUFFIX, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+        )
+        try:
+            _write_all(rejected, tail + b"\n")
+            os.fsync(rejected)
+        finally:
+            os.close(rejected)
+        os.ftruncate(fd, cut)
+        os.fsync(fd)
+        return SetAside(rel, line, len(tail))
+    finally:
+        os.close(fd)
+
+
+# -- appending ----------------------------------------------------------------------
+
+
+class JournalFull(Exception):
+    """Appending would take a day file or the whole journal over its cap."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+@dataclass(slots=True)
+class Append:
+    """One request's lines for one file: written whole or not at all."""
+
+    rel: str
+    data: bytes
+    items: Any  # handed to ``on_durable`` once the bytes are synced
+    start: int = 0  # byte offset the lines were written at
+    inode: int = 0  # of the file they went to
+    future: asyncio.Future[Any] | None = None
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _Open:
+    fd: int
+    size: int  # what this process has written or read up to
+    inode: int
+
+
+@dataclass
+class Appender:
+    """A tier's group committer. ``on_durable(appends)`` runs on the writer thread right
+    after each group is synced (the index uses it); ``before_write(rel, size, known)`` runs
+    when a file grew behind our back (an outside edit) so its new lines are read first."""
+
+    root: Path
+    executor: Executor
+    on_durable: Callable[[list[Append]], Any]
+    before_write: Callable[[str, int], None]
+    check_room: Callable[[str, int, int], None]  # (file, its new size, bytes added)
+    _pending: list[Append] = field(default_factory=list)
+    _flusher: asyncio.Task[None] | None = None
+    _files: dict[str, _Open] = field(default_factory=dict)
+    groups: int = 0  # fsync groups so far, to see that commits are shared
+    appended: int = 0
+
+    async def append(self, rel: str, data: bytes, items: Any) -> Any:
+        """Durable on return; the result is what ``on_durable`` gave for this append."""
+        item = Append(rel, data, items, future=asyncio.get_running_loop().create_future())
+        self._pending.append(item)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="journal-commit")
+        assert item.future is not None
+        # A caller that goes away does not take its lines back: they are being written.
+        return await asyncio.shield(item.future)
+
+    async def drain(self) -> None:
+        if self._flusher is not None:
+            await asyncio.shield(self._flusher)
+
+    async def _flush(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._pending:
+            group, self._pending = self._pending, []
+            try:
+                results = await loop.run_in_executor(self.executor, self._commit, group)
+            except BaseException as exc:
+                for item in group:
+                    if item.future is not None and not item.future.done():
+                        item.future.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            for item, res in zip(group, results, strict=True):
+                if item.future is None or item.future.done():
+                    continue
+                if item.error is not None:
+                    item.future.set_exception(item.error)
+                else:
+                    item.future.set_result(res)
+
+    def _file(self, rel: str) -> _Open:
+        opened = self._files.get(rel)
+        if opened is not None:
+            return opened
+        for old in [r for r in self._files if r != rel]:  # yesterday's file is done
+            os.close(self._files.pop(old).fd)
+        os.makedirs(self.root / JOURNAL_DIR, 0o755, exist_ok=True)
+        created = False
+        try:
+            fd = _open(self.root, rel, os.O_RDWR | os.O_APPEND)
+        except FileNotFoundError:
+            fd = open_confined(
+                self.root, rel, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644
+            )
+            created = True
+        if created:  # the new name must survive a crash as much as its lines
+            dir_fd = os.open(self.root / JOURNAL_DIR, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        st = os.fstat(fd)
+        opened = self._files[rel] = _Open(fd, st.st_size, st.st_ino)
+        return opened
+
+    def _commit(self, group: list[Append]) -> list[Any]:
+        """On the writer thread: one write and one fsync per file, then the index."""
+        by_file: dict[str, list[Append]] = {}
+        for item in group:
+            by_file.setdefault(item.rel, []).append(item)
+        durable: list[Append] = []
+        for rel, items in by_file.items():
+            try:
+                durable += self._write_file(rel, items)
+            except Exception as exc:
+                for item in items:
+                    item.error = exc
+        self.groups += 1
+        self.appended += len(durable)
+        results = self.on_durable(durable) if durable else []
+        by_id = {id(item): res for item, res in zip(durable, results, strict=True)}
+        return [by_id.get(id(item)) for item in group]
+
+    def _write_file(self, rel: str, items: list[Append]) -> list[Append]:
+        opened = self._file(rel)
+        size = os.fstat(opened.fd).st_size
+        if size != opened.size:  # someone else appended (or cut) the file
+            self.before_write(rel, size)
+            opened.size = size
+        prefix = b""
+        if size and os.pread(opened.fd, 1, size - 1) != b"\n":
+            prefix = b"\n"  # an outside edit left a partial line: ours start on a new one
+        accepted: list[Append] = []
+        total = len(prefix)
+        for item in items:
+            try:
+                self.check_room(rel, size + total + len(item.data), total + len(item.data))
+            except JournalFull as exc:
+                item.error = exc
+                continue
+            total += len(item.data)
+            accepted.append(item)
+        if not accepted:
+            return []
+        data = prefix + b"".join(item.data for item in accepted)
+        try:
+            _write_all(opened.fd, data)
+            os.fsync(opened.fd)
+        except OSError:
+            # Never leave half a group behind: cut back to where it started.
+            with contextlib.suppress(OSError):
+                os.ftruncate(opened.fd, size)
+                os.fsync(opened.fd)
+            raise
+        pos = size + len(prefix)
+        for item in accepted:
+            item.start, item.inode = pos, opened.inode
+            pos += len(item.data)
+        opened.size = pos
+        return accepted
+
+    def close(self) -> None:
+        for opened in self._files.values():
+            os.close(opened.fd)
+        self._files.clear()

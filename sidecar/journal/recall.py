@@ -1,0 +1,178 @@
+"""Recall from one tier: the sparse and dense legs, the filters, the ranking, the walk.
+
+Runs on a reader thread against the committed index and the in-memory vectors,
+so a recall never waits for an append being synced.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sidecar.journal import ranking
+from sidecar.journal.index import Filters, Row
+from sidecar.journal.ranking import Candidate
+from sidecar.retrieval import query as planner
+from sidecar.safety import scan_remembered
+
+if TYPE_CHECKING:
+    from sidecar.journal.tier import TierJournal
+    from sidecar.retrieval.embedders.base import Vectors
+
+
+@dataclass(frozen=True, slots=True)
+class RecallQuery:
+    text: str
+    k: int
+    filters: Filters
+    walk: int = 0
+    ranking: str = ranking.DEFAULT_RANKING
+
+
+@dataclass(slots=True)
+class Recalled:
+    row: Row
+    tier: str
+    score: float
+    relevance: float
+    importance: float
+    candidate: Candidate
+
+    def to_json(self, now: float) -> dict[str, Any]:
+        body = self.row.to_json()
+        flag = flagged(self.row)
+        if flag is not None:
+            body["flagged"] = flag
+        return {
+            **body,
+            "tier": self.tier,
+            "score": round(self.score, 6),
+            "relevance": round(self.relevance, 6),
+            "importance": round(self.importance, 6),
+            "age_s": round(max(0.0, now - self.row.ts), 3),
+            "ranks": {
+                "sparse": self.candidate.ranks.get("sparse"),
+                "dense": self.candidate.ranks.get("dense"),
+            },
+            "cosine": None if self.candidate.cosine is None else round(self.candidate.cosine, 6),
+        }
+
+
+def flagged(row: Row) -> dict[str, str] | None:
+    """The scanner's verdict on an event's text (remembered by digest: recall is hot)."""
+    import json
+
+    from sidecar.journal.events import payload_text
+
+    finding = scan_remembered(f"{row.summary}\n{payload_text(json.loads(row.payload))}")
+    if finding is None:
+        return None
+    return {"category": finding.category, "pattern": finding.pattern}
+
+
+def _sparse(
+    tj: TierJournal, text: str, filters: Filters, now: float, pool: int
+) -> tuple[list[tuple[int, float]], str | None]:
+    assert tj.index is not None
+    planned = planner.plan(text)
+    if planned is None:
+        return [], None
+    try:
+        return tj.index.sparse(planned.match, filters, now, pool), planned.mode
+    except sqlite3.OperationalError as exc:
+        if planned.match == planned.fallback or (
+            "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower()
+        ):
+            raise
+        return tj.index.sparse(planned.fallback, filters, now, pool), planner.MODE_FALLBACK
+
+
+def recall_tier(
+    tj: TierJournal, q: RecallQuery, qvec: Vectors | None, now: float
+) -> tuple[list[Recalled], str | None]:
+    """The tier's best ``q.k`` events, and how the query was read (terms, fts5, ...)."""
+    assert tj.index is not None
+    pool = ranking.pool_size(q.k)
+    sparse, mode = _sparse(tj, q.text, q.filters, now, pool)
+    by_seq = tj.index.fetch("seq", [seq for seq, _ in sparse])
+    rows = {r.seq: r for r in by_seq}
+    cands: dict[str, Candidate] = {}
+    for rank, (seq, bm25) in enumerate(sparse, start=1):
+        row = rows.get(seq)
+        if row is not None:
+            cands[row.id] = Candidate(row.id, bm25, ranks={"sparse": rank})
+    by_id = {r.id: r for r in by_seq}
+    vectors = tj.vectors
+    if qvec is not None and vectors is not None and len(vectors):
+        import numpy as np  # only with vectors: a sparse-only daemon never loads it
+
+        ids, matrix = vectors.matrix()
+        sims = matrix @ qvec
+        top = np.argsort(-sims[: len(ids)], kind="stable")[:pool]
+        dense_ids = [ids[i] for i in top]
+        fresh = [i for i in dense_ids if i not in by_id]
+        for row in tj.index.fetch("id", fresh, q.filters, now):
+            by_id[row.id] = row
+        rank = 0
+        for i in top:
+            event_id = ids[i]
+            if event_id not in by_id:
+                continue  # filtered out
+            rank += 1
+            cand = cands.setdefault(event_id, Candidate(event_id))
+            cand.cosine, cand.ranks["dense"] = float(sims[i]), rank
+        positions = vectors.positions
+        for cand in cands.values():  # BM25 candidates the dense pool did not reach
+            if cand.cosine is None and cand.id in positions:
+                cand.cosine = float(matrix[positions[cand.id]] @ qvec)
+    rel = ranking.relevance(list(cands.values()))
+    top_bm25 = max((c.bm25 for c in cands.values() if c.bm25 is not None), default=0.0)
+    out = []
+    for event_id, relevance in rel.items():
+        row = by_id[event_id]
+        age = now - row.ts
+        importance = ranking.importance_now(row.base, row.floor, age, row.refs)
+        cand = cands[event_id]
+        score = ranking.score(q.ranking, relevance, importance, cand, age, top_bm25)
+        out.append(Recalled(row, tj.tier.name, score, relevance, importance, cand))
+    out.sort(key=lambda r: (-r.score, -r.row.ts, r.row.id))
+    return out[: q.k], mode
+
+
+def neighbours(
+    tj: TierJournal, hits: list[Recalled], filters: Filters, now: float
+) -> dict[str, list[dict[str, Any]]]:
+    """One hop along relations from each hit, to events that pass the same filters."""
+    assert tj.index is not None
+    links = tj.index.neighbours([h.row.id for h in hits])
+    others = {other for edges in links.values() for other, _, _ in edges}
+    rows = {r.id: r for r in tj.index.fetch("id", others, filters, now)}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for event_id, edges in links.items():
+        seen: set[str] = set()
+        shown = []
+        for other, relation, weight in sorted(edges, key=lambda e: -e[2]):
+            row = rows.get(other)
+            if row is None or other in seen:
+                continue
+            seen.add(other)
+            entry = {
+                "id": other,
+                "relation": relation,
+                "weight": round(weight, 4),
+                "type": row.type,
+                "ts": row.to_json()["ts"],
+                "summary": row.summary,
+            }
+            flag = flagged(row)
+            if flag is not None:
+                entry["flagged"] = flag
+            shown.append(entry)
+        out[event_id] = shown
+    return out
+
+
+def clock() -> float:
+    return time.time()

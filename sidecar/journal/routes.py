@@ -1,0 +1,143 @@
+"""The journal's HTTP routes: record, list, relate, recall, and memory health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from sidecar.errors import ApiError, json_type
+from sidecar.journal import ranking
+from sidecar.journal.index import Filters
+from sidecar.journal.journal import Journal, parse_cursor, time_param
+from sidecar.journal.recall import RecallQuery
+from sidecar.retrieval.query import MAX_QUERY_CHARS
+from sidecar.web import check_fields, json_body, string_field
+
+JOURNAL: web.AppKey[Journal] = web.AppKey("journal", Journal)
+MAX_LIST = 500
+RECALL_FIELDS = (
+    "query",
+    "k",
+    "scope",
+    "session_id",
+    "types",
+    "since",
+    "until",
+    "include_superseded",
+    "walk",
+    "mark",
+    "ranking",
+)
+
+
+def _bool(body: dict[str, Any], name: str, default: bool) -> bool:
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise ApiError(
+            400, f"bad_{name}", f"'{name}' must be true or false, not {json_type(value)}"
+        )
+    return value
+
+
+def _int(body: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ApiError(400, f"bad_{name}", f"'{name}' must be a whole number from {low} to {high}")
+    return value
+
+
+def recall_query(body: dict[str, Any]) -> tuple[RecallQuery, str, bool]:
+    """A recall request checked field by field (shared with the lead's crew address)."""
+    check_fields(body, RECALL_FIELDS)
+    text = string_field(body, "query")
+    if not text or not text.strip():
+        raise ApiError(400, "bad_query", "'query' is required: what the task at hand is about")
+    if len(text) > MAX_QUERY_CHARS:
+        raise ApiError(400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters")
+    types = body.get("types", [])
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types) or len(types) > 50:
+        raise ApiError(400, "bad_types", "'types' must be an array of up to 50 event types")
+    rank = string_field(body, "ranking", ranking.DEFAULT_RANKING)
+    if rank not in ranking.RANKINGS:
+        raise ApiError(
+            400, "bad_ranking", f"'ranking' must be one of {', '.join(ranking.RANKINGS)}"
+        )
+    filters = Filters(
+        session_id=string_field(body, "session_id"),
+        types=tuple(types),
+        since=time_param(string_field(body, "since"), "since"),
+        until=time_param(string_field(body, "until"), "until"),
+        include_superseded=_bool(body, "include_superseded", False),
+    )
+    q = RecallQuery(text, _int(body, "k", 5, 1, 50), filters, _int(body, "walk", 0, 0, 1), rank)
+    return q, string_field(body, "scope", "own") or "own", _bool(body, "mark", True)
+
+
+async def record(request: web.Request) -> web.Response:
+    body = await json_body(request)
+    scope = string_field(body, "scope", "agent") or "agent"
+    body.pop("scope", None)
+    return web.json_response(await request.app[JOURNAL].record(scope, body), status=201)
+
+
+async def listing(request: web.Request) -> web.Response:
+    q = request.query
+    unknown = sorted(set(q) - {"scope", "since", "until", "type", "session_id", "limit", "cursor"})
+    if unknown:
+        raise ApiError(400, "unknown_parameter", f"unknown parameter(s) {unknown}")
+    try:
+        limit = int(q.get("limit", "50"))
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= MAX_LIST:
+        raise ApiError(400, "bad_limit", f"'limit' must be a whole number from 1 to {MAX_LIST}")
+    filters = Filters(
+        session_id=q.get("session_id") or None,
+        types=tuple(t for t in q.getall("type", []) if t),
+        since=time_param(q.get("since"), "since"),
+        until=time_param(q.get("until"), "until"),
+        include_superseded=True,
+        include_expired=True,
+    )
+    answer = await request.app[JOURNAL].listing(
+        q.get("scope", "agent"), filters, parse_cursor(q.get("cursor")), limit
+    )
+    return web.json_response(answer)
+
+
+async def recall(request: web.Request) -> web.Response:
+    q, scope, mark = recall_query(await json_body(request))
+    return web.json_response(await request.app[JOURNAL].recall(q, scope, mark))
+
+
+async def relate(request: web.Request) -> web.Response:
+    body = await json_body(request)
+    check_fields(body, ("scope", "src", "dst", "relation", "weight"))
+    weight = body.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
+        raise ApiError(400, "bad_weight", "'weight' must be a number from 0 to 1")
+    answer = await request.app[JOURNAL].relate(
+        string_field(body, "scope", "agent") or "agent",
+        string_field(body, "src") or "",
+        string_field(body, "dst") or "",
+        string_field(body, "relation") or "",
+        float(weight),
+    )
+    return web.json_response(answer, status=201)
+
+
+async def health(request: web.Request) -> web.Response:
+    scope = request.query.get("scope", "agent")
+    if scope not in ("agent", "crew"):
+        raise ApiError(400, "bad_scope", "scope must be agent or crew")
+    return web.json_response(await request.app[JOURNAL].health(scope))
+
+
+def add_routes(app: web.Application, capability: Journal) -> None:
+    app[JOURNAL] = capability
+    app.router.add_post("/memory/journal", record)
+    app.router.add_get("/memory/journal", listing)
+    app.router.add_post("/memory/journal/relations", relate)
+    app.router.add_post("/memory/recall", recall)
+    app.router.add_get("/memory/health", health)
