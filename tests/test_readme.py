@@ -28,7 +28,10 @@ EXAMPLE = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 # The endpoints whose documented answers must stay covered by a marked example.
-COVERED = {"/healthz", "/memory/status", "/memory/search", "/memory/write", "/memory/reindex"}
+COVERED = {
+    "/healthz", "/memory/status", "/memory/search", "/memory/write", "/memory/reindex",
+    "/memory/journal", "/memory/recall", "/memory/health",
+}  # fmt: skip
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
 

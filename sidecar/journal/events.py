@@ -8,7 +8,7 @@ event writes nothing, and the error names the event and the field.
 from __future__ import annotations
 
 import json
-import os
+import random
 import re
 import threading
 import time
@@ -122,11 +122,11 @@ def uuid7() -> str:
         if ms <= last_ms:
             ms, seq = last_ms, last_seq + 1
             if seq >= 1 << 12:  # 4,096 ids in one millisecond: borrow the next one
-                ms, seq = ms + 1, int.from_bytes(os.urandom(1)) & 0x3F
+                ms, seq = ms + 1, random.getrandbits(6)
         else:
-            seq = int.from_bytes(os.urandom(2)) & 0x3FF
+            seq = random.getrandbits(10)
         _last_uuid = (ms, seq)
-    tail = int.from_bytes(os.urandom(8)) & ((1 << 62) - 1)
+    tail = random.getrandbits(62)  # ids need to be unique, not secret
     value = (ms << 80) | (0x7 << 76) | (seq << 64) | (0b10 << 62) | tail
     return str(uuid.UUID(int=value))
 
@@ -168,7 +168,6 @@ class NewEvent:
 
     record: dict[str, Any]
     embeddable: bool
-    text: str  # what the scanner reads and the sparse index holds besides the summary
 
 
 def _label(raw: dict[str, Any], name: str, default: str | None, where: str) -> str | None:
@@ -207,7 +206,9 @@ def payload_text(payload: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def check_event(raw: object, now: float, agent_id: str, where: str = "") -> NewEvent:
+def check_event(
+    raw: object, now: float, agent_id: str, where: str = "", stamp: str | None = None
+) -> NewEvent:
     """One event from a client, checked and completed; a 400 or 413 naming the field."""
     if not isinstance(raw, dict):
         raise ApiError(
@@ -266,20 +267,25 @@ def check_event(raw: object, now: float, agent_id: str, where: str = "") -> NewE
             "payload_too_large",
             f"{where}'payload' is {size:,} bytes as JSON; the limit is {MAX_PAYLOAD_BYTES:,}",
         )
-    ts = parse_time(raw["ts"], "ts", where) if "ts" in raw else now
-    if ts > now + FUTURE_SLACK.total_seconds():
-        raise ApiError(400, "bad_ts", f"{where}'ts' is in the future: when did it happen?")
+    stamp = stamp or iso(now)  # a batch formats its time of recording once
+    if "ts" in raw:
+        ts = parse_time(raw["ts"], "ts", where)
+        if ts > now + FUTURE_SLACK.total_seconds():
+            raise ApiError(400, "bad_ts", f"{where}'ts' is in the future: when did it happen?")
+        when = iso(ts)
+    else:
+        when = stamp
     record: dict[str, Any] = {
         "id": uuid7(),
-        "ts": iso(ts),
-        "recorded_at": iso(now),
+        "ts": when,
+        "recorded_at": stamp,
         "type": kind,
         "severity": severity,
         "summary": summary,
         "payload": payload,
         "session_id": _label(raw, "session_id", "default", where),
         "source": _label(raw, "source", "agent", where),
-        "agent_id": _label(raw, "agent_id", agent_id, where),
+        "agent_id": _label(raw, "agent_id", agent_id or None, where),
     }
     if "importance" in raw:
         value = raw["importance"]
@@ -314,7 +320,7 @@ def check_event(raw: object, now: float, agent_id: str, where: str = "") -> NewE
                 f"{where}'refs' must be an object of flags, e.g. {{\"episodic\": true}}",
             )
         record["refs"] = refs
-    return NewEvent(record, should_embed(record), payload_text(payload))
+    return NewEvent(record, should_embed(record))
 
 
 def _is_uuid(value: str) -> bool:
@@ -338,5 +344,6 @@ def check_batch(body: dict[str, Any], now: float, agent_id: str) -> list[NewEven
                 f"{len(raw):,} events in one request; the "
                 f"limit is {MAX_BATCH}: send them in batches",
             )
-        return [check_event(e, now, agent_id, f"events[{i}]: ") for i, e in enumerate(raw)]
+        stamp = iso(now)
+        return [check_event(e, now, agent_id, f"events[{i}]: ", stamp) for i, e in enumerate(raw)]
     return [check_event(body, now, agent_id)]

@@ -58,7 +58,7 @@ def _freshness(tj: TierJournal, now: float) -> tuple[float | None, dict[str, Any
     conn = tj.index.reader()
     (count,) = conn.execute(f"SELECT count(*) FROM events e WHERE {where}", args).fetchone()
     if not count:
-        return None, {"events": 0}
+        return None, {"events": 0, "median_age_days": None}
     (median_ts,) = conn.execute(
         f"SELECT e.ts FROM events e WHERE {where} ORDER BY e.ts LIMIT 1 OFFSET ?",
         [*args, count // 2],

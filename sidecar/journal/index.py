@@ -31,7 +31,7 @@ from sidecar.journal.events import PRIORITY_FLOORS, base_importance, payload_tex
 log = logging.getLogger(__name__)
 
 FILENAME = "journal.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the scanner's verdict per event
 SUMMARY_WEIGHT, BODY_WEIGHT = 2.0, 1.0  # a word in the summary says more than one in the payload
 _BATCH = 500
 
@@ -59,12 +59,14 @@ CREATE TABLE IF NOT EXISTS events (
     refs INTEGER NOT NULL DEFAULT 0,
     last_ref REAL,
     file TEXT NOT NULL,
-    line INTEGER NOT NULL
+    line INTEGER NOT NULL,
+    flag TEXT  -- the injection scanner's verdict: NULL not yet read, '' clean, else JSON
 );
 CREATE INDEX IF NOT EXISTS events_by_ts ON events(ts, id);
 CREATE INDEX IF NOT EXISTS events_by_session ON events(session_id, recorded_at);
 CREATE INDEX IF NOT EXISTS events_by_supersedes ON events(supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_to_embed ON events(embeddable) WHERE embeddable = 1;
+CREATE INDEX IF NOT EXISTS events_to_scan ON events(seq) WHERE flag IS NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(
     summary, body, content='events', content_rowid='seq', tokenize='{TOKENIZER}'
 );
@@ -90,7 +92,7 @@ _DERIVED = ("events", "events_fts", "relations", "files", "problems")  # what a 
 EVENT_COLUMNS = (
     "seq, id, ts, recorded_at, type, severity, summary, payload, session_id, source, "
     "agent_id, base, floor, priority, valid_until, supersedes, superseded_by, embeddable, "
-    "refs, last_ref"
+    "refs, last_ref, flag"
 )
 _RELATIONS = ("similar", "supports", "contradicts")
 
@@ -130,6 +132,7 @@ class Row:
     embeddable: bool
     refs: int
     last_ref: float | None
+    flag: str | None
 
     def to_json(self) -> dict[str, Any]:
         from sidecar.journal.events import iso
@@ -355,14 +358,50 @@ class JournalIndex:
     def sparse(
         self, match: str, filters: Filters, now: float, limit: int
     ) -> list[tuple[int, float]]:
-        """(seq, BM25 score, higher is better) of the best matches that pass the filters."""
+        """(seq, BM25 score, higher is better) of the best matches that pass the filters.
+
+        FTS5 ranks its own matches fastest alone, so the best ``4 x limit`` are taken
+        first and filtered; only if too few pass is the filtered query run over all."""
         where, args = filters.sql(now)
+        conn = self.reader()
+        weights = f"{SUMMARY_WEIGHT}, {BODY_WEIGHT}"
+        top = conn.execute(
+            f"SELECT rowid, -bm25(events_fts, {weights}) AS score FROM events_fts "
+            "WHERE events_fts MATCH ? ORDER BY score DESC LIMIT ?",
+            (match, 4 * limit),
+        ).fetchall()
+        if not top:
+            return []
+        marks = ",".join("?" * len(top))
+        passed = {
+            seq
+            for (seq,) in conn.execute(
+                f"SELECT e.seq FROM events e WHERE e.seq IN ({marks}) AND {where}",
+                [*(seq for seq, _ in top), *args],
+            )
+        }
+        hits = [(seq, score) for seq, score in top if seq in passed]
+        if len(hits) >= limit or len(top) < 4 * limit:
+            return hits[:limit]
         sql = (
-            f"SELECT e.seq, -bm25(events_fts, {SUMMARY_WEIGHT}, {BODY_WEIGHT}) AS score "
+            f"SELECT e.seq, -bm25(events_fts, {weights}) AS score "
             "FROM events_fts JOIN events e ON e.seq = events_fts.rowid "
             f"WHERE events_fts MATCH ? AND {where} ORDER BY score DESC LIMIT ?"
         )
-        return list(self.reader().execute(sql, [match, *args, limit]))
+        return list(conn.execute(sql, [match, *args, limit]))
+
+    def to_scan(self, limit: int) -> list[tuple[int, str]]:
+        """(seq, text) of events the scanner has not read yet, oldest first."""
+        rows = self.reader().execute(
+            "SELECT seq, summary, body FROM events WHERE flag IS NULL ORDER BY seq LIMIT ?",
+            (limit,),
+        )
+        return [(seq, f"{summary}\n{body}") for seq, summary, body in rows]
+
+    def set_flags(self, verdicts: list[tuple[str, int]]) -> None:
+        """(verdict, seq) pairs: '' for clean text, the finding as JSON otherwise."""
+        with self._transaction() as conn:
+            conn.executemany("UPDATE events SET flag = ? WHERE seq = ?", verdicts)
 
     def listing(
         self, filters: Filters, now: float, after: tuple[float, str] | None, limit: int
@@ -446,6 +485,7 @@ class JournalIndex:
         ]
         total_problems = conn.execute("SELECT count(*) FROM problems").fetchone()[0]
         size = conn.execute("SELECT coalesce(sum(offset), 0) FROM files").fetchone()[0]
+        (unscanned,) = conn.execute("SELECT count(*) FROM events WHERE flag IS NULL").fetchone()
         return {
             "events": events,
             "embeddable": embeddable,
@@ -453,6 +493,7 @@ class JournalIndex:
             "unparsed_lines": total_problems,
             "problems": problems,
             "bytes": size,
+            "unscanned": unscanned,
         }
 
     def snapshots(self, days: int) -> list[dict[str, Any]]:
@@ -471,22 +512,34 @@ def _apply(
     conn: sqlite3.Connection, rel: str, lines: Iterable[journal_log.Line], inode: int
 ) -> int:
     """Fold lines that follow what is known of ``rel``; lines that do not parse, or are not
-    records we know, are kept as problems (file and line) and logged."""
+    records we know, are kept as problems (file and line) and logged. Events go in by the
+    batch (one statement for the rows, one for their words); other records in order."""
     row = conn.execute("SELECT offset, lines FROM files WHERE path = ?", (rel,)).fetchone()
     end, count = row if row else (0, 0)
     added = 0
+    events: list[tuple[Any, ...]] = []
     for line in lines:
         count += 1
         end = line.end
         error = line.error
-        if line.record is not None:
+        record = line.record
+        if record is not None:
             try:
-                added += _fold(conn, rel, count, line.record)
+                if record.get("kind", "event") == "event":
+                    events.append(_event_row(rel, count, record))
+                else:
+                    added += _insert_events(conn, events)
+                    events = []
+                    _fold_record(conn, record)
             except _BadRecord as exc:
                 error = str(exc)
         if error is not None:
             conn.execute("INSERT INTO problems VALUES (?, ?, ?)", (rel, count, error))
             log.warning("journal line skipped", extra={"file": rel, "line": count, "error": error})
+        if len(events) >= _BATCH:
+            added += _insert_events(conn, events)
+            events = []
+    added += _insert_events(conn, events)
     conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (rel, end, count, inode))
     return added
 
@@ -499,11 +552,9 @@ class _BadRecord(Exception):
     pass
 
 
-def _fold(conn: sqlite3.Connection, rel: str, line: int, record: dict[str, Any]) -> int:
-    """One journal record into the tables; 1 if it added an event."""
-    kind = record.get("kind", "event")
-    if kind == "event":
-        return _fold_event(conn, rel, line, record)
+def _fold_record(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
+    """A record that changes what is known of events: a reference mark or a relation."""
+    kind = record.get("kind")
     if kind == "ref":
         ids, at = record.get("ids"), epoch(record.get("at"))
         if not isinstance(ids, list) or at is None:
@@ -511,11 +562,11 @@ def _fold(conn: sqlite3.Connection, rel: str, line: int, record: dict[str, Any])
         for part in range(0, len(ids), _BATCH):
             chunk = list({i for i in ids[part : part + _BATCH] if isinstance(i, str)})
             conn.execute(
-                f"UPDATE events SET refs = refs + 1, last_ref = max(coalesce(last_ref, 0), ?) "
+                "UPDATE events SET refs = refs + 1, last_ref = max(coalesce(last_ref, 0), ?) "
                 f"WHERE id IN ({','.join('?' * len(chunk))})",
                 [at, *chunk],
             )
-        return 0
+        return
     if kind == "relation":
         src, dst, relation = record.get("src"), record.get("dst"), record.get("relation")
         weight = record.get("weight", 1.0)
@@ -527,11 +578,40 @@ def _fold(conn: sqlite3.Connection, rel: str, line: int, record: dict[str, Any])
             "INSERT OR REPLACE INTO relations VALUES (?, ?, ?, ?)",
             (src, dst, relation, float(weight)),
         )
-        return 0
+        return
     raise _BadRecord(f"unknown record kind {kind!r}")
 
 
-def _fold_event(conn: sqlite3.Connection, rel: str, line: int, record: dict[str, Any]) -> int:
+_INSERT_EVENT = (
+    "INSERT OR IGNORE INTO events (id, ts, recorded_at, type, severity, summary, payload, body, "
+    "session_id, source, agent_id, base, floor, priority, valid_until, supersedes, embeddable, "
+    "file, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _insert_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
+    """Rows from ``_event_row``; an id already indexed (a catch-up after our own append) is
+    left as it is. Returns how many were new."""
+    if not rows:
+        return 0
+    (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
+    before = conn.total_changes
+    conn.executemany(_INSERT_EVENT, rows)
+    added = conn.total_changes - before
+    if added:
+        conn.execute(
+            "INSERT INTO events_fts(rowid, summary, body) SELECT seq, summary, body FROM events "
+            "WHERE seq > ?",
+            (last,),
+        )
+        conn.executemany(
+            "UPDATE events SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
+            [(row[0], row[15]) for row in rows if row[15]],
+        )
+    return added
+
+
+def _event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[Any, ...]:
     event_id, kind, summary = record.get("id"), record.get("type"), record.get("summary")
     ts, recorded = epoch(record.get("ts")), epoch(record.get("recorded_at"))
     if not (isinstance(event_id, str) and isinstance(kind, str) and isinstance(summary, str)):
@@ -551,51 +631,29 @@ def _fold_event(conn: sqlite3.Connection, rel: str, line: int, record: dict[str,
         base = base_importance(kind, severity)
     priority = record.get("priority")
     priority = priority if priority in PRIORITY_FLOORS else None
-    supersedes = record.get("supersedes") if isinstance(record.get("supersedes"), str) else None
+    supersedes = record.get("supersedes")
     session = record.get("session_id")
-    cur = conn.execute(
-        "INSERT OR IGNORE INTO events (id, ts, recorded_at, type, severity, summary, payload, "
-        "body, session_id, source, agent_id, base, floor, priority, valid_until, supersedes, "
-        "superseded_by, embeddable, file, line) VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "(SELECT id FROM events WHERE supersedes = ? ORDER BY seq LIMIT 1), ?, ?, ?)",
-        (
-            event_id,
-            ts,
-            recorded,
-            kind,
-            severity,
-            summary,
-            json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
-            payload_text(payload),
-            session if isinstance(session, str) else "default",
-            _str(record.get("source")),
-            _str(record.get("agent_id")),
-            base,
-            PRIORITY_FLOORS.get(priority, 0.0) if priority else 0.0,
-            priority,
-            epoch(record.get("valid_until")),
-            supersedes,
-            event_id,
-            int(should_embed(record)),
-            rel,
-            line,
-        ),
+    return (
+        event_id,
+        ts,
+        recorded,
+        kind,
+        severity,
+        summary,
+        json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
+        payload_text(payload),
+        session if isinstance(session, str) else "default",
+        _str(record.get("source")),
+        _str(record.get("agent_id")),
+        base,
+        PRIORITY_FLOORS[priority] if priority else 0.0,
+        priority,
+        epoch(record.get("valid_until")),
+        supersedes if isinstance(supersedes, str) else None,
+        int(should_embed(record)),
+        rel,
+        line,
     )
-    if cur.rowcount == 0:
-        return 0  # already indexed (a catch-up after our own append): nothing to add
-    seq = cur.lastrowid
-    conn.execute(
-        "INSERT INTO events_fts(rowid, summary, body) SELECT seq, summary, body FROM events "
-        "WHERE seq = ?",
-        (seq,),
-    )
-    if supersedes:
-        conn.execute(
-            "UPDATE events SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
-            (event_id, supersedes),
-        )
-    return 1
 
 
 def _str(value: object) -> str | None:

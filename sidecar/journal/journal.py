@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +42,9 @@ log = logging.getLogger(__name__)
 
 REF_FLUSH_S = 1.0  # reference records are batched: one line a second at most per tier
 EMBED_BATCH = 32
-EMBED_POLL_S = 5.0  # how often to look again for an embedder that is not there yet
+POLL_S = 5.0  # background work also looks again this often (an embedder that came up)
+SCAN_BATCH = 64
+SCAN_WHEN_IDLE_S = 1.0
 SIMILAR_MIN = 0.80
 SIMILAR_TOP = 3
 HIGH_VALUE = 0.7  # the crew entries crew_shared recall brings: importance now at least this
@@ -71,6 +74,8 @@ class Journal:
         self._nudged: set[tuple[str, float]] = set()  # (session, last note write) reminded
         self._catching_up: set[tuple[str, str]] = set()
         self._wake_embed = asyncio.Event()
+        self._wake_scan = asyncio.Event()
+        self._last_append = 0.0
         self._tasks: list[asyncio.Task[None]] = []
         self.cosines = journal_health.RecallCosines()
 
@@ -95,6 +100,7 @@ class Journal:
 
     async def start(self) -> None:
         self._tasks.append(asyncio.create_task(self._embed_loop(), name="journal-embed"))
+        self._tasks.append(asyncio.create_task(self._scan_loop(), name="journal-scan"))
         self._tasks.append(asyncio.create_task(self._ref_loop(), name="journal-refs"))
         self._tasks.append(asyncio.create_task(self._snapshot_loop(), name="journal-health"))
         if self.embeddings.vectors is None:
@@ -171,6 +177,8 @@ class Journal:
         await self._check_supersedes(tj, events)
         rel = day_file(datetime.fromtimestamp(now, UTC).date().isoformat())
         await self._append(tj, rel, [e.record for e in events])
+        self._last_append = time.monotonic()
+        self._wake_scan.set()
         if any(e.embeddable for e in events):
             self._wake_embed.set()
         answer: dict[str, Any] = {
@@ -287,28 +295,38 @@ class Journal:
         self, q: RecallQuery, scope: str, mark: bool, crew: bool, own: bool = True
     ) -> dict[str, Any]:
         now = time.time()
-        qvec, warning = await self.embeddings.query_vector(q.text, "hybrid")
-        warnings = [warning] if warning else []
+        warnings: list[str] = []
         plan = [("agent", q.filters)] if own else []
-        remote: list[dict[str, Any]] = []
-        if crew and self.lead is not None:
-            remote = await self._recall_lead(q, mark, warnings)
-        elif crew and "crew" in self.tiers:
+        ask_lead = crew and self.lead is not None
+        if crew and not ask_lead and "crew" in self.tiers:
             plan.append(("crew", _high_value(q.filters)))
-        elif crew:
+        elif crew and not ask_lead:
             warnings.append("crew: this sidecar has no crew lead; own journal only")
+        remote: list[dict[str, Any]] = []
+        legs = []
+        embedding = asyncio.create_task(self.embeddings.query_vector(q.text, "hybrid"))
+        try:  # the lead and BM25 answer while the query is embedded
+            if ask_lead:
+                remote = await self._recall_lead(q, mark, warnings)
+            for name, filters in plan:
+                tj = self._tier(name)
+                await self._ready(tj)
+                tier_q = RecallQuery(q.text, q.k, filters, q.walk, q.ranking)
+                legs.append(
+                    (tj, tier_q, await self._read(journal_recall.sparse_leg, tj, tier_q, now))
+                )
+            qvec, warning = await embedding
+        finally:
+            embedding.cancel()
+        if warning:
+            warnings.insert(0, warning)
         hits: list[Recalled] = []
-        modes: list[str] = []
-        for name, filters in plan:
-            tj = self._tier(name)
-            await self._ready(tj)
-            tier_q = RecallQuery(q.text, q.k, filters, q.walk, q.ranking)
-            found, mode = await self._read(journal_recall.recall_tier, tj, tier_q, qvec, now)
-            hits += found
-            if mode:
-                modes.append(mode)
+        modes = [mode for _, _, (_, mode) in legs if mode]
+        for tj, tier_q, (sparse, _) in legs:
+            hits += await self._read(journal_recall.recall_tier, tj, tier_q, sparse, qvec, now)
         hits.sort(key=lambda r: (-r.score, -r.row.ts))
-        bodies = sorted([h.to_json(now) for h in hits] + remote, key=lambda b: -b["score"])
+        local = [h.body or h.to_json(now) for h in hits]
+        bodies = sorted(local + remote, key=lambda b: -b["score"])
         bodies = bodies[: q.k]
         kept = {b["id"] for b in bodies}
         hits = [h for h in hits if h.row.id in kept]
@@ -393,12 +411,44 @@ class Journal:
                 self._refs.setdefault(name, {}).update(ids)  # next time
                 raise
 
+    # -- the scanner's verdicts ---------------------------------------------------------
+
+    async def _scan_loop(self) -> None:
+        """Read every new event's text with the injection scanner in the background and keep
+        the verdict with the event, so recall and listing only look it up. It runs once
+        appends pause for ``SCAN_WHEN_IDLE_S``: scanning costs about 0.2 ms an event of
+        the interpreter's time, which a burst of appends needs more."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(POLL_S):
+                    await self._wake_scan.wait()
+            self._wake_scan.clear()
+            quiet = time.monotonic() - self._last_append
+            if quiet < SCAN_WHEN_IDLE_S:  # appends under way: look again once they pause
+                await asyncio.sleep(SCAN_WHEN_IDLE_S - quiet)
+                self._wake_scan.set()
+                continue
+            for tj in self.tiers.values():
+                if tj.index is None or not tj.ready.is_set():
+                    continue
+                try:
+                    while batch := await self._read(tj.index.to_scan, SCAN_BATCH):
+                        if time.monotonic() - self._last_append < SCAN_WHEN_IDLE_S:
+                            self._wake_scan.set()  # appends again: wait for the next pause
+                            break
+                        verdicts = await self._read(_verdicts, batch)
+                        await tj.run(tj.index.set_flags, verdicts)
+                except Exception as exc:
+                    log.error(
+                        "journal scan failed", extra={"tier": tj.tier.name, "error": str(exc)}
+                    )
+
     # -- embedding ---------------------------------------------------------------------
 
     async def _embed_loop(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(EMBED_POLL_S):
+                async with asyncio.timeout(POLL_S):
                     await self._wake_embed.wait()
             self._wake_embed.clear()
             model = self._model()
@@ -512,6 +562,7 @@ class Journal:
             "embeddable": stats["embeddable"],
             "embedded": vectors,
             "pending_embeddings": pending,
+            "pending_scans": stats["unscanned"],
             "unparsed_lines": stats["unparsed_lines"],
             "problems": stats["problems"],
             "rejected_tails": [
@@ -581,6 +632,14 @@ class Journal:
             if name in self.tiers:
                 tj = self.tiers[name]
                 self._tasks.append(asyncio.create_task(tj.run(tj.rebuild), name="journal-rebuild"))
+
+
+def _verdicts(batch: list[tuple[int, str]]) -> list[tuple[str, int]]:
+    out = []
+    for seq, text in batch:
+        flag = journal_recall.verdict(text)
+        out.append((json.dumps(flag) if flag else "", seq))
+    return out
 
 
 def _high_value(filters: Filters) -> Filters:

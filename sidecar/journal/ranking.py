@@ -8,9 +8,10 @@ which have no BM25 share to add. Importance is the reference's
 and computed at query time, never a night out of date.
 
 Three rankings can be asked for; the README's journal benchmark compares them:
-``importance`` (the default) multiplies relevance by importance raised to
-``IMPORTANCE_WEIGHT``, ``relevance`` ignores importance, and ``linear`` is the
-reference's ``0.5 * vector + 0.3 * BM25 + 0.2 * temporal proximity``.
+``importance`` (the default): relevance picks the k events, ``relevance x
+importance`` (the reference's ``cosine x importance``) orders them; ``relevance``
+ignores importance; ``linear`` is the reference's ``0.5 * vector + 0.3 * BM25 +
+0.2 * temporal proximity``.
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ RANKINGS = ("importance", "relevance", "linear")
 DEFAULT_RANKING = "importance"
 POOL_MIN = 20
 HORIZON_DAYS = 180.0
-IMPORTANCE_WEIGHT = 0.5
 
 
 def pool_size(k: int) -> int:
-    """Candidates each leg brings: enough that importance can reorder beyond the top k."""
+    """Candidates each leg brings before relevance picks the best k."""
     return max(POOL_MIN, 4 * k)
 
 
@@ -70,4 +70,4 @@ def score(
     if ranking == "linear":
         bm25 = (c.bm25 or 0.0) / top_bm25 if top_bm25 > 0 else 0.0
         return 0.5 * max(0.0, c.cosine or 0.0) + 0.3 * bm25 + 0.2 * recency(age_s)
-    return rel * importance**IMPORTANCE_WEIGHT
+    return rel * importance
