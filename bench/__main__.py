@@ -30,6 +30,8 @@ from bench import (
     freshness,
     indexing,
     injection,
+    journal_recall,
+    journal_speed,
     latency,
     memory,
     prompt_block,
@@ -53,6 +55,8 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     prompt_block.NAME: (prompt_block.run, "assembling the system-prompt memory block"),
     dense.NAME: (dense.run, "dense top-k over 100k vectors, embedding throughput"),
     injection.NAME: (injection.run, "injection scanner: caught per class, benign kept"),
+    journal_speed.NAME: (journal_speed.run, "episodic journal: record, recall, rebuild, memory"),
+    journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
 }
 
 

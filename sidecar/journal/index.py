@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sqlite3
 import threading
@@ -205,6 +206,8 @@ IMPORTANCE_SQL = (
 
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    # IMPORTANCE_SQL needs log2, which SQLite has only when built with its math functions.
+    conn.create_function("log2", 1, math.log2, deterministic=True)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # the journal files are what is durable
     return conn

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -77,6 +78,7 @@ class Journal:
         self._wake_scan = asyncio.Event()
         self._last_append = 0.0
         self._tasks: list[asyncio.Task[None]] = []
+        self._oneoffs: set[asyncio.Future[Any]] = set()
         self.cosines = journal_health.RecallCosines()
 
     # -- lifecycle -----------------------------------------------------------------
@@ -112,7 +114,7 @@ class Journal:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in [*self._tasks, *self._oneoffs]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         with contextlib.suppress(Exception):
@@ -614,8 +616,21 @@ class Journal:
         tj = self.tiers.get(tier)
         if tj is None or not journal_log.is_journal_file(rel) or (tier, rel) in self._catching_up:
             return
+        try:
+            size = os.stat(tj.tier.root / rel).st_size
+        except OSError:
+            size = -1  # gone: the catch-up rebuilds without it
+        if tj.sizes.get(rel) == size:
+            return  # our own append, indexed before it was answered
         self._catching_up.add((tier, rel))
-        self._tasks.append(asyncio.create_task(self._catch_up(tj, rel), name="journal-catch-up"))
+        self._background(self._catch_up(tj, rel), "journal-catch-up")
+
+    def _background(self, work: Any, name: str) -> None:
+        """A one-off task, kept until it ends so that ``stop`` can wait for it."""
+        task = asyncio.ensure_future(work)
+        task.set_name(name)
+        self._oneoffs.add(task)
+        task.add_done_callback(self._oneoffs.discard)
 
     async def _catch_up(self, tj: TierJournal, rel: str) -> None:
         await self._ready(tj)
@@ -631,7 +646,7 @@ class Journal:
         for name in names:
             if name in self.tiers:
                 tj = self.tiers[name]
-                self._tasks.append(asyncio.create_task(tj.run(tj.rebuild), name="journal-rebuild"))
+                self._background(tj.run(tj.rebuild), "journal-rebuild")
 
 
 def _verdicts(batch: list[tuple[int, str]]) -> list[tuple[str, int]]:

@@ -265,7 +265,14 @@ class Appender:
     def _file(self, rel: str) -> _Open:
         opened = self._files.get(rel)
         if opened is not None:
-            return opened
+            try:
+                same = os.lstat(self.root / rel).st_ino == opened.inode
+            except FileNotFoundError:
+                same = False
+            if same:
+                return opened
+            # Deleted or replaced behind our back: lines written to the old file would be lost.
+            os.close(self._files.pop(rel).fd)
         for old in [r for r in self._files if r != rel]:  # yesterday's file is done
             os.close(self._files.pop(old).fd)
         os.makedirs(self.root / JOURNAL_DIR, 0o755, exist_ok=True)
