@@ -344,6 +344,7 @@ def run(ctx: Context) -> BenchResult:
                 [
                     f"{mode} / {ranking}",
                     f"{restated_pairs.share(outs):.3f}",
+                    restated_pairs.by_lean(outs),
                     str(sum(o.newer_rank is None for o in outs)),
                     str(sum(o.older_rank is None for o in outs)),
                     ", ".join(str(o.pair) for o in outs if not o.newer_first) or "-",
@@ -352,7 +353,14 @@ def run(ctx: Context) -> BenchResult:
     result.tables.append(
         Table(
             f"restated facts ({len(restated_pairs.PAIRS)} pairs, k={restated_pairs.RECALL_K})",
-            ["mode / ranking", "newer first", "newer missing", "older missing", "pairs failed"],
+            [
+                "mode / ranking",
+                "newer first",
+                "by the question's lean",
+                "newer missing",
+                "older missing",
+                "pairs failed",
+            ],
             fact_rows,
         )
     )

@@ -296,11 +296,25 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
+def lean(pair: Pair) -> str:
+    """Whether the question shares more words with the older statement, the newer, or neither."""
+    q = _words(pair.query)
+    older, newer = len(q & _words(pair.older)), len(q & _words(pair.newer))
+    return "older" if older > newer else "newer" if newer > older else "even"
+
+
 def lexical_lean() -> dict[str, int]:
-    """How many questions share more words with the older statement, the newer, or neither."""
+    """How many questions lean each way."""
     out = {"older": 0, "newer": 0, "even": 0}
     for pair in PAIRS:
-        q = _words(pair.query)
-        older, newer = len(q & _words(pair.older)), len(q & _words(pair.newer))
-        out["older" if older > newer else "newer" if newer > older else "even"] += 1
+        out[lean(pair)] += 1
     return out
+
+
+def by_lean(outcomes: list[PairOutcome]) -> str:
+    """Newer-first counts split by the question's lean, e.g. ``older 2/15``."""
+    parts = []
+    for side in ("older", "even", "newer"):
+        mine = [o for o in outcomes if lean(PAIRS[o.pair]) == side]
+        parts.append(f"{side} {sum(o.newer_first for o in mine)}/{len(mine)}")
+    return ", ".join(parts)

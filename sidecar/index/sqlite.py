@@ -88,6 +88,11 @@ _RUNTIME_FAILURES = (
 )
 
 
+def is_query_error(exc: sqlite3.OperationalError) -> bool:
+    """Whether a failed MATCH was the expression's fault rather than the database's."""
+    return not any(m in str(exc).lower() for m in _RUNTIME_FAILURES)
+
+
 # What says the index itself is unusable, as opposed to a busy, full or read-only disk.
 # SQLITE_IOERR (its WAL deleted under it, say), SQLITE_CORRUPT, SQLITE_NOTADB; a full disk
 # (SQLITE_FULL) or a busy one is not the index's fault.
@@ -263,7 +268,7 @@ class SQLiteStore:
         try:
             rows = self._reader().execute(sql, (match, limit)).fetchall()
         except sqlite3.OperationalError as exc:
-            if any(m in str(exc).lower() for m in _RUNTIME_FAILURES):
+            if not is_query_error(exc):
                 raise
             raise QuerySyntaxError(str(exc)) from exc
         return [Hit(p, s, e, h, b, -rank, k) for p, s, e, h, b, rank, k in rows]

@@ -25,7 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sidecar.index.sqlite import TOKENIZER
+from sidecar.index.sqlite import TOKENIZER, is_query_error
+from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import log as journal_log
 from sidecar.journal.events import PRIORITY_FLOORS, base_importance, payload_text, should_embed
 
@@ -368,11 +369,16 @@ class JournalIndex:
         where, args = filters.sql(now)
         conn = self.reader()
         weights = f"{SUMMARY_WEIGHT}, {BODY_WEIGHT}"
-        top = conn.execute(
-            f"SELECT rowid, -bm25(events_fts, {weights}) AS score FROM events_fts "
-            "WHERE events_fts MATCH ? ORDER BY score DESC LIMIT ?",
-            (match, 4 * limit),
-        ).fetchall()
+        try:
+            top = conn.execute(
+                f"SELECT rowid, -bm25(events_fts, {weights}) AS score FROM events_fts "
+                "WHERE events_fts MATCH ? ORDER BY score DESC LIMIT ?",
+                (match, 4 * limit),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if not is_query_error(exc):
+                raise
+            raise QuerySyntaxError(str(exc)) from exc
         if not top:
             return []
         marks = ",".join("?" * len(top))

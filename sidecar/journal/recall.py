@@ -7,11 +7,11 @@ so a recall never waits for an append being synced.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import ranking
 from sidecar.journal.events import payload_text
 from sidecar.journal.index import Filters, Row
@@ -87,10 +87,8 @@ def _sparse(
         return [], None
     try:
         return tj.index.sparse(planned.match, filters, now, pool), planned.mode
-    except sqlite3.OperationalError as exc:
-        if planned.match == planned.fallback or (
-            "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower()
-        ):
+    except QuerySyntaxError:
+        if planned.match == planned.fallback:
             raise
         return tj.index.sparse(planned.fallback, filters, now, pool), planner.MODE_FALLBACK
 
