@@ -125,7 +125,8 @@ def recall_tier(
 
         ids, matrix = vectors.matrix()
         sims = matrix @ qvec
-        top = np.argsort(-sims[: len(ids)], kind="stable")[:pool]
+        top = np.argpartition(-sims, pool)[:pool] if len(ids) > pool else np.arange(len(ids))
+        top = top[np.argsort(-sims[top], kind="stable")]
         dense_ids = [ids[i] for i in top]
         fresh = [i for i in dense_ids if i not in by_id]
         for row in tj.index.fetch("id", fresh, q.filters, now):
