@@ -459,3 +459,35 @@ def test_the_index_rebuilds_from_the_files_alone(tmp_path: Path) -> None:
         assert row.refs == 2
     finally:
         index.close()
+
+
+async def test_an_embedded_event_links_to_its_similar_predecessor(settings: Settings) -> None:
+    svc = await started(dataclasses.replace(settings, embedder="minilm"))
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            oom = "the checkout service ran out of memory"
+            (first,) = (await record(client, type="peer.escalation", summary=oom))["ids"]
+            again = "checkout service ran out of memory again"
+            (second,) = (await record(client, type="peer.escalation", summary=again))["ids"]
+            await record(client, type="peer.escalation", summary="the quarterly budget review")
+
+            def similar() -> list[dict[str, Any]]:
+                return [r for r in lines(settings.agent_dir) if r.get("relation") == "similar"]
+
+            async def linked() -> bool:
+                return any(r["src"] == second for r in similar())
+
+            await eventually(linked, "a similar link from the second escalation", within=30)
+            (link,) = [r for r in similar() if r["src"] == second]
+            assert link["dst"] == first and link["weight"] >= 0.80
+            assert not any(r["src"] == first for r in similar())  # links point to predecessors
+            hits = (await recall(client, "checkout memory", walk=1, mark=False))["hits"]
+            neighbours = {n["id"] for h in hits if h["id"] == second for n in h["neighbours"]}
+            assert neighbours == {first}
+            assert hits[0]["ranks"]["dense"] is not None and hits[0]["cosine"] is not None
+            health = await (await client.get("/memory/health")).json()
+            assert health["metrics"]["reachability"]["value"] == pytest.approx(100 * 2 / 3, abs=0.1)
+            assert health["metrics"]["coverage"]["value"] == 100.0
+            assert health["episodic"] == "vector"
+    finally:
+        await svc.stop()

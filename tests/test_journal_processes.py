@@ -201,3 +201,38 @@ async def test_the_mcp_tools_record_and_recall_through_a_real_client(
                     assert words in text(result), text(result)
     finally:
         daemon.kill()
+
+
+def test_the_command_line_records_lists_recalls_and_reports_health(
+    tier_dirs: tuple[Path, Path],
+) -> None:
+    import subprocess
+    import sys
+
+    daemon = SidecarProcess(*tier_dirs).start()
+
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "sidecar", *args, "--url", daemon.url],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    try:
+        summary = "the nightly deploy failed on a stale lock"
+        event_id = cli("journal", "add", "--type", "deploy.failed", "--severity", "error",
+                       "--summary", summary).strip()  # fmt: skip
+        assert len(event_id) == 36
+        assert "deploy.failed" in cli("journal", "list")
+        assert event_id in cli("recall", "nightly deploy lock")
+        listed = json.loads(cli("journal", "list", "--json"))
+        assert [e["id"] for e in listed["events"]] == [event_id]
+        assert "freshness" in cli("health")
+        bad = subprocess.run(
+            [sys.executable, "-m", "sidecar", "journal", "add", "--type", "Bad Type",
+             "--summary", "x", "--url", daemon.url], capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert bad.returncode == 1 and "type" in bad.stderr
+    finally:
+        daemon.kill()
