@@ -88,6 +88,18 @@ _RUNTIME_FAILURES = (
 )
 
 
+@contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction, its lock taken at the start, rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def is_query_error(exc: sqlite3.OperationalError) -> bool:
     """Whether a failed MATCH was the expression's fault rather than the database's."""
     return not any(m in str(exc).lower() for m in _RUNTIME_FAILURES)
@@ -231,15 +243,8 @@ class SQLiteStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._write_lock:
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self._write_lock, immediate(self._writer) as conn:
+            yield conn
 
     # -- reads -------------------------------------------------------------
 

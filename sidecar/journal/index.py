@@ -18,14 +18,14 @@ import math
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sidecar.index.sqlite import TOKENIZER, is_query_error
+from sidecar.index.sqlite import TOKENIZER, immediate, is_query_error
 from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import log as journal_log
 from sidecar.journal.events import PRIORITY_FLOORS, base_importance, payload_text, should_embed
@@ -246,16 +246,8 @@ class JournalIndex:
         self.rebuilt = True
         return conn
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        conn = self._writer
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self._writer)
 
     def reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

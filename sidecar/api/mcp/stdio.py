@@ -72,21 +72,23 @@ class HttpBackend:
                 )
             return body
 
+    async def _change(self, path: str, body: dict[str, Any], check_first: str) -> dict[str, Any]:
+        """A request that changes memory. If the daemon stops answering after the request
+        may have reached it, claim neither outcome: tell the model what to check first."""
+        try:
+            return await self._call("POST", path, WRITE_TIMEOUT, json=body)
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
+            raise  # never connected: certainly nothing changed
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            why = f"the memory sidecar stopped answering ({exc or type(exc).__name__})"
+            raise ApiError(504, "outcome_unknown", f"{why}; {check_first}") from exc
+
     async def write(self, scope: str, file: str, content: str, mode: str) -> dict[str, Any]:
         body = {"scope": scope, "file": file, "content": content, "mode": mode}
-        try:
-            return await self._call("POST", "/memory/write", WRITE_TIMEOUT, json=body)
-        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
-            raise  # never connected: certainly nothing was written
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            # The request may have reached the daemon: do not claim either outcome.
-            why = f"the memory sidecar stopped answering ({exc or type(exc).__name__})"
-            raise ApiError(
-                504,
-                "outcome_unknown",
-                f"{why}; the write may or may not have been saved. Read {file} before writing "
-                "it again.",
-            ) from exc
+        return await self._change(
+            "/memory/write", body,
+            f"the write may or may not have been saved. Read {file} before writing it again.",
+        )  # fmt: skip
 
     async def read(
         self, scope: str, file: str, start_line: int | None, end_line: int | None
@@ -103,18 +105,11 @@ class HttpBackend:
         return await self._call("POST", "/memory/search", CALL_TIMEOUT, json=body)
 
     async def record(self, body: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return await self._call("POST", "/memory/journal", WRITE_TIMEOUT, json=body)
-        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
-            raise  # never connected: certainly nothing was recorded
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            why = f"the memory sidecar stopped answering ({exc or type(exc).__name__})"
-            raise ApiError(
-                504,
-                "outcome_unknown",
-                f"{why}; the event may or may not have been recorded. List the journal "
-                "before recording it again.",
-            ) from exc
+        return await self._change(
+            "/memory/journal", body,
+            "the event may or may not have been recorded. List the journal before recording "
+            "it again.",
+        )  # fmt: skip
 
     async def recall(self, body: dict[str, Any]) -> dict[str, Any]:
         return await self._call("POST", "/memory/recall", CALL_TIMEOUT, json=body)
