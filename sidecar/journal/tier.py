@@ -175,17 +175,20 @@ class TierJournal:
             )
 
     def _on_durable(self, appends: list[journal_log.Append]) -> list[int]:
-        """Right after a group is synced: fold its records into the index."""
+        """Right after a group is synced: fold its records into the index, each file's
+        appends as one run of lines (they are contiguous in it), in one transaction.
+        Returns how many records each append held."""
         assert self.index is not None
-        groups = []
-        for item in appends:
-            lines, pos = [], item.start
+        runs: dict[str, tuple[list[Line], int]] = {}
+        for item in sorted(appends, key=lambda a: (a.rel, a.start)):
+            lines, _ = runs.setdefault(item.rel, ([], item.inode))
+            pos = item.start
             for record, size in item.items:
                 pos += size
                 lines.append(Line(0, pos, record))
-            groups.append((item.rel, lines, item.inode))
             self.sizes[item.rel] = item.start + len(item.data)
-        return self.index.apply_group(groups)
+        self.index.apply_group([(rel, lines, inode) for rel, (lines, inode) in runs.items()])
+        return [len(item.items) for item in appends]
 
     def close(self) -> None:
         self.appender.close()
