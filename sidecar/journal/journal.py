@@ -1,10 +1,8 @@
 """Episodic memory: record events durably, recall them by meaning, importance and time.
 
 The journal of each local tier lives in ``tier.py``; this module is what the
-routes, tools and memory block call. Background work: embedding new embeddable
-events within a second of their append (and linking each to its ``similar``
-predecessors), writing reference records for recalled events in batches, and
-keeping one health snapshot a day.
+routes, tools and memory block call. What runs after an append (embedding, links,
+the injection scan, reference records) is in ``background.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import json
 import logging
 import os
 import time
@@ -27,27 +24,19 @@ from sidecar.index.indexes import TierIndexes
 from sidecar.journal import health as journal_health
 from sidecar.journal import log as journal_log
 from sidecar.journal import recall as journal_recall
+from sidecar.journal.background import Background
 from sidecar.journal.events import NewEvent, check_batch, iso, parse_time
 from sidecar.journal.index import Filters
-from sidecar.journal.log import JournalFull, day_file
+from sidecar.journal.log import JournalFull, day_file, today_file
 from sidecar.journal.recall import Recalled, RecallQuery
-from sidecar.journal.tier import EventVectors, TierJournal
-from sidecar.retrieval.embedders.base import EmbedderError, EmbedderRefused
+from sidecar.journal.tier import TierJournal
 from sidecar.retrieval.embeddings import Embeddings
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+    pass
 
 log = logging.getLogger(__name__)
 
-REF_FLUSH_S = 1.0  # reference records are batched: one line a second at most per tier
-EMBED_BATCH = 32
-POLL_S = 5.0  # background work also looks again this often (an embedder that came up)
-SCAN_BATCH = 64
-SCAN_WHEN_IDLE_S = 1.0
-SIMILAR_MIN = 0.80
-SIMILAR_TOP = 3
 HIGH_VALUE = 0.7  # the crew entries crew_shared recall brings: importance now at least this
 NUDGE_AFTER = 60
 SNAPSHOT_EVERY_S = 3600.0  # checks; one snapshot is kept per day
@@ -71,12 +60,9 @@ class Journal:
         self.lead = lead
         self.tiers: dict[str, TierJournal] = {}
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-recall")
-        self._refs: dict[str, dict[str, None]] = {}  # tier -> ids recalled, not yet recorded
         self._nudged: set[tuple[str, float]] = set()  # (session, last note write) reminded
         self._catching_up: set[tuple[str, str]] = set()
-        self._wake_embed = asyncio.Event()
-        self._wake_scan = asyncio.Event()
-        self._last_append = 0.0
+        self.background = Background(self.tiers, embeddings, self.read, self.append, self.model)
         self._tasks: list[asyncio.Task[None]] = []
         self._oneoffs: set[asyncio.Future[Any]] = set()
         self.cosines = journal_health.RecallCosines()
@@ -94,16 +80,17 @@ class Journal:
         started = time.monotonic()
         await tj.run(tj.open)
         tj.ready.set()
-        self._wake_embed.set()
+        self.background.wake_embed.set()
         log.info(
             "journal ready",
             extra={"tier": tj.tier.name, "seconds": round(time.monotonic() - started, 3)},
         )
 
     async def start(self) -> None:
-        self._tasks.append(asyncio.create_task(self._embed_loop(), name="journal-embed"))
-        self._tasks.append(asyncio.create_task(self._scan_loop(), name="journal-scan"))
-        self._tasks.append(asyncio.create_task(self._ref_loop(), name="journal-refs"))
+        bg = self.background
+        self._tasks.append(asyncio.create_task(bg.embed_loop(), name="journal-embed"))
+        self._tasks.append(asyncio.create_task(bg.scan_loop(), name="journal-scan"))
+        self._tasks.append(asyncio.create_task(bg.ref_loop(), name="journal-refs"))
         self._tasks.append(asyncio.create_task(self._snapshot_loop(), name="journal-health"))
         if self.embeddings.vectors is None:
             log.warning(
@@ -118,7 +105,7 @@ class Journal:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         with contextlib.suppress(Exception):
-            await self._flush_refs()
+            await self.background.flush_refs()
         for tj in self.tiers.values():
             await tj.appender.drain()
 
@@ -131,7 +118,7 @@ class Journal:
 
     # -- helpers -------------------------------------------------------------------
 
-    async def _read(self, fn: Any, *args: Any) -> Any:
+    async def read(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._readers, fn, *args)
 
     def _tier(self, name: str) -> TierJournal:
@@ -155,9 +142,9 @@ class Journal:
             await tj.ready.wait()
 
     def episodic(self) -> str:
-        return "vector" if self._model() is not None else "sparse-only"
+        return "vector" if self.model() is not None else "sparse-only"
 
-    def _model(self) -> str | None:
+    def model(self) -> str | None:
         vectors = self.embeddings.vectors
         if vectors is None or vectors.state.embedder_error is not None:
             return None
@@ -178,11 +165,10 @@ class Journal:
         await self._ready(tj)
         await self._check_supersedes(tj, events)
         rel = day_file(datetime.fromtimestamp(now, UTC).date().isoformat())
-        await self._append(tj, rel, [e.record for e in events])
-        self._last_append = time.monotonic()
-        self._wake_scan.set()
+        await self.append(tj, rel, [e.record for e in events])
+        self.background.appended()
         if any(e.embeddable for e in events):
-            self._wake_embed.set()
+            self.background.wake_embed.set()
         answer: dict[str, Any] = {
             "scope": scope,
             "ids": [e.record["id"] for e in events],
@@ -196,7 +182,7 @@ class Journal:
         if not targets:
             return
         assert tj.index is not None
-        found = {r.id for r in await self._read(tj.index.fetch, "id", targets)}
+        found = {r.id for r in await self.read(tj.index.fetch, "id", targets)}
         missing = sorted(targets - found)
         if missing:
             raise ApiError(
@@ -206,7 +192,7 @@ class Journal:
                 f"{tj.tier.name} journal: {missing[0]}; nothing was recorded",
             )
 
-    async def _append(self, tj: TierJournal, rel: str, records: list[dict[str, Any]]) -> None:
+    async def append(self, tj: TierJournal, rel: str, records: list[dict[str, Any]]) -> None:
         try:
             await tj.append(rel, records)
         except JournalFull as exc:
@@ -241,7 +227,7 @@ class Journal:
             raise ApiError(400, "bad_relation", "an event cannot relate to itself")
         await self._ready(tj)
         assert tj.index is not None
-        found = {r.id for r in await self._read(tj.index.fetch, "id", [src, dst])}
+        found = {r.id for r in await self.read(tj.index.fetch, "id", [src, dst])}
         for name, value in (("src", src), ("dst", dst)):
             if value not in found:
                 raise ApiError(
@@ -255,7 +241,7 @@ class Journal:
             "weight": weight,
             "at": iso(time.time()),
         }
-        await self._append(tj, day_file(today()), [record])
+        await self.append(tj, today_file(), [record])
         return {"scope": scope, **{k: record[k] for k in ("src", "dst", "relation", "weight")}}
 
     # -- listing ----------------------------------------------------------------------
@@ -267,7 +253,7 @@ class Journal:
         await self._ready(tj)
         assert tj.index is not None
         now = time.time()
-        rows = await self._read(tj.index.listing, filters, now, after, limit + 1)
+        rows = await self.read(tj.index.listing, filters, now, after, limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
         events = []
@@ -315,7 +301,7 @@ class Journal:
                 await self._ready(tj)
                 tier_q = RecallQuery(q.text, q.k, filters, q.walk, q.ranking)
                 legs.append(
-                    (tj, tier_q, await self._read(journal_recall.sparse_leg, tj, tier_q, now))
+                    (tj, tier_q, await self.read(journal_recall.sparse_leg, tj, tier_q, now))
                 )
             qvec, warning = await embedding
         finally:
@@ -325,7 +311,7 @@ class Journal:
         hits: list[Recalled] = []
         modes = [mode for _, _, (_, mode) in legs if mode]
         for tj, tier_q, (sparse, _) in legs:
-            hits += await self._read(journal_recall.recall_tier, tj, tier_q, sparse, qvec, now)
+            hits += await self.read(journal_recall.recall_tier, tj, tier_q, sparse, qvec, now)
         hits.sort(key=lambda r: (-r.score, -r.row.ts))
         local = [h.body or h.to_json(now) for h in hits]
         bodies = sorted(local + remote, key=lambda b: -b["score"])
@@ -336,7 +322,7 @@ class Journal:
             await self._walk(hits, bodies, q.filters, now)
         if mark:
             for hit in hits:
-                self._refs.setdefault(hit.tier, {})[hit.row.id] = None
+                self.background.refs.setdefault(hit.tier, {})[hit.row.id] = None
         self.cosines.add([h.candidate.cosine for h in hits if h.candidate.cosine is not None])
         return {
             "query": q.text,
@@ -357,7 +343,7 @@ class Journal:
         links: dict[str, list[dict[str, Any]]] = {}
         for name, group in by_tier.items():
             links.update(
-                await self._read(journal_recall.neighbours, self.tiers[name], group, filters, now)
+                await self.read(journal_recall.neighbours, self.tiers[name], group, filters, now)
             )
         for body in bodies:
             if body["id"] in links:
@@ -391,155 +377,17 @@ class Journal:
         warnings += [f"crew: {w}" for w in answer.get("warnings", [])]
         return [h for h in answer.get("hits", []) if isinstance(h, dict) and "score" in h]
 
-    # -- reference records ------------------------------------------------------------------
-
-    async def _ref_loop(self) -> None:
-        while True:
-            await asyncio.sleep(REF_FLUSH_S)
-            try:
-                await self._flush_refs()
-            except ApiError as exc:
-                log.warning("reference records not written; retrying", extra={"error": exc.detail})
-
-    async def _flush_refs(self) -> None:
-        pending, self._refs = self._refs, {}
-        for name, ids in pending.items():
-            if not ids:
-                continue
-            record = {"kind": "ref", "ids": list(ids), "at": iso(time.time())}
-            try:
-                await self._append(self.tiers[name], day_file(today()), [record])
-            except ApiError:
-                self._refs.setdefault(name, {}).update(ids)  # next time
-                raise
-
-    # -- the scanner's verdicts ---------------------------------------------------------
-
-    async def _scan_loop(self) -> None:
-        """Read every new event's text with the injection scanner in the background and keep
-        the verdict with the event, so recall and listing only look it up. It runs once
-        appends pause for ``SCAN_WHEN_IDLE_S``: scanning costs about 0.2 ms an event of
-        the interpreter's time, which a burst of appends needs more."""
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(POLL_S):
-                    await self._wake_scan.wait()
-            self._wake_scan.clear()
-            quiet = time.monotonic() - self._last_append
-            if quiet < SCAN_WHEN_IDLE_S:  # appends under way: look again once they pause
-                await asyncio.sleep(SCAN_WHEN_IDLE_S - quiet)
-                self._wake_scan.set()
-                continue
-            for tj in self.tiers.values():
-                if tj.index is None or not tj.ready.is_set():
-                    continue
-                try:
-                    while batch := await self._read(tj.index.to_scan, SCAN_BATCH):
-                        if time.monotonic() - self._last_append < SCAN_WHEN_IDLE_S:
-                            self._wake_scan.set()  # appends again: wait for the next pause
-                            break
-                        verdicts = await self._read(_verdicts, batch)
-                        await tj.run(tj.index.set_flags, verdicts)
-                except Exception as exc:
-                    log.error(
-                        "journal scan failed", extra={"tier": tj.tier.name, "error": str(exc)}
-                    )
-
-    # -- embedding ---------------------------------------------------------------------
-
-    async def _embed_loop(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(POLL_S):
-                    await self._wake_embed.wait()
-            self._wake_embed.clear()
-            model = self._model()
-            if model is None:
-                continue
-            for tj in self.tiers.values():
-                if not tj.ready.is_set():
-                    continue
-                try:
-                    await self._embed_tier(tj, model)
-                    tj.embed_error = None
-                except EmbedderError as exc:
-                    tj.embed_error = str(exc)
-                except Exception as exc:
-                    tj.embed_error = f"{type(exc).__name__}: {exc}"
-                    log.exception("journal embedding failed", extra={"tier": tj.tier.name})
-
-    async def _load_vectors(self, tj: TierJournal, model: str) -> EventVectors:
-        import numpy as np
-
-        assert tj.index is not None
-        rows = await self._read(tj.index.vectors, model)
-        dim = self.embeddings.vectors.embedder.dim  # type: ignore[union-attr]
-        vectors = EventVectors(model, dim)
-        if rows:
-            matrix = np.frombuffer(b"".join(blob for _, _, blob in rows), np.float32)
-            vectors.add([i for _, i, _ in rows], matrix.reshape(len(rows), dim))
-        return vectors
-
-    async def _embed_tier(self, tj: TierJournal, model: str) -> None:
-        """Vectors for every embeddable event without one, oldest first; each new vector
-        links to its closest predecessors (``similar``), recorded in the journal."""
-        assert tj.index is not None
-        if tj.vectors is None or tj.vectors.model != model:
-            tj.vectors = await self._load_vectors(tj, model)
-        while True:
-            batch = await self._read(tj.index.to_embed, model, tj.embed_after, EMBED_BATCH)
-            if not batch:
-                return
-            rows, ids = await self._embed_batch(tj, batch)
-            tj.embed_after = batch[-1][0]
-            if not ids:
-                continue
-            linked = await self._read(_already_linked, tj, ids)
-            records = _similar_links(tj.vectors, ids, rows, linked, iso(time.time()))
-            if records:
-                await self._append(tj, day_file(today()), records)
-            blobs = [
-                (event_id, row.astype("float32").tobytes())
-                for event_id, row in zip(ids, rows, strict=True)
-            ]
-            await tj.run(tj.index.add_vectors, model, blobs)
-            tj.vectors.add(ids, rows)
-            tj.embedded_since_start += len(ids)
-
-    async def _embed_batch(
-        self, tj: TierJournal, batch: list[tuple[int, str, str]]
-    ) -> tuple[npt.NDArray[np.float32], list[str]]:
-        """The batch's vectors; an event the embedder refuses is set aside (recalled by its
-        words only) and the rest are embedded one by one."""
-        import numpy as np
-
-        try:
-            return await self.embeddings.embed_texts([t for _, _, t in batch]), [
-                i for _, i, _ in batch
-            ]
-        except EmbedderRefused as exc:
-            if len(batch) == 1:
-                tj.refused[batch[0][1]] = str(exc)
-                return np.zeros((0, 1), np.float32), []
-        rows, ids = [], []
-        for one in batch:
-            got, got_ids = await self._embed_batch(tj, [one])
-            if got_ids:
-                rows.append(got[0])
-                ids += got_ids
-        return (np.vstack(rows) if rows else np.zeros((0, 1), np.float32)), ids
-
     # -- health, status, the memory block ---------------------------------------------------
 
     async def health(self, scope: str) -> dict[str, Any]:
         tj = self._tier(scope)
         await self._ready(tj)
         assert tj.index is not None
-        report = await self._read(
-            journal_health.compute, tj, self.cosines, self._model(), time.time()
+        report = await self.read(
+            journal_health.compute, tj, self.cosines, self.model(), time.time()
         )
         await tj.run(tj.index.add_snapshot, today(), journal_health.snapshot(report))
-        report["history"] = await self._read(tj.index.snapshots, journal_health.HISTORY_DAYS)
+        report["history"] = await self.read(tj.index.snapshots, journal_health.HISTORY_DAYS)
         report["episodic"] = self.episodic()
         return report
 
@@ -554,9 +402,9 @@ class Journal:
         tj = self.tiers.get(scope)
         if tj is None or tj.index is None or not tj.ready.is_set():
             return {"indexing": True, "events": None}
-        stats = await self._read(tj.index.stats)
+        stats = await self.read(tj.index.stats)
         vectors = len(tj.vectors) if tj.vectors is not None else 0
-        pending = max(0, stats["embeddable"] - vectors - len(tj.refused)) if self._model() else 0
+        pending = max(0, stats["embeddable"] - vectors - len(tj.refused)) if self.model() else 0
         body = {
             "indexing": False,
             "events": stats["events"],
@@ -600,7 +448,7 @@ class Journal:
             key = (session_id, last_write)
             if key in self._nudged:
                 return None
-            count = await self._read(tj.index.count_since, session_id, last_write)
+            count = await self.read(tj.index.count_since, session_id, last_write)
             if count >= NUDGE_AFTER:
                 self._nudged.add(key)
                 return (
@@ -639,7 +487,7 @@ class Journal:
             await tj.run(tj.catch_up, rel)
         except Exception as exc:
             log.error("journal catch-up failed", extra={"file": rel, "error": str(exc)})
-        self._wake_embed.set()
+        self.background.wake_embed.set()
 
     async def rebuild(self, scope: str) -> None:
         names = ["agent", "crew"] if scope == "both" else [scope]
@@ -647,14 +495,6 @@ class Journal:
             if name in self.tiers:
                 tj = self.tiers[name]
                 self._background(tj.run(tj.rebuild), "journal-rebuild")
-
-
-def _verdicts(batch: list[tuple[int, str]]) -> list[tuple[str, int]]:
-    out = []
-    for seq, text in batch:
-        flag = journal_recall.verdict(text)
-        out.append((json.dumps(flag) if flag else "", seq))
-    return out
 
 
 def _high_value(filters: Filters) -> Filters:
@@ -667,43 +507,6 @@ def _high_value(filters: Filters) -> Filters:
         False,
         HIGH_VALUE,
     )
-
-
-def _already_linked(tj: TierJournal, ids: list[str]) -> set[str]:
-    assert tj.index is not None
-    return {i for i in ids if tj.index.has_links(i, "similar")}
-
-
-def _similar_links(
-    vectors: EventVectors, ids: list[str], rows: npt.NDArray[np.float32], linked: set[str], at: str
-) -> list[dict[str, Any]]:
-    """``similar`` records from each new event to its top predecessors at cosine ≥ 0.80
-    (those embedded before it, including earlier ones of the same batch)."""
-    import numpy as np
-
-    prior_ids, prior = vectors.matrix()
-    before = prior @ rows.T  # (prior, batch)
-    within = rows @ rows.T
-    records = []
-    for n, event_id in enumerate(ids):
-        if event_id in linked:
-            continue
-        sims = np.concatenate([before[:, n], within[:n, n]])
-        names = prior_ids + ids[:n]
-        for j in np.argsort(-sims, kind="stable")[:SIMILAR_TOP]:
-            if sims[j] < SIMILAR_MIN:
-                break
-            records.append(
-                {
-                    "kind": "relation",
-                    "src": event_id,
-                    "dst": names[j],
-                    "relation": "similar",
-                    "weight": round(float(sims[j]), 4),
-                    "at": at,
-                }
-            )
-    return records
 
 
 def parse_cursor(raw: str | None) -> tuple[float, str] | None:

@@ -23,6 +23,7 @@ import stat
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,11 @@ _READ_CHUNK = 1 << 20
 def day_file(day: str) -> str:
     """The tier-relative file of a UTC day (``2026-11-25``)."""
     return f"{JOURNAL_DIR}/{day}.jsonl"
+
+
+def today_file() -> str:
+    """Today's file (UTC), where records about earlier events are appended."""
+    return day_file(datetime.now(UTC).date().isoformat())
 
 
 def is_journal_file(rel: str) -> bool:
