@@ -24,10 +24,12 @@ class Caps:
     tier: int = 10 * KIB * KIB
     journal_day: int = 64 * KIB * KIB  # one journal/YYYY-MM-DD.jsonl
     journal_tier: int = 1024 * KIB * KIB  # every day file of a tier together
+    learnings: int = 256 * KIB  # one learnings/<slug>.md
 
     def for_kind(self, kind: str) -> int:
-        """The cap of a file kind (``sidecar.notes.files``: core, daily or topic)."""
-        return {"core": self.core, "daily": self.daily, "topic": self.topic}[kind]
+        """The cap of a file kind (``sidecar.notes.files``: core, daily, topic, learning)."""
+        kinds = {"core": self.core, "daily": self.daily, "topic": self.topic}
+        return kinds.get(kind, self.learnings)  # "learning"
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
 from sidecar.journal import routes as journal_routes
 from sidecar.journal.journal import Journal
+from sidecar.learnings import routes as learnings_routes
+from sidecar.learnings.learnings import Learnings
 from sidecar.notes import routes as notes_routes
 from sidecar.notes.notes import Notes
 from sidecar.retrieval import routes as search_routes
@@ -45,24 +47,28 @@ class MemoryService:
         self.search = Search(self.indexes, self.embeddings, self.lead)
         self.notes = Notes(settings, self.indexes)
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead)
+        self.learnings = Learnings(settings, self.indexes, self.notes, self.embeddings, self.lead)
         has_crew = settings.role == "lead" or self.lead is not None
-        self.context = ContextBuilder(settings, self.search, self.journal, has_crew)
+        self.context = ContextBuilder(settings, self.search, self.journal, self.learnings, has_crew)
 
     def add_routes(self, app: web.Application) -> None:
         """Each capability registers its own HTTP routes."""
         search_routes.add_routes(app, self.search)
         notes_routes.add_routes(app, self.notes)
         journal_routes.add_routes(app, self.journal)
+        learnings_routes.add_routes(app, self.learnings)
         context_routes.add_routes(app, self.context)
 
     async def start(self) -> None:
         await self.indexes.open()
+        await self.learnings.open()  # its stores get vectors too
         await self.embeddings.start()  # vectors of the indexes just opened
         await self.journal.open()
         if self.lead is not None:
             await self.lead.start()
         await self.indexes.start()
         await self.journal.start()
+        await self.learnings.start()
         log.info(
             "sidecar started",
             extra={
@@ -77,11 +83,13 @@ class MemoryService:
         """Stop noticing changes, then finish every job already accepted."""
         await self.embeddings.stop()
         await self.journal.stop()  # recalled events' reference records are written first
+        await self.learnings.stop()  # open sessions' reinforcements are written first
         await self.indexes.stop()
         if self.lead is not None:
             await self.lead.close()
         await self.embeddings.close()  # a batch being embedded is stored first
         await self.journal.close()
+        await self.learnings.close()
         await self.indexes.close()
         self.notes.close()
         self.context.close()
@@ -102,11 +110,13 @@ class MemoryService:
             **(await self.indexes.status(scope)),
             **(await self.embeddings.status(scope)),
             "journal": await self.journal.status(scope),
+            "learnings": self.learnings.status(scope),
         }
 
     async def reindex(self, scope: str) -> dict[str, Any]:
         accepted = self.indexes.reindex(scope)
         await self.journal.rebuild(scope)
+        await self.learnings.rebuild(scope)
         return accepted
 
     async def health(self) -> dict[str, Any]:
@@ -126,6 +136,7 @@ class MemoryService:
             reasons.append(f"writes unavailable: {why_not}")
         embedder = self.embeddings.health(reasons)
         self.journal.health_reasons(reasons)
+        self.learnings.health_reasons(reasons)
         body: dict[str, Any] = {
             "status": "degraded" if reasons else "ok",
             "role": self.settings.role,

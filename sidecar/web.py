@@ -160,3 +160,19 @@ def check_fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
         raise ApiError(
             400, "unknown_field", f"unknown field(s) {unknown}; allowed: {', '.join(allowed)}"
         )
+
+
+def bool_field(body: dict[str, Any], name: str, default: bool) -> bool:
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise ApiError(
+            400, f"bad_{name}", f"'{name}' must be true or false, not {json_type(value)}"
+        )
+    return value
+
+
+def int_field(body: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ApiError(400, f"bad_{name}", f"'{name}' must be a whole number from {low} to {high}")
+    return value

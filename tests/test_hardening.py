@@ -571,7 +571,7 @@ def test_a_reset_index_drops_the_vectors_it_held(tmp_path: Path) -> None:
         def close(self) -> None: ...
 
     store = SQLiteStore(tmp_path / "index.sqlite")
-    item = indexer._parse("AGENT.md", b"- kiwi\n", indexer.FileState(7, 1, "x"), 650)
+    item = indexer.parse_note("AGENT.md", b"- kiwi\n", indexer.FileState(7, 1, "x"), 650)
     store.replace_file(item)
     vectors = TierVectors(store, Embedder())
     vectors.sync(lambda: False)

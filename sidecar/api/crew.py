@@ -3,8 +3,9 @@
 It listens on the crew network (``--crew-listen``), so unlike the loopback API
 it trusts no Host header: every request must carry the crew token, compared in
 constant time. Only crew search, crew status and a crew-only health check are
-routed here, and the crew journal's high-value events for a member's
-``crew_shared`` recall; the agent tier has no route on this app at all.
+routed here, the crew journal's high-value events for a member's ``crew_shared``
+recall, and crew learnings with the end of a member's session (which reinforces
+them); the agent tier has no route on this app at all.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aiohttp import web
 from sidecar.api.http import SERVICE, error_middleware
 from sidecar.errors import ApiError
 from sidecar.journal.routes import recall_query
+from sidecar.learnings.routes import search_query
 from sidecar.retrieval.routes import parse_search
 from sidecar.service import MemoryService
 from sidecar.web import Handler, json_body
@@ -56,6 +58,23 @@ async def recall(request: web.Request) -> web.Response:
     return web.json_response(await request.app[SERVICE].journal.recall_crew(q, mark))
 
 
+async def learnings_search(request: web.Request) -> web.Response:
+    """A member's crew learnings; the lead remembers them for the member's session."""
+    q = search_query(await json_body(request), "crew")
+    if q.scope != "crew":
+        raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
+    return web.json_response(await request.app[SERVICE].learnings.search(q))
+
+
+async def end_session(request: web.Request) -> web.Response:
+    """A member's session ended: reinforce the crew learnings it was shown."""
+    body = await json_body(request)
+    session_id = body.get("session_id")
+    if not isinstance(session_id, str) or not 1 <= len(session_id) <= 128:
+        raise ApiError(400, "bad_session_id", "'session_id' must be 1 to 128 characters")
+    return web.json_response(await request.app[SERVICE].learnings.end_session(session_id))
+
+
 async def status(request: web.Request) -> web.Response:
     if request.query.get("scope", "crew") != "crew":
         raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
@@ -76,6 +95,8 @@ def create_crew_app(service: MemoryService, token: str) -> web.Application:
     app[SERVICE] = service
     app.router.add_post("/memory/search", search)
     app.router.add_post("/memory/recall", recall)
+    app.router.add_post("/memory/learnings/search", learnings_search)
+    app.router.add_post("/memory/session/end", end_session)
     app.router.add_get("/memory/status", status)
     app.router.add_get("/healthz", healthz)
     return app

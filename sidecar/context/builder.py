@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from sidecar.config import Settings
 from sidecar.context import block
@@ -17,19 +18,27 @@ from sidecar.errors import ApiError
 from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.journal.recall import RecallQuery
+from sidecar.learnings.learnings import Learnings, SearchQuery
 from sidecar.notes.files import today_utc
 from sidecar.retrieval.search import Search
 
 RECALLED_K = 5
+LEARNED_K = 8
 
 
 class ContextBuilder:
     def __init__(
-        self, settings: Settings, search: Search, journal: Journal, has_crew: bool
+        self,
+        settings: Settings,
+        search: Search,
+        journal: Journal,
+        learnings: Learnings,
+        has_crew: bool,
     ) -> None:
         self.settings = settings
         self.search = search
         self.journal = journal
+        self.learnings = learnings
         self.has_crew = has_crew  # served here (the lead) or by the lead (a member)
         self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-context")
 
@@ -61,8 +70,11 @@ class ContextBuilder:
         agent, crew, operator = await loop.run_in_executor(self._files, load)
         hits: list[block.Section] = []
         recalled: list[block.Recalled] = []
+        standing = await self.learnings.institutional()
+        learned: list[block.Section] = []
         if query:
             recalled = await self._recall(query)
+            learned = await self._learned(query, {e["id"] for e in standing}, session_id)
             scope = "both" if self.has_crew else "agent"
             try:
                 results = (await self.search.search(query, scope, 20)).results
@@ -81,7 +93,22 @@ class ContextBuilder:
                 if (r.source, r.hit.path) not in shown
             ]
         nudge = await self.journal.nudge(session_id)
-        return block.assemble(agent, crew, operator, hits, budget, recalled, nudge)
+        return block.assemble(
+            agent, crew, operator, hits, budget, recalled, nudge,
+            [_learning_section(e) for e in standing], learned,
+        )  # fmt: skip
+
+    async def _learned(
+        self, query: str, standing: set[str], session_id: str
+    ) -> list[block.Section]:
+        """The learnings that bear on the task (a use of each, for the named session)."""
+        q = SearchQuery(query, self.learnings.default_scope(), LEARNED_K,
+                        session_id=None if session_id == "default" else session_id)  # fmt: skip
+        try:
+            answer = await self.learnings.search(q)
+        except ApiError:
+            return []  # the block still builds without them
+        return [_learning_section(h) for h in answer["hits"] if h["id"] not in standing]
 
     async def _recall(self, query: str) -> list[block.Recalled]:
         """Past events that bear on the task; the block still builds if the journal cannot."""
@@ -103,3 +130,8 @@ class ContextBuilder:
             )
             for h in answer["hits"]
         ]
+
+
+def _learning_section(entry: dict[str, Any]) -> block.Section:
+    where = f"{entry['tier']} {entry['type']} learning, {entry['file']}"
+    return block.Section(f"learnings:{entry['id']}", where, entry["text"])

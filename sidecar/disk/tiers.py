@@ -19,6 +19,8 @@ from pathlib import Path
 INDEX_FILENAME = "index.sqlite"
 TIER_NAMES = ("agent", "crew")
 SCOPES = (*TIER_NAMES, "both")  # what a search or reindex may cover
+# Top-level folders whose markdown a capability indexes in its own format, not as notes.
+OWN_FORMAT_DIRS = frozenset({"learnings"})
 
 
 # Control characters other than tab, newline and a CR ending a line: no note needs them,
@@ -149,11 +151,18 @@ def read_confined(
         return None
 
 
+def is_note(rel: str) -> bool:
+    """Whether a tier-relative path is a note (not in a folder with its own format)."""
+    return rel.split("/", 1)[0] not in OWN_FORMAT_DIRS
+
+
 def walk_markdown(root: Path, sub: str = "") -> Iterator[tuple[str, os.stat_result]]:
     """Yield (relative path, lstat) for every indexable regular file below root/sub.
 
     Symlinks (files or directories), hidden entries and anything that is not a
-    regular file are skipped, so the walk never leaves the root.
+    regular file are skipped, so the walk never leaves the root. A walk of the whole
+    tier (``sub`` empty) is a walk of its notes: folders in ``OWN_FORMAT_DIRS`` are left
+    to the capability that owns them.
     """
     start = root / sub if sub else root
     try:
@@ -183,6 +192,7 @@ def walk_markdown(root: Path, sub: str = "") -> Iterator[tuple[str, os.stat_resu
             except FileNotFoundError:
                 continue
             if stat.S_ISDIR(est.st_mode):
-                stack.append((Path(entry.path), rel))
+                if prefix or entry.name not in OWN_FORMAT_DIRS:
+                    stack.append((Path(entry.path), rel))
             elif stat.S_ISREG(est.st_mode) and is_indexable_name(entry.name):
                 yield rel, est

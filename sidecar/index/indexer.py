@@ -85,14 +85,14 @@ def _read(root: Path, rel: str, skipped: Skipped | None) -> tuple[bytes, FileSta
     return data, FileState(st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
 
 
-def _parse(rel: str, data: bytes, state: FileState, max_chars: int) -> IndexedFile:
+def parse_note(rel: str, data: bytes, state: FileState, max_chars: int) -> IndexedFile:
     parsed = chunk_markdown(decode_text(data), max_chars)
     return IndexedFile(rel, state, parsed.metadata, parsed.chunks)
 
 
-def _load(root: Path, rel: str, max_chars: int, skipped: Skipped | None) -> IndexedFile | None:
-    got = _read(root, rel, skipped)
-    return None if got is None else _parse(rel, *got, max_chars)
+# How a file's bytes become what its index holds: notes by default; a capability with
+# its own file format (learnings) passes its own.
+Parser = Callable[[str, bytes, FileState, int], IndexedFile]
 
 
 def _stat_unchanged(known: FileState | None, st: os.stat_result) -> bool:
@@ -107,6 +107,7 @@ def sync_file(
     rel: str,
     max_chars: int = DEFAULT_MAX_CHARS,
     skipped: Skipped | None = None,
+    parse: Parser = parse_note,
 ) -> SyncResult:
     """Reindex one path after a change event: the content hash decides, never the mtime."""
     try:
@@ -124,7 +125,7 @@ def sync_file(
         if known != state:
             store.touch_file(rel, state)
         return SyncResult(unchanged=1)
-    store.replace_file(_parse(rel, data, state, max_chars))
+    store.replace_file(parse(rel, data, state, max_chars))
     return SyncResult(indexed=1)
 
 
@@ -134,6 +135,7 @@ def index_written(
     data: bytes,
     mtime_ns: Callable[[], int],
     max_chars: int = DEFAULT_MAX_CHARS,
+    parse: Parser = parse_note,
 ) -> None:
     """Index the bytes a durable write is putting in place, without reading them back.
 
@@ -143,7 +145,7 @@ def index_written(
     before it is on disk.
     """
     sha = hashlib.sha256(data).hexdigest()
-    item = _parse(rel, data, FileState(len(data), 0, sha), max_chars)
+    item = parse(rel, data, FileState(len(data), 0, sha), max_chars)
     store.replace_file(item, lambda: FileState(len(data), mtime_ns(), sha))
 
 
@@ -153,6 +155,7 @@ def sync_tree(
     sub: str = "",
     max_chars: int = DEFAULT_MAX_CHARS,
     skipped: Skipped | None = None,
+    parse: Parser = parse_note,
 ) -> SyncResult:
     """Reconcile everything below ``sub`` (the whole tier when empty).
 
@@ -168,7 +171,7 @@ def sync_tree(
         if _stat_unchanged(known.get(rel), st):
             result.unchanged += 1
             continue
-        result.add(sync_file(store, root, rel, max_chars, skipped))
+        result.add(sync_file(store, root, rel, max_chars, skipped, parse))
     if skipped is not None:
         for rel in [p for p in skipped if (not sub or p.startswith(prefix)) and p not in seen]:
             del skipped[rel]  # gone, or no longer markdown
@@ -179,12 +182,16 @@ def sync_tree(
 
 
 def load_tree(
-    root: Path, max_chars: int = DEFAULT_MAX_CHARS, skipped: Skipped | None = None
+    root: Path,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    skipped: Skipped | None = None,
+    sub: str = "",
+    parse: Parser = parse_note,
 ) -> Iterator[IndexedFile]:
-    """Every indexable file below root, parsed, for a full rebuild."""
+    """Every indexable file below root/sub, parsed, for a full rebuild."""
     if skipped is not None:
         skipped.clear()
-    for rel, _ in sorted(walk_markdown(root)):
-        item = _load(root, rel, max_chars, skipped)
-        if item is not None:
-            yield item
+    for rel, _ in sorted(walk_markdown(root, sub)):
+        got = _read(root, rel, skipped)
+        if got is not None:
+            yield parse(rel, *got, max_chars)

@@ -260,6 +260,10 @@ class SQLiteStore:
         )
         return FileState(*row) if row else None
 
+    def file_metadata(self, paths: Iterable[str]) -> dict[str, dict[str, Any]]:
+        rows = self._select_in("SELECT path, metadata FROM files WHERE path IN (%s)", paths)
+        return {p: json.loads(m) for p, m in rows}
+
     def search(self, match: str, limit: int) -> list[Hit]:
         # bm25() with literal weights is measurably faster than the configured
         # ``rank`` column, which FTS5 resolves through an extra function lookup.

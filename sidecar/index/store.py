@@ -58,6 +58,10 @@ class IndexStore(Protocol):
 
     def file_state(self, path: str) -> FileState | None: ...
 
+    def file_metadata(self, paths: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The metadata each file's parse produced (``IndexedFile.metadata``), by path."""
+        ...
+
     def replace_file(
         self, item: IndexedFile, confirm: Callable[[], FileState] | None = None
     ) -> None:

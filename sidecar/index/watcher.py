@@ -17,7 +17,7 @@ from pathlib import Path
 
 import watchfiles
 
-from sidecar.disk.tiers import Tier
+from sidecar.disk.tiers import Tier, is_note
 from sidecar.index.queue import FILE, TREE, JobKey, ReindexQueue
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,8 @@ def jobs_for_event(tiers: Iterable[Tier], path: str) -> JobKey | None:
         if any(part.startswith(".") for part in parts) or _DERIVED.search(parts[0]):
             return None
         rel = "/".join(parts)
+        if not is_note(rel):
+            return None  # another capability's files: they go to ``others``
         try:
             mode = os.lstat(p).st_mode
         except FileNotFoundError:
@@ -78,8 +80,8 @@ async def watch(
     others: Callable[[str, str], None] | None = None,
 ) -> None:
     """Feed the queue until ``stop`` is set. Events arrive batched within ~DEBOUNCE_MS.
-    Changes to other files (not markdown, not hidden) go to ``others(tier, relative path)``:
-    the journal follows its own files that way.
+    Changes to other files (not notes, not hidden) go to ``others(tier, relative path)``:
+    the journal and the learnings follow their own files that way.
 
     ``ready`` is set once an event from :func:`probe` comes through, which proves
     the kernel watches are in place (watchfiles has no other way to tell).

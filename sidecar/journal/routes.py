@@ -6,13 +6,13 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar.errors import ApiError, json_type
+from sidecar.errors import ApiError
 from sidecar.journal import ranking
 from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal, parse_cursor, time_param
 from sidecar.journal.recall import RecallQuery
 from sidecar.retrieval.query import MAX_QUERY_CHARS
-from sidecar.web import check_fields, json_body, string_field
+from sidecar.web import bool_field, check_fields, int_field, json_body, string_field
 
 JOURNAL: web.AppKey[Journal] = web.AppKey("journal", Journal)
 MAX_LIST = 500
@@ -29,22 +29,6 @@ RECALL_FIELDS = (
     "mark",
     "ranking",
 )
-
-
-def _bool(body: dict[str, Any], name: str, default: bool) -> bool:
-    value = body.get(name, default)
-    if not isinstance(value, bool):
-        raise ApiError(
-            400, f"bad_{name}", f"'{name}' must be true or false, not {json_type(value)}"
-        )
-    return value
-
-
-def _int(body: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
-    value = body.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ApiError(400, f"bad_{name}", f"'{name}' must be a whole number from {low} to {high}")
-    return value
 
 
 def recall_query(body: dict[str, Any]) -> tuple[RecallQuery, str, bool]:
@@ -68,10 +52,12 @@ def recall_query(body: dict[str, Any]) -> tuple[RecallQuery, str, bool]:
         types=tuple(types),
         since=time_param(string_field(body, "since"), "since"),
         until=time_param(string_field(body, "until"), "until"),
-        include_superseded=_bool(body, "include_superseded", False),
+        include_superseded=bool_field(body, "include_superseded", False),
     )
-    q = RecallQuery(text, _int(body, "k", 5, 1, 50), filters, _int(body, "walk", 0, 0, 1), rank)
-    return q, string_field(body, "scope", "own") or "own", _bool(body, "mark", True)
+    q = RecallQuery(
+        text, int_field(body, "k", 5, 1, 50), filters, int_field(body, "walk", 0, 0, 1), rank
+    )
+    return q, string_field(body, "scope", "own") or "own", bool_field(body, "mark", True)
 
 
 async def record(request: web.Request) -> web.Response:

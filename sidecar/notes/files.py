@@ -16,6 +16,7 @@ from sidecar.errors import ApiError
 
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
 _SLUGGED = re.compile(r"(topics|users)/([a-z0-9][a-z0-9_-]{0,63})\.md")
+_LEARNINGS = re.compile(r"learnings/(?:[a-z0-9][a-z0-9_-]{0,63}|archive/\d{4})\.md")
 # The one documented alias: today's daily file (UTC).
 TODAY_ALIAS = "daily/today"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -24,12 +25,14 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 CORE = "core"  # AGENT.md or CREW.md
 DAILY = "daily"
 TOPIC = "topic"  # topics/ and users/
+LEARNING = "learning"  # learnings/<slug>.md and learnings/archive/YYYY.md
 
 CORE_FILE = {"agent": "AGENT.md", "crew": "CREW.md"}
+_SLUG = "slug: lowercase letters, digits, '-' and '_', at most 64"
 ALLOWED = {
-    "agent": f"AGENT.md, daily/YYYY-MM-DD.md (or {TODAY_ALIAS})",
-    "crew": f"CREW.md, daily/YYYY-MM-DD.md (or {TODAY_ALIAS}), topics/<slug>.md, users/<slug>.md "
-    "(slug: lowercase letters, digits, '-' and '_', at most 64)",
+    "agent": f"AGENT.md, daily/YYYY-MM-DD.md (or {TODAY_ALIAS}), learnings/<slug>.md ({_SLUG})",
+    "crew": f"CREW.md, daily/YYYY-MM-DD.md (or {TODAY_ALIAS}), topics/<slug>.md, users/<slug>.md, "
+    f"learnings/<slug>.md ({_SLUG})",
 }
 
 
@@ -86,6 +89,8 @@ def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
         return MemoryFile(scope, name, DAILY)
     if scope == "crew" and _SLUGGED.fullmatch(name):
         return MemoryFile(scope, name, TOPIC)
+    if _LEARNINGS.fullmatch(name):
+        return MemoryFile(scope, name, LEARNING)
     raise ApiError(
         400,
         "file_not_allowed",

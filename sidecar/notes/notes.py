@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sidecar.config import Settings
 from sidecar.disk.tiers import UnsafePath, decode_text, read_regular, walk_markdown
 from sidecar.errors import ApiError
+from sidecar.index import indexer
 from sidecar.index.chunking import split_lines
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.index.queue import FILE, JobKey
@@ -25,6 +27,9 @@ from sidecar.notes.files import CapExceeded
 from sidecar.safety import scan, scan_remembered
 
 log = logging.getLogger(__name__)
+
+# (scope, tier-relative path, new bytes, wait-for-rename returning the mtime)
+OwnIndexer = Callable[[str, str, bytes, Callable[[], int]], None]
 
 
 def _tier_bytes(state: TierState) -> int:
@@ -44,6 +49,9 @@ class Notes:
         self.indexes = indexes
         self._files = ThreadPoolExecutor(2, thread_name_prefix="sidecar-files")
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        # Top-level folders whose files another capability indexes in its own format
+        # (``learnings``): it is handed each written file's bytes instead of the notes index.
+        self.formats: dict[str, OwnIndexer] = {}
 
     def close(self) -> None:
         self._files.shutdown()
@@ -84,35 +92,18 @@ class Notes:
         state = self._writable_tier(scope)
         caps = self.settings.caps
         cap = caps.for_kind(target.kind)
-        chunk_chars = self.settings.chunk_chars
 
         def build(current: bytes | None) -> bytes:
             new = files.compose(current, content, mode)
             if len(new) > cap:
                 raise CapExceeded(target.rel, cap, len(new), current)
-            projected_tier = _tier_bytes(state) - len(current or b"") + len(new)
-            if projected_tier > caps.tier:
-                raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
+            if target.kind != files.LEARNING:  # learnings have their own cap, not the tier's
+                projected_tier = _tier_bytes(state) - len(current or b"") + len(new)
+                if projected_tier > caps.tier:
+                    raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
             return new
 
-        def job(tier: TierState) -> write_job.WriteJob:  # on the index writer thread
-            return write_job.write_and_index(
-                tier.store, tier.tier.root, target.rel, build, self._files, chunk_chars
-            )
-
-        rebuilding = state.broken is not None
-        async with self._locks.setdefault((scope, target.rel), asyncio.Lock()):
-            if rebuilding:  # durable now; searchable once the rebuild and its reindex are done
-                done = await asyncio.get_running_loop().run_in_executor(
-                    self._files, write_job.write_unindexed, state.tier.root, target.rel, build
-                )
-                if done.outcome is not None:
-                    with contextlib.suppress(RuntimeError):  # stopping: the next start scans
-                        self.indexes.queue.submit(JobKey(scope, FILE, target.rel))
-            else:
-                done = await self.indexes.write(scope, target.rel, job)
-        if done.error is not None:
-            raise write_job.api_error(target, done.error) from done.error
+        done, rebuilding = await self.commit(target, build)
         outcome = done.outcome
         assert outcome is not None
         body: dict[str, Any] = {
@@ -144,6 +135,41 @@ class Notes:
                 "entries now (mode=replace with a merged, shorter version) before the next "
                 "append is refused."]))  # fmt: skip
         return body
+
+    async def commit(
+        self, target: files.MemoryFile, build: write_job.Builder
+    ) -> tuple[write_job.WriteJob, bool]:
+        """Write ``build(current bytes)`` to ``target`` durably and index it, as one FIFO
+        job; raise the ApiError a failed write answers with. Also whether the notes index
+        was being rebuilt, so the new text is not searchable yet."""
+        scope = target.scope
+        state = self._writable_tier(scope)
+        own = self.formats.get(target.rel.split("/", 1)[0])
+        chunk_chars = self.settings.chunk_chars
+
+        def job(tier: TierState) -> write_job.WriteJob:  # on the index writer thread
+            def index(new: bytes, mtime_ns: Callable[[], int]) -> None:
+                if own is not None:
+                    own(scope, target.rel, new, mtime_ns)
+                else:
+                    indexer.index_written(tier.store, target.rel, new, mtime_ns, chunk_chars)
+
+            return write_job.write_and_index(tier.tier.root, target.rel, build, self._files, index)
+
+        rebuilding = state.broken is not None and own is None
+        async with self._locks.setdefault((scope, target.rel), asyncio.Lock()):
+            if rebuilding:  # durable now; searchable once the rebuild and its reindex are done
+                done = await asyncio.get_running_loop().run_in_executor(
+                    self._files, write_job.write_unindexed, state.tier.root, target.rel, build
+                )
+                if done.outcome is not None:
+                    with contextlib.suppress(RuntimeError):  # stopping: the next start scans
+                        self.indexes.queue.submit(JobKey(scope, FILE, target.rel))
+            else:
+                done = await self.indexes.write(scope, target.rel, job)
+        if done.error is not None:
+            raise write_job.api_error(target, done.error) from done.error
+        return done, rebuilding
 
     async def read(
         self, scope: str, file: object, start_line: int | None = None, end_line: int | None = None

@@ -20,11 +20,12 @@ from pathlib import Path
 from sidecar.disk import durable
 from sidecar.disk.tiers import UnsafePath
 from sidecar.errors import ApiError
-from sidecar.index import indexer
-from sidecar.index.store import IndexStore
 from sidecar.notes.files import CapExceeded, MemoryFile
 
 Builder = Callable[[bytes | None], bytes]
+# Commits the new bytes to an index once the second callable (which waits for the
+# rename and returns the new file's mtime) allows it; see ``indexer.index_written``.
+Indexer = Callable[[bytes, Callable[[], int]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,7 @@ class WriteJob:
 
 
 def write_and_index(
-    store: IndexStore, root: Path, rel: str, build: Builder, io_pool: Executor, max_chars: int
+    root: Path, rel: str, build: Builder, io_pool: Executor, index: Indexer
 ) -> WriteJob:
     """Run on the reindex worker's thread, so the job keeps its place in the FIFO."""
     built: Future[bytes] = Future()
@@ -75,7 +76,7 @@ def write_and_index(
         pass  # io carries the reason
     else:
         try:
-            indexer.index_written(store, rel, new, placed.result, max_chars)
+            index(new, placed.result)
         except Exception as exc:
             index_error = exc
     try:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
+from sidecar.index.store import IndexStore
 from sidecar.retrieval.embedders.base import Embedder, EmbedderError, EmbedderRefused
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE, load_embedder
 from sidecar.retrieval.modes import DENSE, SPARSE
@@ -41,8 +42,15 @@ class Embeddings:
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None  # why there is no embedder, if one was wanted
         self.vectors: VectorSync | None = None
+        # Other capabilities' index stores (learnings), kept in step like the tiers' own.
+        self.stores: dict[str, IndexStore] = {}
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+
+    def add_store(self, name: str, store: IndexStore) -> None:
+        """Keep ``store``'s vectors in step too (under ``name``), from when the embedder
+        loads; its changes must reach ``indexes.on_change`` (jobs in the index queue do)."""
+        self.stores[name] = store
 
     async def start(self) -> None:
         """Load the embedder and start the background vector sync; sparse-only if none."""
@@ -83,7 +91,8 @@ class Embeddings:
         from sidecar.retrieval.vector_sync import TierVectors, VectorSync  # numpy: only now
 
         assert self.embedder is not None
-        tiers = {n: TierVectors(s.store, self.embedder) for n, s in self.indexes.tiers.items()}
+        stores = {n: s.store for n, s in self.indexes.tiers.items()} | self.stores
+        tiers = {n: TierVectors(store, self.embedder) for n, store in stores.items()}
         self.vectors = VectorSync(self.embedder, tiers, self._embedding)
         self.indexes.vector_model = self.embedder.model_id
         self.indexes.on_change.append(self.vectors.notify)

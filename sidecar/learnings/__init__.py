@@ -1,0 +1,1 @@
+"""Learnings: what an agent learned, as markdown entries ranked by prominence."""

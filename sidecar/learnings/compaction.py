@@ -1,0 +1,169 @@
+"""Compaction: one file's duplicate and near-duplicate entries merged, spent ones archived.
+
+Per file, a plain function of its text (so ``--dry-run`` shows exactly what a run does):
+
+- entries sharing an id are merged into the first: the highest importance and
+  reinforcement count and the latest ``last_reinforced`` of them all;
+- active entries whose word sets are more than ``NEAR_DUPLICATE`` alike (Jaccard) are
+  merged into the most prominent of them, which adds up their reinforcement counts;
+- merged-away, ``retired`` and ``compacted`` entries move to ``learnings/archive/YYYY.md``
+  marked with why and when. Nothing is deleted outright.
+
+Entries whose front matter cannot be read are left exactly as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from sidecar.learnings import entries
+from sidecar.learnings.entries import Entry, jaccard, words
+from sidecar.learnings.ranking import prominence
+
+NEAR_DUPLICATE = 0.8
+
+
+@dataclass(slots=True)
+class Plan:
+    """What compacting one file does, and the texts that do it."""
+
+    file: str
+    archive_file: str
+    new_text: str
+    archive_text: str  # to append to the archive; empty when nothing moves
+    merged: list[dict[str, Any]] = field(default_factory=list)  # {into, from, reason}
+    archived: list[dict[str, Any]] = field(default_factory=list)  # {id, status, reason}
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.merged or self.archived)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "archive_file": self.archive_file,
+            "merged": self.merged,
+            "archived": self.archived,
+        }
+
+
+def near_duplicate_pairs(sets: list[frozenset[str]], threshold: float) -> list[tuple[int, int]]:
+    """Pairs with Jaccard above ``threshold``, without comparing every pair.
+
+    Prefix filtering: with words ordered rarest first, two sets that alike must share
+    one of the first ``n - ceil(threshold * n) + 1`` words of each; only sets that do
+    are compared.
+    """
+    freq = Counter(w for s in sets for w in s)
+    postings: dict[str, list[int]] = {}
+    pairs: set[tuple[int, int]] = set()
+    for i, s in enumerate(sets):
+        ordered = sorted(s, key=lambda w: (freq[w], w))
+        prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered)) + 1]
+        for w in prefix:
+            for j in postings.get(w, ()):
+                small, large = sorted((len(s), len(sets[j])))
+                if small >= threshold * large:
+                    pairs.add((j, i))
+            postings.setdefault(w, []).append(i)
+    return sorted(p for p in pairs if jaccard(sets[p[0]], sets[p[1]]) > threshold)
+
+
+def _clusters(n: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+    parent = list(range(n))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in pairs:
+        parent[find(a)] = find(b)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def plan(rel: str, text: str, today: date) -> Plan:
+    found, _ = entries.parse(rel, text)
+    editable = [e for e in found if e.fields_ok]
+    changes: dict[int, dict[str, Any]] = {}  # entry line -> field changes
+    leaving: dict[int, dict[str, Any]] = {}  # entry line -> its changes in the archive
+    out = Plan(rel, f"{rel.split('/')[0]}/archive/{today.year}.md", text, "")
+
+    def merge(into: Entry, other: Entry, reason: str, add_counts: bool) -> None:
+        now = {**_current(into), **changes.get(into.line, {})}
+        was = {**_current(other), **changes.pop(other.line, {})}  # its own merges, if any
+        count = was["reinforcement_count"]
+        now["reinforcement_count"] = (
+            now["reinforcement_count"] + count if add_counts
+            else max(now["reinforcement_count"], count)
+        )  # fmt: skip
+        now["importance"] = max(now["importance"], was["importance"])
+        dates = [d for d in (now["last_reinforced"], was["last_reinforced"]) if d]
+        now["last_reinforced"] = max(dates) if dates else None
+        changes[into.line] = {k: v for k, v in now.items() if v != getattr(into, k)}
+        leaving[other.line] = {"status": "compacted", "compacted_into": into.id,
+                               "archived": today.isoformat()}  # fmt: skip
+        out.merged.append({"into": into.id, "from": other.id, "reason": reason})
+
+    first: dict[str, Entry] = {}
+    for e in editable:  # the same id twice: one entry written twice
+        if e.id in first:
+            merge(first[e.id], e, "same id", add_counts=False)
+        else:
+            first[e.id] = e
+    active = [e for e in first.values() if e.status == "active"]
+    sets = [words(e.text) for e in active]
+    for group in _clusters(len(active), near_duplicate_pairs(sets, NEAR_DUPLICATE)):
+        members = sorted((active[i] for i in group),
+                         key=lambda e: (-prominence(e.meta(), today), e.line))  # fmt: skip
+        for other in members[1:]:
+            merge(members[0], other, "near duplicate", add_counts=True)
+    for e in first.values():
+        if e.status != "active" and e.line not in leaving:
+            leaving[e.line] = {"archived": today.isoformat()}
+            out.archived.append({"id": e.id, "status": e.status, "reason": e.status})
+    for line, fields in leaving.items():
+        if fields.get("status") == "compacted":
+            moved = next(e for e in editable if e.line == line)
+            out.archived.append({"id": moved.id, "status": "compacted", "reason": "merged"})
+    if not leaving and not changes:
+        return out
+    out.new_text, out.archive_text = _rewrite(text, found, changes, leaving)
+    return out
+
+
+def _current(e: Entry) -> dict[str, Any]:
+    return {"reinforcement_count": e.reinforcement_count, "importance": e.importance,
+            "last_reinforced": e.last_reinforced}  # fmt: skip
+
+
+def _rewrite(
+    text: str, found: list[Entry], changes: dict[int, dict[str, Any]],
+    leaving: dict[int, dict[str, Any]],
+) -> tuple[str, str]:  # fmt: skip
+    """The file without the leaving entries and with the merged fields; the archive text."""
+    lines = text.split("\n")
+    moved: list[str] = []
+    starts = [e.line for e in found]
+    for n in range(len(found) - 1, -1, -1):  # bottom up: earlier line numbers stay put
+        e = found[n]
+        if e.line in leaving:
+            moved.append(entries.edit_fields(entries.entry_slice(text, e), 1, leaving[e.line]))
+            end = starts[n + 1] - 1 if n + 1 < len(found) else len(lines)
+            del lines[e.line - 1 : end]
+        elif changes.get(e.line):
+            edited = entries.edit_fields("\n".join(lines), e.line, changes[e.line])
+            lines = edited.split("\n")
+    new = "\n".join(lines)
+    if text.endswith("\n") and not new.endswith("\n"):
+        new += "\n"
+    archive = "\n".join(m if m.endswith("\n") else m + "\n" for m in reversed(moved))
+    return new, archive

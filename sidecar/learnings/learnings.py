@@ -1,0 +1,502 @@
+"""Learnings: what routes, tools and the memory block call.
+
+Files in ``learnings/`` are the source of truth; each tier's index (``index.py``) is
+kept in step by jobs in the notes' FIFO queue, so a learnings file and a note are never
+indexed out of order. Writes (``memory.learn``, reinforcement, compaction) go through
+the notes' durable write path (``Notes.commit``). Ranking is ``ranking.py``; what
+compaction does to a file is ``compaction.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sidecar.config import Settings
+from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.disk.tiers import read_confined
+from sidecar.errors import ApiError
+from sidecar.index.indexes import TierIndexes, TierState
+from sidecar.learnings import compaction, entries
+from sidecar.learnings.index import FOLDER, LearningsIndex, is_learnings
+from sidecar.learnings.ranking import SCOPE_FACTORS, Candidate, mmr, prominence
+from sidecar.notes.files import LEARNING, MemoryFile, today_utc
+from sidecar.notes.notes import Notes
+from sidecar.retrieval.embeddings import Embeddings
+from sidecar.retrieval.modes import DENSE, HYBRID, SPARSE
+from sidecar.retrieval.query import plan
+from sidecar.retrieval.ranking import Result, rank_tier
+from sidecar.safety import scan_remembered
+
+log = logging.getLogger(__name__)
+
+SESSION_IDLE_S = 30 * 60.0  # a session with no request for this long has ended
+SWEEP_EVERY_S = 60.0
+POOL = 50  # candidates the hybrid ranking hands to prominence and MMR
+FILL_SHARE = 0.5  # a hit only the dense leg found counts at most this much relevance
+
+
+@dataclass(slots=True)
+class Change:
+    """What a learnings job reports to the index worker (``indexes.Change``)."""
+
+    changed: bool
+    index_error: Exception | None = None
+
+
+@dataclass(slots=True)
+class Session:
+    last_seen: float
+    ids: dict[str, set[str]] = field(default_factory=dict)  # tier -> entry ids returned
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    text: str
+    scope: str
+    limit: int = 10
+    types: tuple[str, ...] = ()
+    max_chars: dict[str, int] = field(default_factory=dict)  # per type
+    session_id: str | None = None
+    mode: str | None = None
+
+
+class Learnings:
+    def __init__(
+        self,
+        settings: Settings,
+        indexes: TierIndexes,
+        notes: Notes,
+        embeddings: Embeddings,
+        lead: LeadClient | None,
+    ) -> None:
+        self.settings = settings
+        self.indexes = indexes
+        self.notes = notes
+        self.embeddings = embeddings
+        self.lead = lead
+        self.tiers: dict[str, LearningsIndex] = {}
+        self.sessions: dict[str, Session] = {}
+        self.session_idle_s = SESSION_IDLE_S
+        self._ready: dict[str, asyncio.Event] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._oneoffs: set[asyncio.Future[Any]] = set()
+        self._stopping = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open each local tier's index (before the embedder starts, so it gets vectors)."""
+        loop = asyncio.get_running_loop()
+        for name, state in self.indexes.tiers.items():
+            index = await loop.run_in_executor(None, LearningsIndex, state.tier)
+            await loop.run_in_executor(None, index.refresh)  # what the index already holds
+            self.tiers[name] = index
+            self._ready[name] = asyncio.Event()
+            self.embeddings.add_store(f"{name}:{FOLDER}", index.store)
+        self.notes.formats[FOLDER] = self._index_written
+
+    async def start(self) -> None:
+        self.indexes.on_file.append(self._file_changed)
+        for name in self.tiers:
+            self._background(self._first_sync(name), "learnings-sync")
+        self._tasks.append(asyncio.create_task(self._timer(), name="learnings-timer"))
+
+    async def stop(self) -> None:
+        """End every open session (its reinforcements written), then stop the timers."""
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for session_id in list(self.sessions):
+            with contextlib.suppress(Exception):
+                await self.end_session(session_id)
+        if self._oneoffs:
+            await asyncio.gather(*self._oneoffs, return_exceptions=True)
+
+    async def close(self) -> None:
+        for index in self.tiers.values():
+            await asyncio.get_running_loop().run_in_executor(None, index.close)
+
+    def _background(self, work: Any, name: str) -> None:
+        task = asyncio.ensure_future(work)
+        task.set_name(name)
+        self._oneoffs.add(task)
+        task.add_done_callback(self._oneoffs.discard)
+
+    async def _first_sync(self, name: str) -> None:
+        try:
+            await self._sync(name, "")
+        finally:
+            self._ready[name].set()
+
+    async def _timer(self) -> None:
+        """Reconcile with the folder (what the watcher missed) and end idle sessions."""
+        last_reconcile = time.monotonic()
+        while True:
+            await asyncio.sleep(min(SWEEP_EVERY_S, self.settings.reconcile_interval))
+            await self.end_idle_sessions()
+            if time.monotonic() - last_reconcile >= self.settings.reconcile_interval:
+                last_reconcile = time.monotonic()
+                for name in self.tiers:
+                    await self._sync(name, "")
+
+    # -- keeping the index in step ---------------------------------------------------------
+
+    def _index_written(
+        self, scope: str, rel: str, data: bytes, mtime_ns: Callable[[], int]
+    ) -> None:
+        """``Notes.commit`` hands each written learnings file here, on the index writer."""
+        self.tiers[scope].index_written(rel, data, mtime_ns)
+
+    def _file_changed(self, tier: str, rel: str) -> None:
+        if tier in self.tiers and is_learnings(rel) and not self._stopping:
+            self._background(self._sync(tier, rel), "learnings-sync")
+
+    async def _sync(self, tier: str, rel: str) -> None:
+        index = self.tiers[tier]
+
+        def job(_: TierState) -> Change:
+            return Change(index.sync(rel) > 0)
+
+        try:
+            await self.indexes.write(tier, f"{FOLDER}:{rel}", job)
+        except Exception as exc:  # the next reconcile tries again
+            log.error("learnings index sync failed",
+                      extra={"tier": tier, "file": rel, "error": str(exc)})  # fmt: skip
+
+    async def rebuild(self, scope: str) -> None:
+        for name in ["agent", "crew"] if scope == "both" else [scope]:
+            if name in self.tiers:
+                index = self.tiers[name]
+
+                def job(_: TierState, index: LearningsIndex = index) -> Change:
+                    index.rebuild()
+                    return Change(True)
+
+                self._background(self.indexes.write(name, f"{FOLDER}:", job), "learnings-rebuild")
+
+    # -- writing -------------------------------------------------------------------------
+
+    async def learn(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Append one entry (id and defaults filled in) durably, then compact its file."""
+        scope = body.get("scope", "agent")
+        slug = body.get("file", "general")
+        text = body["text"].strip("\n")
+        today = today_utc().isoformat()
+        entry_id = str(uuid.uuid4())
+        fields = {
+            "id": entry_id,
+            "type": body.get("type", "declarative"),
+            "domain": body.get("domain", "task"),
+            "importance": body.get("importance", entries.DEFAULT_IMPORTANCE),
+            "reinforcement_count": 0,
+            "last_reinforced": today,
+            "status": "active",
+            "created": today,
+            "institutional": True if body.get("institutional") else None,
+        }
+        rel = f"{FOLDER}/{slug}.md"
+        written = await self.notes.write(scope, rel, "\n" + entries.render(fields, text), "append")
+        answer: dict[str, Any] = {"id": entry_id, "scope": scope, "file": rel,
+                                  "usage": written["usage"]}  # fmt: skip
+        if written.get("warning"):
+            answer["warning"] = written["warning"]
+        compacted = await self.compact(scope, rel, dry_run=False)
+        if compacted["files"]:
+            answer["compaction"] = compacted["files"][0]
+        return answer
+
+    async def compact(self, scope: str, file: str | None, dry_run: bool) -> dict[str, Any]:
+        """Compact one learnings file, or every one of the tier; ``dry_run`` only plans."""
+        index = self._local(scope)
+        paths = [file] if file else sorted(
+            p for p in index.snapshot.by_line if not p.startswith(f"{FOLDER}/archive/")
+        )  # fmt: skip
+        today = today_utc()
+        plans: list[dict[str, Any]] = []
+        for rel in paths:
+            target = MemoryFile(scope, rel, LEARNING)
+            current = await self._read_text(index, rel)
+            if current is None:
+                continue
+            p = compaction.plan(rel, current, today)
+            if not p.changes:
+                continue
+            plans.append(p.to_json())
+            if dry_run:
+                continue
+            moving = entries.encode(p.archive_text)
+            archive = MemoryFile(scope, p.archive_file, LEARNING)
+            # The archive first: a crash between the two leaves an entry in both, never
+            # in neither; the next compaction archives it once more.
+            await self.notes.commit(archive, lambda cur, m=moving: _append(cur, m))
+            expected = {a["id"] for a in p.archived}
+
+            def build(cur: bytes | None, rel: str = rel, expected: set[str] = expected) -> bytes:
+                text = entries.decode(cur)
+                again = compaction.plan(rel, text, today)
+                if {a["id"] for a in again.archived} != expected:
+                    return cur or b""  # changed meanwhile: leave it for the next run
+                return entries.encode(again.new_text)
+
+            await self.notes.commit(target, build)
+        return {"scope": scope, "dry_run": dry_run, "files": plans}
+
+    async def _read_text(self, index: LearningsIndex, rel: str) -> str | None:
+        got = await asyncio.get_running_loop().run_in_executor(None, read_confined, index.root, rel)
+        return None if got is None else entries.decode(got[0])
+
+    # -- reinforcement -------------------------------------------------------------------
+
+    def _touch(self, session_id: str, tier: str, ids: list[str]) -> None:
+        session = self.sessions.setdefault(session_id, Session(time.monotonic()))
+        session.last_seen = time.monotonic()
+        if ids:
+            session.ids.setdefault(tier, set()).update(ids)
+
+    async def end_session(self, session_id: str) -> dict[str, Any]:
+        """Reinforce, once each, the entries this session was shown: +1 and today's date,
+        written into their files' front matter."""
+        session = self.sessions.pop(session_id, None)
+        reinforced: dict[str, int] = {}
+        if session is not None:
+            for tier, ids in session.ids.items():
+                if tier in self.tiers:
+                    reinforced[tier] = await self._reinforce(tier, ids)
+        if self.lead is not None:  # the crew's entries are the lead's to reinforce
+            with contextlib.suppress(LeadError, LeadUnavailable):
+                await self.lead.request("POST", "/memory/session/end", {"session_id": session_id})
+        return {"session_id": session_id, "reinforced": reinforced}
+
+    async def end_idle_sessions(self, now: float | None = None) -> list[str]:
+        now = time.monotonic() if now is None else now
+        idle = [s for s, v in self.sessions.items() if now - v.last_seen >= self.session_idle_s]
+        for session_id in idle:
+            try:
+                await self.end_session(session_id)
+            except Exception as exc:
+                log.error("reinforcement failed", extra={"session": session_id, "error": str(exc)})
+        return idle
+
+    async def _reinforce(self, tier: str, ids: set[str]) -> int:
+        index = self.tiers[tier]
+        by_file: dict[str, set[str]] = {}
+        for entry_id in ids:
+            where = index.snapshot.by_id.get(entry_id)
+            if where is not None:
+                by_file.setdefault(where[0], set()).add(entry_id)
+        today = today_utc().isoformat()
+        counts: list[int] = []
+
+        def build(cur: bytes | None, wanted: set[str]) -> bytes:
+            text = entries.decode(cur)
+            found, _ = entries.parse("", text)
+            done = 0
+            for e in reversed(found):  # bottom up: line numbers above stay put
+                if e.id in wanted and e.fields_ok and e.status == "active":
+                    text = entries.edit_fields(text, e.line, {
+                        "reinforcement_count": e.reinforcement_count + 1,
+                        "last_reinforced": today,
+                    })  # fmt: skip
+                    wanted = wanted - {e.id}
+                    done += 1
+            counts.append(done)
+            return entries.encode(text)
+
+        await asyncio.gather(*(
+            self.notes.commit(MemoryFile(tier, rel, LEARNING), lambda c, w=wanted: build(c, w))
+            for rel, wanted in by_file.items()
+        ))  # fmt: skip
+        return sum(counts)
+
+    # -- retrieval -----------------------------------------------------------------------
+
+    def default_scope(self) -> str:
+        """Both tiers wherever there is a crew tier to ask (here, or at the lead)."""
+        return "both" if "crew" in self.tiers or self.lead is not None else "agent"
+
+    def _local(self, scope: str) -> LearningsIndex:
+        if scope not in self.tiers:
+            owner = " (the crew lead owns it)" if scope == "crew" else ""
+            raise ApiError(503, "tier_unavailable",
+                           f"this sidecar does not serve the {scope} tier{owner}")  # fmt: skip
+        return self.tiers[scope]
+
+    async def search(self, q: SearchQuery) -> dict[str, Any]:
+        names = ["agent", "crew"] if q.scope == "both" else [q.scope]
+        ask_lead = "crew" in names and "crew" not in self.tiers and self.lead is not None
+        local = [n for n in names if n in self.tiers]
+        if not local and not ask_lead:
+            self._local(names[0])
+        planned = plan(q.text)
+        mode = q.mode or (HYBRID if self.embeddings.vectors is not None else SPARSE)
+        degraded: list[str] = []
+        vector, why_not = await self.embeddings.query_vector(q.text, mode)
+        if why_not and mode == DENSE:
+            raise ApiError(503, "dense_unavailable", f"{why_not}; use mode=sparse")
+        if why_not:
+            degraded.append(why_not)
+            mode = SPARSE
+        if planned is None and mode != DENSE:
+            raise ApiError(400, "empty_query", "the query has no searchable words")
+        candidates: list[Candidate] = []
+        for name in local:
+            await self._ready[name].wait()
+            candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
+        if ask_lead:
+            candidates += await self._from_lead(q, degraded)
+        picked = _within_budgets(mmr(candidates, len(candidates)), q.limit, q.max_chars)
+        if q.session_id:
+            for name in local:
+                self._touch(q.session_id, name, [c.meta["id"] for c in picked if c.tier == name])
+        hits = [_hit(c) for c in picked]
+        body: dict[str, Any] = {"hits": hits, "count": len(hits), "mode": mode}
+        if degraded:
+            body["degraded"] = degraded
+        return body
+
+    def _candidates(
+        self, name: str, planned: Any, mode: str, vector: Any, q: SearchQuery
+    ) -> list[Candidate]:
+        """One tier's candidates from the notes' ranking, with their prominence (a thread)."""
+        index = self.tiers[name]
+        vectors = self.embeddings.vectors
+        tier_vectors = vectors.tiers.get(f"{name}:{FOLDER}") if vectors else None
+        pool = POOL if not q.types else 4 * POOL
+        results, _ = rank_tier(index.store, name, planned, pool, mode, vector, tier_vectors)
+        today = today_utc()
+        out: list[Candidate] = []
+        for r, relevance in zip(results, _relevances(results), strict=True):
+            meta = index.entry(r.hit.path, r.hit.start_line)
+            if meta is None or (q.types and meta["type"] not in q.types):
+                continue
+            out.append(Candidate(name, r.hit.path, meta, r.hit.text, relevance,
+                                 prominence(meta, today), SCOPE_FACTORS[name]))  # fmt: skip
+        return out
+
+    async def _from_lead(self, q: SearchQuery, degraded: list[str]) -> list[Candidate]:
+        assert self.lead is not None
+        body: dict[str, Any] = {"query": q.text, "scope": "crew", "limit": q.limit}
+        if q.types:
+            body["types"] = list(q.types)
+        if q.session_id:
+            body["session_id"] = q.session_id
+        try:
+            answer = await self.lead.request("POST", "/memory/learnings/search", body)
+        except LeadError as exc:
+            raise exc.to_api_error() from None
+        except LeadUnavailable as exc:
+            degraded.append(str(unreachable(self.lead.url, exc).detail) + "; own learnings only")
+            return []
+        return [
+            Candidate(
+                "crew",
+                h["file"],
+                h,
+                h["text"],
+                h["relevance"],
+                h["prominence"],
+                SCOPE_FACTORS["crew"],
+            )
+            for h in answer.get("hits", [])
+        ]
+
+    async def institutional(self) -> list[dict[str, Any]]:
+        """Active institutional directives of every local tier, for the memory block."""
+        out: list[dict[str, Any]] = []
+        for name, index in self.tiers.items():
+            await self._ready[name].wait()
+            for path in sorted(index.snapshot.by_line):
+                for meta in index.snapshot.by_line[path].values():
+                    if (
+                        meta["institutional"]
+                        and meta["type"] == "directive"
+                        and (
+                            meta["status"] == "active" and not path.startswith(f"{FOLDER}/archive/")
+                        )
+                    ):
+                        out.append({**meta, "tier": name, "file": path})
+        return out
+
+    # -- status --------------------------------------------------------------------------
+
+    def status(self, scope: str) -> dict[str, Any] | None:
+        index = self.tiers.get(scope)
+        return None if index is None else index.status()
+
+    def health_reasons(self, reasons: list[str]) -> None:
+        for name, index in self.tiers.items():
+            problems = sum(len(v) for v in index.snapshot.problems.values())
+            if problems:
+                reasons.append(
+                    f"{name}: {problems} learnings problem(s) (malformed front matter read with "
+                    f"default metadata); /memory/status?scope={name} names file and line"
+                )
+
+
+def _append(current: bytes | None, moving: bytes) -> bytes:
+    if not current:
+        return moving
+    return current + (b"" if current.endswith(b"\n") else b"\n") + b"\n" + moving
+
+
+def _relevances(results: list[Result]) -> list[float]:
+    """Each result's relevance from the notes' ranking, scaled to the best hit: BM25 (or
+    hybrid) scores over the best one; a dense-only hit's cosine, at most ``FILL_SHARE``
+    when words found anything (``fusion.rerank`` ranks such fills below, at -2 + cosine)."""
+    worded = [r.score for r in results if r.ranks and SPARSE in r.ranks]
+    top = max(worded) if worded else 0.0
+    dense_only = [r.score for r in results if not (r.ranks and SPARSE in r.ranks)]
+    best_sim = max(dense_only) if dense_only and not worded else 1.0
+    out: list[float] = []
+    for r in results:
+        if r.ranks and SPARSE in r.ranks:
+            out.append(r.score / top if top > 0 else 1.0)
+        elif worded:
+            out.append(FILL_SHARE * max(0.0, r.score + 2.0))
+        else:
+            out.append(max(0.0, r.score) / best_sim if best_sim > 0 else 0.0)
+    return out
+
+
+def _within_budgets(
+    ordered: list[Candidate], limit: int, budgets: dict[str, int]
+) -> list[Candidate]:
+    """The first ``limit`` hits, skipping any whose type has used its character budget."""
+    used: dict[str, int] = {}
+    out: list[Candidate] = []
+    for c in ordered:
+        kind = c.meta["type"]
+        if kind in budgets and used.get(kind, 0) + len(c.text) > budgets[kind]:
+            continue
+        used[kind] = used.get(kind, 0) + len(c.text)
+        out.append(c)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _hit(c: Candidate) -> dict[str, Any]:
+    meta = c.meta
+    hit: dict[str, Any] = {
+        "id": meta["id"], "tier": c.tier, "file": c.path, "line": meta["line"],
+        "type": meta["type"], "domain": meta["domain"], "importance": meta["importance"],
+        "reinforcement_count": meta["reinforcement_count"],
+        "last_reinforced": meta["last_reinforced"], "status": meta["status"],
+        "institutional": meta["institutional"], "text": c.text,
+        "relevance": round(c.relevance, 6), "prominence": round(c.prominence, 6),
+        "scope_factor": c.scope_factor, "score": round(c.score, 6),
+    }  # fmt: skip
+    finding = scan_remembered(c.text)
+    if finding is not None:  # say so; the MCP tools withhold the text
+        hit["flagged"] = {"category": finding.category, "pattern": finding.pattern}
+    return hit

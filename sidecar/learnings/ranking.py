@@ -1,0 +1,79 @@
+"""Where a learning is ranked: relevance x prominence x scope, then MMR for diversity.
+
+    prominence    = importance x recency x (1 + reinforcement_count)    (0 unless active)
+    recency       = max(DECAY_FLOOR, exp(-ln 2 / HALF_LIFE_DAYS x age_days))
+    score         = relevance x prominence x scope_factor
+
+Relevance comes from the same hybrid ranking as notes (``retrieval.ranking``), scaled
+to the best candidate. Age counts from ``last_reinforced`` (else ``created``) and is
+computed at query time, so nothing is rewritten for time to pass. The floor is on
+recency, not on prominence: time alone never hides an entry, and importance and
+reinforcement still tell two old entries apart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from sidecar.learnings.entries import jaccard, words
+
+HALF_LIFE_DAYS = 90.0
+DECAY_FLOOR = 0.1
+# The reference's team and project factors: an agent's own learnings are closer to its
+# work than the crew's.
+SCOPE_FACTORS = {"agent": 1.5, "crew": 1.2}
+MMR_LAMBDA = 0.7  # share of the score in MMR; the rest penalises likeness to earlier hits
+
+
+def recency(meta: dict[str, Any], today: date) -> float:
+    when = meta.get("last_reinforced") or meta.get("created")
+    if not when:
+        return 1.0
+    age = max(0, (today - date.fromisoformat(when)).days)
+    return max(DECAY_FLOOR, math.exp(-math.log(2) / HALF_LIFE_DAYS * age))
+
+
+def prominence(meta: dict[str, Any], today: date) -> float:
+    if meta.get("status", "active") != "active":
+        return 0.0
+    reinforced = 1 + int(meta.get("reinforcement_count", 0))
+    return float(meta.get("importance", 0.5)) * recency(meta, today) * reinforced
+
+
+@dataclass(slots=True)
+class Candidate:
+    tier: str
+    path: str
+    meta: dict[str, Any]
+    text: str
+    relevance: float
+    prominence: float = 0.0
+    scope_factor: float = 1.0
+
+    @property
+    def score(self) -> float:
+        return self.relevance * self.prominence * self.scope_factor
+
+
+def mmr(candidates: Sequence[Candidate], k: int, lam: float = MMR_LAMBDA) -> list[Candidate]:
+    """Maximal marginal relevance: each pick trades its score (scaled to the best) for its
+    word-set likeness to what is already picked, so near-duplicates do not fill the list."""
+    pool = [c for c in candidates if c.score > 0]
+    if not pool:
+        return []
+    top = max(c.score for c in pool)
+    sets = [words(c.text) for c in pool]
+    likeness = [0.0] * len(pool)  # max Jaccard with anything picked so far
+    left = set(range(len(pool)))
+    picked: list[Candidate] = []
+    while left and len(picked) < k:
+        best = max(left, key=lambda i: (lam * pool[i].score / top - (1 - lam) * likeness[i], -i))
+        left.discard(best)
+        picked.append(pool[best])
+        for i in left:
+            likeness[i] = max(likeness[i], jaccard(sets[i], sets[best]))
+    return picked
