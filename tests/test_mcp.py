@@ -20,11 +20,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from sidecar.journal.tools import RECALL, RECORD
+from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 from tests.sidecar_process import SidecarProcess
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS]
 TIMEOUT = 15.0
 
 

@@ -84,7 +84,6 @@ class Learnings:
         self.tiers: dict[str, LearningsIndex] = {}
         self.sessions: dict[str, Session] = {}
         self.session_idle_s = SESSION_IDLE_S
-        self._ready: dict[str, asyncio.Event] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._oneoffs: set[asyncio.Future[Any]] = set()
         self._stopping = False
@@ -98,14 +97,15 @@ class Learnings:
             index = await loop.run_in_executor(None, LearningsIndex, state.tier)
             await loop.run_in_executor(None, index.refresh)  # what the index already holds
             self.tiers[name] = index
-            self._ready[name] = asyncio.Event()
             self.embeddings.add_store(f"{name}:{FOLDER}", index.store)
         self.notes.formats[FOLDER] = self._index_written
 
     async def start(self) -> None:
+        """Catch up with the folder (a stat per file when the index is current), then follow
+        the watcher."""
         self.indexes.on_file.append(self._file_changed)
         for name in self.tiers:
-            self._background(self._first_sync(name), "learnings-sync")
+            await self.sync(name, "")
         self._tasks.append(asyncio.create_task(self._timer(), name="learnings-timer"))
 
     async def stop(self) -> None:
@@ -132,12 +132,6 @@ class Learnings:
         self._oneoffs.add(task)
         task.add_done_callback(self._oneoffs.discard)
 
-    async def _first_sync(self, name: str) -> None:
-        try:
-            await self._sync(name, "")
-        finally:
-            self._ready[name].set()
-
     async def _timer(self) -> None:
         """Reconcile with the folder (what the watcher missed) and end idle sessions."""
         last_reconcile = time.monotonic()
@@ -147,7 +141,7 @@ class Learnings:
             if time.monotonic() - last_reconcile >= self.settings.reconcile_interval:
                 last_reconcile = time.monotonic()
                 for name in self.tiers:
-                    await self._sync(name, "")
+                    await self.sync(name, "")
 
     # -- keeping the index in step ---------------------------------------------------------
 
@@ -159,9 +153,10 @@ class Learnings:
 
     def _file_changed(self, tier: str, rel: str) -> None:
         if tier in self.tiers and is_learnings(rel) and not self._stopping:
-            self._background(self._sync(tier, rel), "learnings-sync")
+            self._background(self.sync(tier, rel), "learnings-sync")
 
-    async def _sync(self, tier: str, rel: str) -> None:
+    async def sync(self, tier: str, rel: str = "") -> None:
+        """Index one file's changes, or reconcile the whole folder, as one FIFO job."""
         index = self.tiers[tier]
 
         def job(_: TierState) -> Change:
@@ -265,13 +260,21 @@ class Learnings:
 
     async def end_session(self, session_id: str) -> dict[str, Any]:
         """Reinforce, once each, the entries this session was shown: +1 and today's date,
-        written into their files' front matter."""
+        written into their files' front matter. Entries whose file could not be written
+        stay with the session, so ending it again retries them."""
         session = self.sessions.pop(session_id, None)
         reinforced: dict[str, int] = {}
+        failure: Exception | None = None
         if session is not None:
             for tier, ids in session.ids.items():
-                if tier in self.tiers:
-                    reinforced[tier] = await self._reinforce(tier, ids)
+                if tier not in self.tiers:
+                    continue
+                reinforced[tier], left, error = await self._reinforce(tier, ids)
+                if left:
+                    self._touch(session_id, tier, sorted(left))
+                    failure = failure or error
+        if failure is not None:
+            raise failure
         if self.lead is not None:  # the crew's entries are the lead's to reinforce
             with contextlib.suppress(LeadError, LeadUnavailable):
                 await self.lead.request("POST", "/memory/session/end", {"session_id": session_id})
@@ -287,7 +290,8 @@ class Learnings:
                 log.error("reinforcement failed", extra={"session": session_id, "error": str(exc)})
         return idle
 
-    async def _reinforce(self, tier: str, ids: set[str]) -> int:
+    async def _reinforce(self, tier: str, ids: set[str]) -> tuple[int, set[str], Exception | None]:
+        """(entries reinforced, ids whose file failed to write, the first such error)."""
         index = self.tiers[tier]
         by_file: dict[str, set[str]] = {}
         for entry_id in ids:
@@ -295,9 +299,9 @@ class Learnings:
             if where is not None:
                 by_file.setdefault(where[0], set()).add(entry_id)
         today = today_utc().isoformat()
-        counts: list[int] = []
+        counts: dict[str, int] = {}
 
-        def build(cur: bytes | None, wanted: set[str]) -> bytes:
+        def build(cur: bytes | None, rel: str, wanted: set[str]) -> bytes:
             text = entries.decode(cur)
             found, _ = entries.parse("", text)
             done = 0
@@ -309,14 +313,29 @@ class Learnings:
                     })  # fmt: skip
                     wanted = wanted - {e.id}
                     done += 1
-            counts.append(done)
+            counts[rel] = done
             return entries.encode(text)
 
-        await asyncio.gather(*(
-            self.notes.commit(MemoryFile(tier, rel, LEARNING), lambda c, w=wanted: build(c, w))
-            for rel, wanted in by_file.items()
-        ))  # fmt: skip
-        return sum(counts)
+        files = list(by_file.items())
+        outcomes = await asyncio.gather(
+            *(
+                self.notes.commit(
+                    MemoryFile(tier, rel, LEARNING), lambda c, r=rel, w=wanted: build(c, r, w)
+                )
+                for rel, wanted in files
+            ),
+            return_exceptions=True,
+        )
+        left: set[str] = set()
+        error: Exception | None = None
+        done = 0
+        for (rel, wanted), outcome in zip(files, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                left |= wanted
+                error = error or outcome
+            else:
+                done += counts.get(rel, 0)
+        return done, left, error
 
     # -- retrieval -----------------------------------------------------------------------
 
@@ -350,7 +369,6 @@ class Learnings:
             raise ApiError(400, "empty_query", "the query has no searchable words")
         candidates: list[Candidate] = []
         for name in local:
-            await self._ready[name].wait()
             candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
         if ask_lead:
             candidates += await self._from_lead(q, degraded)
@@ -414,7 +432,6 @@ class Learnings:
         """Active institutional directives of every local tier, for the memory block."""
         out: list[dict[str, Any]] = []
         for name, index in self.tiers.items():
-            await self._ready[name].wait()
             for path in sorted(index.snapshot.by_line):
                 for meta in index.snapshot.by_line[path].values():
                     if (

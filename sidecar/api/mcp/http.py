@@ -26,6 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.journal.routes import recall_query
+from sidecar.learnings.routes import learn_body, search_query
 from sidecar.service import MemoryService
 from sidecar.web import HTTP_CODES, MAX_BODY_BYTES, error_response
 
@@ -59,6 +60,13 @@ class ServiceBackend:
     async def recall(self, body: dict[str, Any]) -> dict[str, Any]:
         q, scope, mark = recall_query(body)
         return await self.service.journal.recall(q, scope, mark)
+
+    async def learn(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.service.learnings.learn(learn_body(body))
+
+    async def learnings(self, body: dict[str, Any]) -> dict[str, Any]:
+        learnings = self.service.learnings
+        return await learnings.search(search_query(body, learnings.default_scope()))
 
     async def write_health(self) -> tuple[bool, str | None]:
         return await self.service.notes.write_health()

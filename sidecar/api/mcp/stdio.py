@@ -114,6 +114,16 @@ class HttpBackend:
     async def recall(self, body: dict[str, Any]) -> dict[str, Any]:
         return await self._call("POST", "/memory/recall", CALL_TIMEOUT, json=body)
 
+    async def learn(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._change(
+            "/memory/learnings", body,
+            "the learning may or may not have been saved. Look it up with memory.learnings "
+            "before saving it again.",
+        )  # fmt: skip
+
+    async def learnings(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("POST", "/memory/learnings/search", CALL_TIMEOUT, json=body)
+
     async def write_health(self) -> tuple[bool, str | None]:
         """Healthy means the daemon answers ``/healthz`` and reports its write path ok."""
         try:

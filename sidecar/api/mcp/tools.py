@@ -38,6 +38,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from sidecar.errors import ApiError, json_type
 from sidecar.journal import tools as journal_tools
 from sidecar.journal.tools import JournalBackend
+from sidecar.learnings import tools as learnings_tools
+from sidecar.learnings.tools import LearningsBackend
 from sidecar.mcp_results import error, result, with_entries
 from sidecar.notes import tools as notes_tools
 from sidecar.notes.tools import NotesBackend
@@ -50,7 +52,7 @@ HEALTH_TIMEOUT = 3.0  # a health check that takes longer counts as unhealthy
 NOTIFY_TIMEOUT = 1.0  # per connection, for a list-changed notice
 
 
-class MemoryBackend(NotesBackend, SearchBackend, JournalBackend, Protocol):
+class MemoryBackend(NotesBackend, SearchBackend, JournalBackend, LearningsBackend, Protocol):
     """What the tools need from a memory daemon: each capability's methods, and health.
 
     Methods raise ``ApiError`` for failures the caller can act on; any other
@@ -63,7 +65,12 @@ class MemoryBackend(NotesBackend, SearchBackend, JournalBackend, Protocol):
 # Every capability's tools, in the order clients list them.
 SPECS = {
     spec.definition.name: spec
-    for spec in (*notes_tools.TOOLS, *search_tools.TOOLS, *journal_tools.TOOLS)
+    for spec in (
+        *notes_tools.TOOLS,
+        *search_tools.TOOLS,
+        *journal_tools.TOOLS,
+        *learnings_tools.TOOLS,
+    )
 }
 TOOLS = [spec.definition for spec in SPECS.values()]
 
