@@ -33,6 +33,7 @@ from bench import (
     journal_recall,
     journal_speed,
     latency,
+    learnings,
     memory,
     prompt_block,
     retrieval,
@@ -57,6 +58,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     injection.NAME: (injection.run, "injection scanner: caught per class, benign kept"),
     journal_speed.NAME: (journal_speed.run, "episodic journal: record, recall, rebuild, memory"),
     journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
+    learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
 }
 
 

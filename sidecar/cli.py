@@ -34,6 +34,7 @@ from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.indexes import stats_json
 from sidecar.index.sqlite import SQLiteStore
 from sidecar.journal import cli as journal_cli
+from sidecar.learnings import cli as learnings_cli
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE
 from sidecar.retrieval.ranking import Result, search_store
@@ -194,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     _context_parser(sub)
     _doctor_parser(sub)
     journal_cli.add_parsers(sub, _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"))
+    learnings_cli.add_parsers(sub, _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"))
 
     p = sub.add_parser("seed-demo", help="create example agent/ and crew/ memory under PATH")
     p.add_argument("path", type=Path)

@@ -28,7 +28,6 @@ from aiohttp.test_utils import TestClient
 
 from sidecar.config import Settings
 from sidecar.disk import durable
-from sidecar.disk.tiers import INDEX_FILENAME
 from sidecar.errors import ApiError
 from sidecar.index import indexer
 from sidecar.index.queue import FILE, WRITE, JobKey
@@ -132,11 +131,12 @@ def temps(root: Path) -> list[str]:
 
 
 def snapshot(root: Path) -> dict[str, object]:
-    """Everything below ``root`` but the index: file bytes, link targets, directories."""
+    """Everything below ``root`` but the derived indexes (notes, journal, learnings: their
+    WAL files change on reads too): file bytes, link targets, directories."""
     tree: dict[str, object] = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
-        if p.name.startswith(INDEX_FILENAME):
+        if ".sqlite" in p.name:
             continue
         if p.is_symlink():
             tree[rel] = ("link", os.readlink(p))

@@ -35,8 +35,7 @@ Save what should outlive this session with the memory.write tool (or POST /memor
 - scope=crew (crew lead only): CREW.md for crew-wide decisions, topics/<slug>.md for subject
   knowledge, daily/today for the crew log.
 Over a cap, the tool returns current_entries: consolidate them and retry with mode=replace.
-Record a lesson that should shape future work (a correction, a rule, a procedure) with
-memory.learn; look lessons up with memory.learnings.
+Save a lesson for future work (a correction, a rule) with memory.learn.
 Search older memory with memory.search; read exact lines with memory.read.
 [END MEMORY INSTRUCTIONS]
 """

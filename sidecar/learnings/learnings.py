@@ -40,6 +40,8 @@ SESSION_IDLE_S = 30 * 60.0  # a session with no request for this long has ended
 SWEEP_EVERY_S = 60.0
 POOL = 50  # candidates the hybrid ranking hands to prominence and MMR
 FILL_SHARE = 0.5  # a hit only the dense leg found counts at most this much relevance
+RELEVANCE, PROMINENCE = "relevance", "prominence"
+RANKINGS = ("default", RELEVANCE, PROMINENCE)
 
 
 @dataclass(slots=True)
@@ -65,6 +67,7 @@ class SearchQuery:
     max_chars: dict[str, int] = field(default_factory=dict)  # per type
     session_id: str | None = None
     mode: str | None = None
+    ranking: str = "default"  # or "relevance", "prominence" (no MMR): to compare them
 
 
 class Learnings:
@@ -372,7 +375,7 @@ class Learnings:
             candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
         if ask_lead:
             candidates += await self._from_lead(q, degraded)
-        picked = _within_budgets(mmr(candidates, len(candidates)), q.limit, q.max_chars)
+        picked = _within_budgets(_order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             for name in local:
                 self._touch(q.session_id, name, [c.meta["id"] for c in picked if c.tier == name])
@@ -483,6 +486,14 @@ def _relevances(results: list[Result]) -> list[float]:
         else:
             out.append(max(0.0, r.score) / best_sim if best_sim > 0 else 0.0)
     return out
+
+
+def _order(candidates: list[Candidate], ranking: str) -> list[Candidate]:
+    if ranking == RELEVANCE:
+        return sorted(candidates, key=lambda c: -c.relevance)
+    if ranking == PROMINENCE:
+        return sorted((c for c in candidates if c.score > 0), key=lambda c: -c.score)
+    return mmr(candidates, len(candidates))
 
 
 def _within_budgets(

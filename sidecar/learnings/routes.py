@@ -9,7 +9,7 @@ from aiohttp import web
 
 from sidecar.errors import ApiError
 from sidecar.learnings import entries
-from sidecar.learnings.learnings import Learnings, SearchQuery
+from sidecar.learnings.learnings import RANKINGS, Learnings, SearchQuery
 from sidecar.retrieval.modes import MODES
 from sidecar.retrieval.query import MAX_QUERY_CHARS
 from sidecar.web import bool_field, check_fields, int_field, json_body, string_field
@@ -127,6 +127,7 @@ def search_query(body: dict[str, Any], default_scope: str) -> SearchQuery:
         budgets,
         _session(body),
         mode,
+        _choice(body, "ranking", RANKINGS, "default"),
     )
 
 
