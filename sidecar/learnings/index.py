@@ -132,13 +132,13 @@ class LearningsIndex:
 
     def status(self) -> dict[str, Any]:
         snap = self.snapshot
-        counts: dict[str, int] = {}
+        counts = dict.fromkeys(entries.STATUSES, 0)
         for file_entries in snap.by_line.values():
             for e in file_entries.values():
                 counts[e["status"]] = counts.get(e["status"], 0) + 1
         return {
             "files": len(snap.by_line),
-            "entries": sum(counts.values()),
+            "entries": sum(counts.values()),  # every status, archived ones too
             "by_status": counts,
             "problems": [
                 {"file": path, "line": p["line"], "error": p["error"]}
