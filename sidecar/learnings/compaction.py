@@ -66,8 +66,8 @@ def near_duplicate_pairs(sets: list[frozenset[str]], threshold: float) -> list[t
         prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered)) + 1]
         for w in prefix:
             for j in postings.get(w, ()):
-                small, large = sorted((len(s), len(sets[j])))
-                if small >= threshold * large:
+                other = len(sets[j])
+                if min(len(s), other) >= threshold * max(len(s), other):
                     pairs.add((j, i))
             postings.setdefault(w, []).append(i)
     return sorted(p for p in pairs if jaccard(sets[p[0]], sets[p[1]]) > threshold)
@@ -156,12 +156,13 @@ def _rewrite(
     for n in range(len(found) - 1, -1, -1):  # bottom up: earlier line numbers stay put
         e = found[n]
         if e.line in leaving:
-            moved.append(entries.edit_fields(entries.entry_slice(text, e), 1, leaving[e.line]))
+            own = lines[e.line - 1 : e.end_line]
+            entries.edit_lines(own, 1, leaving[e.line])
+            moved.append("\n".join(own) + "\n")
             end = starts[n + 1] - 1 if n + 1 < len(found) else len(lines)
             del lines[e.line - 1 : end]
         elif changes.get(e.line):
-            edited = entries.edit_fields("\n".join(lines), e.line, changes[e.line])
-            lines = edited.split("\n")
+            entries.edit_lines(lines, e.line, changes[e.line])
     new = "\n".join(lines)
     if text.endswith("\n") and not new.endswith("\n"):
         new += "\n"

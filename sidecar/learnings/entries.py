@@ -325,12 +325,8 @@ def _edit_with_ruamel(block: list[str], changes: dict[str, Any]) -> list[str]:
     return split_lines(out.getvalue())
 
 
-def edit_fields(text: str, line: int, changes: dict[str, Any]) -> str:
-    """``text`` with the fields of the entry whose block opens on ``line`` changed.
-
-    Only the changed fields' lines differ; every other byte of the file is kept.
-    """
-    lines = text.split("\n")
+def edit_lines(lines: list[str], line: int, changes: dict[str, Any]) -> None:
+    """Change, in place, the fields of the entry whose block opens on ``line`` (1-based)."""
     first = line - 1
     close = _opens_block(lines, first)
     if close is None:
@@ -339,10 +335,14 @@ def edit_fields(text: str, line: int, changes: dict[str, Any]) -> str:
     edited = _edit_block_lines(block, changes)
     if edited is None:
         edited = _edit_with_ruamel(block, changes)
-    return "\n".join([*lines[: first + 1], *edited, *lines[close:]])
+    lines[first + 1 : close] = edited
 
 
-def entry_slice(text: str, entry: Entry) -> str:
-    """The entry's own lines (block and text) exactly as the file has them."""
-    lines = split_lines(text)
-    return "\n".join(lines[entry.line - 1 : entry.end_line]) + "\n"
+def edit_fields(text: str, line: int, changes: dict[str, Any]) -> str:
+    """``text`` with the fields of the entry whose block opens on ``line`` changed.
+
+    Only the changed fields' lines differ; every other byte of the file is kept.
+    """
+    lines = text.split("\n")
+    edit_lines(lines, line, changes)
+    return "\n".join(lines)

@@ -239,8 +239,13 @@ class Learnings:
             await self.notes.commit(archive, lambda cur, m=moving: _append(cur, m))
             expected = {a["id"] for a in p.archived}
 
-            def build(cur: bytes | None, rel: str = rel, expected: set[str] = expected) -> bytes:
+            def build(
+                cur: bytes | None, rel: str = rel, expected: set[str] = expected,
+                planned: compaction.Plan = p, seen: str = current,
+            ) -> bytes:  # fmt: skip
                 text = entries.decode(cur)
+                if text == seen:
+                    return entries.encode(planned.new_text)
                 again = compaction.plan(rel, text, today)
                 if {a["id"] for a in again.archived} != expected:
                     return cur or b""  # changed meanwhile: leave it for the next run
