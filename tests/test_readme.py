@@ -30,7 +30,7 @@ EXAMPLE = re.compile(
 # The endpoints whose documented answers must stay covered by a marked example.
 COVERED = {
     "/healthz", "/memory/status", "/memory/search", "/memory/write", "/memory/reindex",
-    "/memory/journal", "/memory/recall", "/memory/health",
+    "/memory/journal", "/memory/recall", "/memory/health", "/memory/learnings/search",
 }  # fmt: skip
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
