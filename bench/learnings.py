@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import sqlite3
 import statistics
@@ -33,6 +32,7 @@ from bench.context import REPO, Context
 from bench.daemon import Daemon
 from bench.report import BenchResult, Figure, Table, at_least, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
+from bench.writes import bare_append
 from sidecar.index.sqlite import TOKENIZER
 from sidecar.learnings import entries
 from sidecar.retrieval.query import terms as query_terms
@@ -275,22 +275,6 @@ def search_speed(ctx: Context, tmp: Path, n: int) -> dict[str, Any]:
     }
 
 
-def durable_replace(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 def writeback_speed(ctx: Context, tmp: Path, rounds: int) -> dict[str, Any]:
     """10 files of 20 entries; five in each carry the file's own word, so ten searches
     show a session 50 entries across the 10 files."""
@@ -331,7 +315,7 @@ def writeback_speed(ctx: Context, tmp: Path, rounds: int) -> dict[str, Any]:
             snapshot = [p.read_bytes() for p in files]
             t0 = time.perf_counter()
             for path, data in zip(files, snapshot, strict=True):
-                durable_replace(path.with_name(f"bare-{path.name}.txt"), data)
+                bare_append(path.with_name(f"bare-{path.name}.txt"), data, sync_dir=True)
             bare.append(time.perf_counter() - t0)
     return {"end": Latency.of_seconds(ends), "bare": Latency.of_seconds(bare)}
 
@@ -368,7 +352,7 @@ def compaction_speed(ctx: Context, tmp: Path, rounds: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             for block in text.split("\n---\n")[::2]:
                 yaml.load(block, Loader=yaml.CSafeLoader)
-            durable_replace(path.with_name("bare.txt"), text.encode())
+            bare_append(path.with_name("bare.txt"), text.encode(), sync_dir=True)
             bare.append(time.perf_counter() - t0)
     (plan,) = outcome["files"]
     return {

@@ -14,6 +14,7 @@ from tests.sidecar_process import SidecarProcess
 from tests.test_crew import lead_and_member
 
 ROUNDS = 4
+ACCEPT_JSON = {"Accept": "application/json"}
 
 
 def test_crew_learnings_come_from_the_lead_which_reinforces_them(tmp_path: Path) -> None:
@@ -34,6 +35,15 @@ def test_crew_learnings_come_from_the_lead_which_reinforces_them(tmp_path: Path)
         by_id = {h["id"]: h for h in found["hits"]}
         assert (by_id[crew["id"]]["tier"], by_id[crew["id"]]["scope_factor"]) == ("crew", 1.2)
         assert (by_id[own["id"]]["tier"], by_id[own["id"]]["scope_factor"]) == ("agent", 1.5)
+
+        block = member.call("GET", "/memory/context", headers=ACCEPT_JSON)[1]["text"]
+        assert "Page the payments on-call" not in block  # a directive, not institutional
+        lead.request("POST", "/memory/learnings", {
+            "scope": "crew", "type": "directive", "institutional": True, "file": "rules",
+            "text": "Freeze deploys during the quarterly audit.",
+        })  # fmt: skip
+        standing = member.call("GET", "/memory/context", headers=ACCEPT_JSON)[1]["text"]
+        assert standing.startswith("[INSTITUTIONAL LEARNINGS]") and "quarterly audit" in standing
 
         ended = member.request("POST", "/memory/session/end", {"session_id": "m-1"})
         assert ended["reinforced"] == {"agent": 1}

@@ -11,7 +11,7 @@ from sidecar.journal import ranking
 from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal, parse_cursor, time_param
 from sidecar.journal.recall import RecallQuery
-from sidecar.retrieval.query import MAX_QUERY_CHARS
+from sidecar.retrieval.routes import task_query
 from sidecar.web import bool_field, check_fields, int_field, json_body, string_field
 
 JOURNAL: web.AppKey[Journal] = web.AppKey("journal", Journal)
@@ -34,11 +34,7 @@ RECALL_FIELDS = (
 def recall_query(body: dict[str, Any]) -> tuple[RecallQuery, str, bool]:
     """A recall request checked field by field (shared with the lead's crew address)."""
     check_fields(body, RECALL_FIELDS)
-    text = string_field(body, "query")
-    if not text or not text.strip():
-        raise ApiError(400, "bad_query", "'query' is required: what the task at hand is about")
-    if len(text) > MAX_QUERY_CHARS:
-        raise ApiError(400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters")
+    text = task_query(body)
     types = body.get("types", [])
     if not isinstance(types, list) or not all(isinstance(t, str) for t in types) or len(types) > 50:
         raise ApiError(400, "bad_types", "'types' must be an array of up to 50 event types")

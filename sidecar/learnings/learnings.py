@@ -16,12 +16,14 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sidecar.config import Settings
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
-from sidecar.disk.tiers import read_confined
+from sidecar.disk.tiers import decode_text, read_confined, walk_markdown
 from sidecar.errors import ApiError
+from sidecar.index.indexer import MAX_FILE_BYTES
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.learnings import compaction, entries
 from sidecar.learnings.index import FOLDER, LearningsIndex, is_learnings
@@ -437,19 +439,19 @@ class Learnings:
         ]
 
     async def institutional(self) -> list[dict[str, Any]]:
-        """Active institutional directives of every local tier, for the memory block."""
+        """Active institutional directives of both tiers, for the memory block. A member
+        reads the crew's straight from the shared folder, as it reads CREW.md."""
         out: list[dict[str, Any]] = []
         for name, index in self.tiers.items():
             for path in sorted(index.snapshot.by_line):
-                for meta in index.snapshot.by_line[path].values():
-                    if (
-                        meta["institutional"]
-                        and meta["type"] == "directive"
-                        and (
-                            meta["status"] == "active" and not path.startswith(f"{FOLDER}/archive/")
-                        )
-                    ):
-                        out.append({**meta, "tier": name, "file": path})
+                out += [{**meta, "tier": name, "file": path}
+                        for meta in index.snapshot.by_line[path].values()
+                        if _standing(path, meta)]  # fmt: skip
+        if "crew" not in self.tiers and self.lead is not None:
+            crew = await asyncio.get_running_loop().run_in_executor(
+                None, _read_standing, self.settings.crew_dir
+            )
+            out += [{**meta, "tier": "crew"} for meta in crew]
         return out
 
     # -- status --------------------------------------------------------------------------
@@ -466,6 +468,28 @@ class Learnings:
                     f"{name}: {problems} learnings problem(s) (malformed front matter read with "
                     f"default metadata); /memory/status?scope={name} names file and line"
                 )
+
+
+def _standing(path: str, meta: dict[str, Any]) -> bool:
+    """An institutional directive still in force."""
+    archived = path.startswith(f"{FOLDER}/archive/")
+    return (
+        bool(meta["institutional"])
+        and meta["type"] == "directive"
+        and (meta["status"] == "active" and not archived)
+    )
+
+
+def _read_standing(root: Path) -> list[dict[str, Any]]:
+    """The institutional directives in a tier's learnings files, read without an index."""
+    out: list[dict[str, Any]] = []
+    for rel, _ in sorted(walk_markdown(root, FOLDER)):
+        got = read_confined(root, rel, MAX_FILE_BYTES)
+        if got is None:
+            continue
+        found, _ = entries.parse(rel, decode_text(got[0]))
+        out += [{**e.meta(), "file": rel} for e in found if _standing(rel, e.meta())]
+    return out
 
 
 def _append(current: bytes | None, moving: bytes) -> bytes:

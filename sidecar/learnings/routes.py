@@ -11,7 +11,7 @@ from sidecar.errors import ApiError
 from sidecar.learnings import entries
 from sidecar.learnings.learnings import RANKINGS, Learnings, SearchQuery
 from sidecar.retrieval.modes import MODES
-from sidecar.retrieval.query import MAX_QUERY_CHARS
+from sidecar.retrieval.routes import task_query
 from sidecar.web import bool_field, check_fields, int_field, json_body, string_field
 
 LEARNINGS: web.AppKey[Learnings] = web.AppKey("learnings", Learnings)
@@ -95,11 +95,7 @@ def learn_body(body: dict[str, Any]) -> dict[str, Any]:
 
 def search_query(body: dict[str, Any], default_scope: str) -> SearchQuery:
     check_fields(body, SEARCH_FIELDS)
-    text = string_field(body, "query")
-    if not text or not text.strip():
-        raise ApiError(400, "bad_query", "'query' is required: what the task at hand is about")
-    if len(text) > MAX_QUERY_CHARS:
-        raise ApiError(400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters")
+    text = task_query(body)
     types = body.get("types", [])
     if not isinstance(types, list) or not all(t in entries.TYPES for t in types):
         raise ApiError(400, "bad_types", f"'types' must be an array of {', '.join(entries.TYPES)}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from sidecar.disk.tiers import SCOPES
@@ -12,6 +14,16 @@ from sidecar.web import check_fields, json_body, string_field
 
 MAX_LIMIT = 50
 SEARCH: web.AppKey[Search] = web.AppKey("search", Search)
+
+
+def task_query(body: dict[str, Any]) -> str:
+    """The ``query`` of a recall or learnings search: what the task at hand is about."""
+    text = string_field(body, "query")
+    if not text or not text.strip():
+        raise ApiError(400, "bad_query", "'query' is required: what the task at hand is about")
+    if len(text) > MAX_QUERY_CHARS:
+        raise ApiError(400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters")
+    return text
 
 
 async def parse_search(request: web.Request) -> tuple[str, str, int, str | None]:
