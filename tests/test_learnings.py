@@ -154,6 +154,20 @@ async def test_a_malformed_block_is_read_with_defaults_and_named_in_status(
     assert any("learnings problem" in r for r in health["reasons"])
 
 
+async def test_a_hard_linked_learnings_file_is_neither_read_nor_indexed(
+    client: TestClient, service: MemoryService, settings: Settings, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text(HAND_WRITTEN)
+    (settings.agent_dir / "learnings").mkdir()
+    os.link(outside, settings.agent_dir / "learnings" / "linked.md")
+    await synced(service)
+    assert (await search(client, "TLS handshake"))["hits"] == []
+    status = await (await client.get("/memory/status?scope=agent")).json()
+    (skipped,) = status["learnings"]["skipped"]
+    assert skipped["file"] == "learnings/linked.md" and "hard link" in skipped["reason"]
+
+
 async def test_write_back_changes_only_the_reinforced_fields(
     client: TestClient, service: MemoryService, settings: Settings
 ) -> None:

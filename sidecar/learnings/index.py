@@ -70,6 +70,8 @@ class LearningsIndex:
         self.store = SQLiteStore(tier.root / INDEX_FILENAME)
         self.snapshot = EMPTY
         self._refresh_lock = threading.Lock()
+        # Files there but refused (hard links, over the size limit, unreadable), and why.
+        self.skipped: indexer.Skipped = {}
 
     @property
     def root(self) -> Path:
@@ -81,9 +83,11 @@ class LearningsIndex:
         """Bring the index in line with one file, or with the whole folder; the number of
         files whose entries changed."""
         if rel.endswith(".md") and rel != FOLDER:
-            result = indexer.sync_file(self.store, self.root, rel, parse=parse_file)
+            result = indexer.sync_file(self.store, self.root, rel, skipped=self.skipped,
+                                       parse=parse_file)  # fmt: skip
         else:
-            result = indexer.sync_tree(self.store, self.root, FOLDER, parse=parse_file)
+            result = indexer.sync_tree(self.store, self.root, FOLDER, skipped=self.skipped,
+                                       parse=parse_file)  # fmt: skip
         self.refresh()
         return result.changed
 
@@ -93,7 +97,8 @@ class LearningsIndex:
         self.refresh()
 
     def rebuild(self) -> None:
-        self.store.replace_all(indexer.load_tree(self.root, sub=FOLDER, parse=parse_file))
+        items = indexer.load_tree(self.root, skipped=self.skipped, sub=FOLDER, parse=parse_file)
+        self.store.replace_all(items)
         self.refresh()
 
     def refresh(self) -> None:
@@ -145,4 +150,5 @@ class LearningsIndex:
                 for path in sorted(snap.problems)
                 for p in snap.problems[path]
             ],
+            "skipped": [{"file": f, "reason": r} for f, r in sorted(dict(self.skipped).items())],
         }

@@ -462,6 +462,11 @@ class Learnings:
 
     def health_reasons(self, reasons: list[str]) -> None:
         for name, index in self.tiers.items():
+            if index.skipped:
+                reasons.append(
+                    f"{name}: {len(index.skipped)} learnings file(s) not read (hard links, size); "
+                    f"/memory/status?scope={name} names them"
+                )
             problems = sum(len(v) for v in index.snapshot.problems.values())
             if problems:
                 reasons.append(
