@@ -15,26 +15,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sidecar.disk.tiers import HardLinked, UnsafePath, open_confined
+from sidecar.disk.jsonl import (  # noqa: F401 - the journal's readers use them from here
+    REJECTED_SUFFIX,
+    Line,
+    SetAside,
+    open_owned,
+    parse_line,
+    read_lines,
+    set_aside_torn_tail,
+    write_all,
+)
+from sidecar.disk.tiers import open_confined
 
 log = logging.getLogger(__name__)
 
 JOURNAL_DIR = "journal"
-REJECTED_SUFFIX = ".rejected"
 _DAY_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}\.jsonl$")
-_READ_CHUNK = 1 << 20
 
 
 def day_file(day: str) -> str:
@@ -65,124 +72,6 @@ def journal_files(root: Path) -> list[str]:
                 if stat.S_ISREG(os.lstat(root / JOURNAL_DIR / name).st_mode):
                     out.append(day_file(name.removesuffix(".jsonl")))
     return out
-
-
-def _open(root: Path, rel: str, flags: int) -> int:
-    """A confined descriptor of a journal file that only this tier owns."""
-    try:
-        fd = open_confined(root, rel, flags | os.O_NONBLOCK, 0o644)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
-            raise UnsafePath(f"{rel}: a symlink or non-directory is on the path") from exc
-        raise
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
-        os.close(fd)
-        if stat.S_ISREG(st.st_mode):
-            raise HardLinked(f"{rel} has {st.st_nlink} links; only a file the tier owns is read")
-        raise UnsafePath(f"{rel} is not a regular file")
-    return fd
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-# -- reading ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    number: int  # 1-based
-    end: int  # byte offset just past its newline
-    record: dict[str, Any] | None  # None: it did not parse
-    error: str | None = None
-
-
-def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    import json
-
-    try:
-        record = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return None, f"not JSON: {exc}"
-    if not isinstance(record, dict):
-        return None, "not a JSON object"
-    return record, None
-
-
-def read_lines(root: Path, rel: str, offset: int = 0, first_line: int = 1) -> Iterator[Line]:
-    """Whole lines from byte ``offset`` on; a last line without its newline (an append
-    in progress, or a torn tail) is not yielded."""
-    fd = _open(root, rel, os.O_RDONLY)
-    try:
-        number, pos, rest = first_line, offset, b""
-        while True:
-            chunk = os.pread(fd, _READ_CHUNK, pos)
-            if not chunk:
-                return
-            pos += len(chunk)
-            data = rest + chunk
-            start = 0
-            base = pos - len(data)
-            while (nl := data.find(b"\n", start)) != -1:
-                raw = data[start:nl]
-                if raw.strip():
-                    record, error = parse_line(raw)
-                    yield Line(number, base + nl + 1, record, error)
-                else:
-                    yield Line(number, base + nl + 1, None, "empty line")
-                number += 1
-                start = nl + 1
-            rest = data[start:]
-    finally:
-        os.close(fd)
-
-
-# -- torn tails -------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SetAside:
-    file: str
-    line: int
-    bytes: int
-
-
-def set_aside_torn_tail(root: Path, rel: str) -> SetAside | None:
-    """A crash mid-append leaves a last line without its newline: move its bytes to
-    ``<file>.rejected`` (durably, first), then cut the file back to its last whole line."""
-    fd = _open(root, rel, os.O_RDWR)
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-            return None
-        pos, cut = size, 0
-        while pos > 0:
-            start = max(0, pos - _READ_CHUNK)
-            chunk = os.pread(fd, pos - start, start)
-            nl = chunk.rfind(b"\n")
-            if nl != -1:
-                cut = start + nl + 1
-                break
-            pos = start
-        tail = os.pread(fd, size - cut, cut)
-        line = os.pread(fd, cut, 0).count(b"\n") + 1
-        rejected = open_confined(
-            root, rel + REJECTED_SUFFIX, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
-        )
-        try:
-            _write_all(rejected, tail + b"\n")
-            os.fsync(rejected)
-        finally:
-            os.close(rejected)
-        os.ftruncate(fd, cut)
-        os.fsync(fd)
-        return SetAside(rel, line, len(tail))
-    finally:
-        os.close(fd)
 
 
 # -- appending ----------------------------------------------------------------------
@@ -284,7 +173,7 @@ class Appender:
         os.makedirs(self.root / JOURNAL_DIR, 0o755, exist_ok=True)
         created = False
         try:
-            fd = _open(self.root, rel, os.O_RDWR | os.O_APPEND)
+            fd = open_owned(self.root, rel, os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
             fd = open_confined(
                 self.root, rel, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644
@@ -341,7 +230,7 @@ class Appender:
             return []
         data = prefix + b"".join(item.data for item in accepted)
         try:
-            _write_all(opened.fd, data)
+            write_all(opened.fd, data)
             os.fsync(opened.fd)
         except OSError:
             # Never leave half a group behind: cut back to where it started.
