@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sidecar.disk import jsonl
 from sidecar.index.sqlite import TOKENIZER, immediate, is_query_error
 from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import log as journal_log
@@ -269,12 +270,12 @@ class JournalIndex:
 
     # -- folding the files in (writer thread) ------------------------------------------
 
-    def apply(self, rel: str, lines: Iterable[journal_log.Line], inode: int) -> int:
+    def apply(self, rel: str, lines: Iterable[jsonl.Line], inode: int) -> int:
         """Fold lines appended to one file, in one transaction; returns events added."""
         with self._transaction() as conn:
             return _apply(conn, rel, lines, inode)
 
-    def apply_group(self, groups: list[tuple[str, list[journal_log.Line], int]]) -> list[int]:
+    def apply_group(self, groups: list[tuple[str, list[jsonl.Line], int]]) -> list[int]:
         """A commit group's appends (file, lines, inode), in one transaction."""
         with self._transaction() as conn:
             return [_apply(conn, rel, lines, inode) for rel, lines, inode in groups]
@@ -297,7 +298,7 @@ class JournalIndex:
             for rel in journal_log.journal_files(root):
                 try:
                     inode = os.lstat(root / rel).st_ino
-                    total += _apply(conn, rel, journal_log.read_lines(root, rel), inode)
+                    total += _apply(conn, rel, jsonl.read_lines(root, rel), inode)
                 except (OSError, ValueError) as exc:
                     log.error("journal file not indexed", extra={"file": rel, "error": str(exc)})
         self.rebuilt = False
@@ -312,7 +313,7 @@ class JournalIndex:
             raise ReplacedFile(f"{rel} was replaced or cut since it was indexed")
         if st.st_size == offset:
             return 0
-        return self.apply(rel, journal_log.read_lines(root, rel, offset, lines + 1), st.st_ino)
+        return self.apply(rel, jsonl.read_lines(root, rel, offset, lines + 1), st.st_ino)
 
     def add_vectors(self, model: str, items: list[tuple[str, bytes]]) -> None:
         with self._transaction() as conn:
@@ -509,9 +510,7 @@ def embed_text(kind: str, summary: str, body: str) -> str:
     return f"{kind.replace('.', ' ').replace('_', ' ')}: {summary}\n{body}"[:2000]
 
 
-def _apply(
-    conn: sqlite3.Connection, rel: str, lines: Iterable[journal_log.Line], inode: int
-) -> int:
+def _apply(conn: sqlite3.Connection, rel: str, lines: Iterable[jsonl.Line], inode: int) -> int:
     """Fold lines that follow what is known of ``rel``; lines that do not parse, or are not
     records we know, are kept as problems (file and line) and logged. Events go in by the
     batch (one statement for the rows, one for their words); other records in order."""

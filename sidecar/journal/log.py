@@ -26,16 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sidecar.disk.jsonl import (  # noqa: F401 - the journal's readers use them from here
-    REJECTED_SUFFIX,
-    Line,
-    SetAside,
-    open_owned,
-    parse_line,
-    read_lines,
-    set_aside_torn_tail,
-    write_all,
-)
+from sidecar.disk.jsonl import open_owned, write_all
 from sidecar.disk.tiers import open_confined
 
 log = logging.getLogger(__name__)

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sidecar.config import Caps
+from sidecar.disk import jsonl
+from sidecar.disk.jsonl import Line, SetAside, set_aside_torn_tail
 from sidecar.disk.tiers import Tier
 from sidecar.journal import log as journal_log
 from sidecar.journal.index import FILENAME, JournalIndex, ReplacedFile
-from sidecar.journal.log import Appender, JournalFull, Line, SetAside
+from sidecar.journal.log import Appender, JournalFull
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,7 +102,7 @@ class TierJournal:
         os.makedirs(root, 0o755, exist_ok=True)
         for rel in journal_log.journal_files(root):
             try:
-                torn = journal_log.set_aside_torn_tail(root, rel)
+                torn = set_aside_torn_tail(root, rel)
             except (OSError, ValueError) as exc:
                 log.error("journal file unreadable", extra={"file": rel, "error": str(exc)})
                 continue
@@ -113,7 +115,7 @@ class TierJournal:
                         "file": torn.file,
                         "line": torn.line,
                         "bytes": torn.bytes,
-                        "kept_in": torn.file + journal_log.REJECTED_SUFFIX,
+                        "kept_in": torn.file + jsonl.REJECTED_SUFFIX,
                     },
                 )
         self.index = JournalIndex(root / FILENAME)

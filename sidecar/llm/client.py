@@ -17,7 +17,6 @@ from typing import Any, Protocol
 from jsonschema import Draft202012Validator
 
 Message = dict[str, str]
-APIS = ("ollama", "openai")
 
 
 class LLMError(RuntimeError):
@@ -114,17 +113,3 @@ async def post_json(
     if not isinstance(data, dict):
         raise LLMError(f"{url} answered JSON that is not an object")
     return data
-
-
-def make_client(api: str, url: str, model: str, api_key: str | None, timeout: float) -> LLMClient:
-    """The adapter for ``api``: ``ollama`` (POST /api/chat) or ``openai`` (POST
-    /v1/chat/completions, any OpenAI-compatible server)."""
-    if api == "ollama":
-        from sidecar.llm.ollama import OllamaChat
-
-        return OllamaChat(url, model, timeout)
-    if api == "openai":
-        from sidecar.llm.openai import OpenAIChat
-
-        return OpenAIChat(url, model, api_key, timeout)
-    raise ValueError(f"llm api must be one of {', '.join(APIS)}, not {api!r}")
