@@ -153,6 +153,26 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="recorded on journal events that do not name one (env SIDECAR_AGENT_ID; "
         "default the host name, which is the container's)",
     )
+    p.add_argument(
+        "--llm-url",
+        default=_env("LLM_URL", ""),
+        help="an LLM server for consolidating episodes into facts: Ollama "
+        "(http://127.0.0.1:11434) or OpenAI-compatible (.../v1); none: off (env SIDECAR_LLM_URL)",
+    )
+    p.add_argument("--llm-model", default=_env("LLM_MODEL", ""), help="env SIDECAR_LLM_MODEL")
+    p.add_argument(
+        "--llm-api",
+        choices=("ollama", "openai"),
+        default=_env("LLM_API", "") or None,
+        help="the server's wire format; default openai when the URL ends in /v1, else ollama "
+        "(env SIDECAR_LLM_API)",
+    )
+    p.add_argument(
+        "--llm-api-key-env",
+        default=_env("LLM_API_KEY_ENV", ""),
+        help="the name of the environment variable holding the API key, if one is needed",
+    )
+    p.add_argument("--llm-timeout", type=float, default=float(_env("LLM_TIMEOUT", "60")))
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
     p.set_defaults(func=cmd_serve)
 
@@ -275,6 +295,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             ollama_url=args.ollama_url,
             ollama_model=args.ollama_model,
             agent_id=args.agent_id,
+            llm_url=args.llm_url,
+            llm_model=args.llm_model,
+            llm_api=args.llm_api
+            or ("openai" if args.llm_url.rstrip("/").endswith("/v1") else "ollama"),
+            llm_api_key_env=args.llm_api_key_env,
+            llm_timeout=args.llm_timeout,
         )
         asyncio.run(serve(settings))
     except (ValueError, OSError) as exc:

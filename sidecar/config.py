@@ -53,6 +53,12 @@ class Settings:
     ollama_url: str = ""
     ollama_model: str = ""
     agent_id: str = ""  # who recorded a journal event, unless the event says
+    # Consolidation of episodes into facts: off unless an LLM server is named.
+    llm_url: str = ""
+    llm_model: str = ""
+    llm_api: str = "ollama"  # or "openai" (any OpenAI-compatible server)
+    llm_api_key_env: str = ""  # the variable holding the key: never the key itself
+    llm_timeout: float = 60.0
 
     def __post_init__(self) -> None:
         # Watcher events carry absolute, resolved paths; compare like with like.
@@ -72,6 +78,8 @@ class Settings:
             raise ValueError("only the lead (--role lead) serves a crew address")
         if self.lead_url and self.role == "lead":
             raise ValueError("the lead owns the crew tier; --lead-url is for members")
+        if self.llm_url and not self.llm_model:
+            raise ValueError("an LLM server (--llm-url) needs a model (--llm-model)")
         if (self.crew_listen or self.lead_url) and not self.crew_token:
             raise ValueError("a crew address or lead URL needs SIDECAR_CREW_TOKEN")
 

@@ -11,6 +11,7 @@ about all of them at once: status and health.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from aiohttp import web
@@ -20,11 +21,15 @@ from sidecar.context import routes as context_routes
 from sidecar.context.builder import ContextBuilder
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
 from sidecar.errors import ApiError
+from sidecar.facts import routes as facts_routes
+from sidecar.facts.facts import Facts
 from sidecar.index.indexes import TierIndexes
 from sidecar.journal import routes as journal_routes
 from sidecar.journal.journal import Journal
 from sidecar.learnings import routes as learnings_routes
 from sidecar.learnings.learnings import Learnings
+from sidecar.llm.client import LLMClient
+from sidecar.llm.factory import make_client
 from sidecar.notes import routes as notes_routes
 from sidecar.notes.notes import Notes
 from sidecar.retrieval import routes as search_routes
@@ -48,6 +53,7 @@ class MemoryService:
         self.notes = Notes(settings, self.indexes)
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead)
         self.learnings = Learnings(settings, self.indexes, self.notes, self.embeddings, self.lead)
+        self.facts = Facts(settings, self.journal, self.embeddings, _llm(settings))
         has_crew = settings.role == "lead" or self.lead is not None
         self.context = ContextBuilder(settings, self.search, self.journal, self.learnings, has_crew)
 
@@ -57,6 +63,7 @@ class MemoryService:
         notes_routes.add_routes(app, self.notes)
         journal_routes.add_routes(app, self.journal)
         learnings_routes.add_routes(app, self.learnings)
+        facts_routes.add_routes(app, self.facts)
         context_routes.add_routes(app, self.context)
 
     async def start(self) -> None:
@@ -64,11 +71,13 @@ class MemoryService:
         await self.learnings.open()  # its stores get vectors too
         await self.embeddings.start()  # vectors of the indexes just opened
         await self.journal.open()
+        await self.facts.open()
         if self.lead is not None:
             await self.lead.start()
         await self.indexes.start()
         await self.journal.start()
         await self.learnings.start()
+        await self.facts.start()
         log.info(
             "sidecar started",
             extra={
@@ -82,12 +91,14 @@ class MemoryService:
     async def stop(self) -> None:
         """Stop noticing changes, then finish every job already accepted."""
         await self.embeddings.stop()
+        await self.facts.stop()
         await self.journal.stop()  # recalled events' reference records are written first
         await self.learnings.stop()  # open sessions' reinforcements are written first
         await self.indexes.stop()
         if self.lead is not None:
             await self.lead.close()
         await self.embeddings.close()  # a batch being embedded is stored first
+        await self.facts.close()
         await self.journal.close()
         await self.learnings.close()
         await self.indexes.close()
@@ -111,6 +122,7 @@ class MemoryService:
             **(await self.embeddings.status(scope)),
             "journal": await self.journal.status(scope),
             "learnings": self.learnings.status(scope),
+            "facts": self.facts.status(scope),
         }
 
     async def reindex(self, scope: str) -> dict[str, Any]:
@@ -137,11 +149,13 @@ class MemoryService:
         embedder = self.embeddings.health(reasons)
         self.journal.health_reasons(reasons)
         self.learnings.health_reasons(reasons)
+        consolidation = self.facts.health(reasons)
         body: dict[str, Any] = {
             "status": "degraded" if reasons else "ok",
             "role": self.settings.role,
             "retrieval": self.embeddings.retrieval(),
             "episodic": self.journal.episodic(),
+            "consolidation": consolidation,
             "embedder": embedder,
             "watcher": "ready" if self.indexes.watcher_ready.is_set() else "down",
             "write_path": {"ok": writable, "reason": why_not},
@@ -150,3 +164,13 @@ class MemoryService:
         if reasons:
             body["reasons"] = reasons
         return body
+
+
+def _llm(settings: Settings) -> LLMClient | None:
+    """The LLM client for consolidation, or None when no server is configured."""
+    if not settings.llm_url:
+        return None
+    key = os.environ.get(settings.llm_api_key_env) if settings.llm_api_key_env else None
+    return make_client(
+        settings.llm_api, settings.llm_url, settings.llm_model, key, settings.llm_timeout
+    )

@@ -20,7 +20,7 @@ INDEX_FILENAME = "index.sqlite"
 TIER_NAMES = ("agent", "crew")
 SCOPES = (*TIER_NAMES, "both")  # what a search or reindex may cover
 # Top-level folders whose markdown a capability indexes in its own format, not as notes.
-OWN_FORMAT_DIRS = frozenset({"learnings"})
+OWN_FORMAT_DIRS = frozenset({"learnings", "facts"})
 
 
 # Control characters other than tab, newline and a CR ending a line: no note needs them,

@@ -415,6 +415,13 @@ class JournalIndex:
         sql = f"SELECT {EVENT_COLUMNS} FROM events e WHERE {where} ORDER BY e.ts, e.id LIMIT ?"
         return [Row(*values) for values in self.reader().execute(sql, [*args, limit])]
 
+    def latest(self, limit: int) -> list[Row]:
+        """The events last recorded, newest first (what consolidation may not have seen)."""
+        sql = (
+            f"SELECT {EVENT_COLUMNS} FROM events e ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?"
+        )
+        return [Row(*values) for values in self.reader().execute(sql, (limit,))]
+
     def neighbours(self, ids: Iterable[str]) -> dict[str, list[tuple[str, str, float]]]:
         """One hop along relations, either direction: id -> [(other id, relation, weight)]."""
         conn = self.reader()

@@ -13,6 +13,7 @@ import errno
 import logging
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,8 @@ class Journal:
         self.indexes = indexes
         self.embeddings = embeddings
         self.lead = lead
+        # Told of every batch recorded (tier, records), once it is durable: consolidation.
+        self.on_recorded: list[Callable[[str, list[dict[str, Any]]], None]] = []
         self.tiers: dict[str, TierJournal] = {}
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-recall")
         self._nudged: set[tuple[str, float]] = set()  # (session, last note write) reminded
@@ -166,6 +169,11 @@ class Journal:
         await self._check_supersedes(tj, events)
         rel = day_file(datetime.fromtimestamp(now, UTC).date().isoformat())
         await self.append(tj, rel, [e.record for e in events])
+        for notify in self.on_recorded:
+            try:
+                notify(scope, [e.record for e in events])
+            except Exception:  # the events are recorded whatever a listener makes of them
+                log.exception("a listener to recorded events failed")
         self.background.appended()
         if any(e.embeddable for e in events):
             self.background.wake_embed.set()
@@ -488,6 +496,13 @@ class Journal:
         except Exception as exc:
             log.error("journal catch-up failed", extra={"file": rel, "error": str(exc)})
         self.background.wake_embed.set()
+
+    async def latest(self, scope: str, limit: int) -> list[dict[str, Any]]:
+        """The tier's last recorded events, newest first, as the listing shows them."""
+        tj = self._tier(scope)
+        await self._ready(tj)
+        assert tj.index is not None
+        return [row.to_json() for row in await self.read(tj.index.latest, limit)]
 
     async def rebuild(self, scope: str) -> None:
         names = ["agent", "crew"] if scope == "both" else [scope]

@@ -1,0 +1,1 @@
+"""Semantic facts distilled from the journal, which know when they stopped being true."""

@@ -1,0 +1,380 @@
+"""Semantic facts: what routes, tools and the memory block call, and the consolidation worker.
+
+Episodes are journal events. Once a tier has 3 or more that no job has seen (or one
+with ``payload.surprise >= 0.85``), the worker runs one job: the related active facts
+(by meaning, else by words), one LLM call, and every resulting record plus the
+"consolidated" marker appended to ``facts/log.jsonl`` at once (``consolidation.py``
+says what the records are). The worker has its own thread and task: recording,
+indexing and searching never wait for it. Without an LLM it is off, and says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from sidecar.config import Settings
+from sidecar.disk import durable, jsonl
+from sidecar.errors import ApiError
+from sidecar.facts import consolidation
+from sidecar.facts import log as facts_log
+from sidecar.facts.consolidation import Episode
+from sidecar.facts.index import Fact, FactsIndex
+from sidecar.journal.events import iso, uuid7
+from sidecar.journal.journal import Journal
+from sidecar.llm.client import LLMClient, LLMError, ask
+from sidecar.retrieval.embedders.base import EmbedderError
+from sidecar.retrieval.embeddings import Embeddings
+from sidecar.retrieval.modes import HYBRID
+from sidecar.retrieval.query import plan, terms
+
+log = logging.getLogger(__name__)
+
+THRESHOLD = 3  # unconsolidated episodes that start a job
+FLASHBULB = 0.85  # an episode this surprising starts one at once
+RETRY_AFTER_S = 60.0  # after a failed job
+SEED_LIMIT = 500  # recent events looked at, at start, for ones no job has seen
+
+
+@dataclass(slots=True)
+class TierFacts:
+    name: str
+    index: FactsIndex
+    pending: dict[str, Episode] = field(default_factory=dict)  # not consolidated yet
+    flashbulb: bool = False
+    last_error: str | None = None
+    failed_at: float | None = None
+    torn: jsonl.SetAside | None = None
+
+
+class Facts:
+    def __init__(
+        self,
+        settings: Settings,
+        journal: Journal,
+        embeddings: Embeddings,
+        llm: LLMClient | None,
+    ) -> None:
+        self.settings = settings
+        self.journal = journal
+        self.embeddings = embeddings
+        self.llm = llm
+        self.tiers: dict[str, TierFacts] = {}
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="sidecar-facts")
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._running: asyncio.Task[Any] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def open(self) -> None:
+        for name, tier in self.journal.tiers.items():
+            root = tier.tier.root
+            index = await self._run(FactsIndex, root)
+            torn = None
+            if (root / facts_log.LOG).exists():
+                torn = await self._run(jsonl.set_aside_torn_tail, root, facts_log.LOG)
+            await self._run(index.load)
+            self.tiers[name] = TierFacts(name, index, torn=torn)
+        self.journal.on_recorded.append(self._recorded)
+
+    async def start(self) -> None:
+        for tf in self.tiers.values():
+            for event in await self.journal.latest(tf.name, SEED_LIMIT):
+                if event["id"] not in tf.index.fold.consolidated:
+                    self._add(tf, event)
+        if self.llm is None:
+            log.warning("semantic consolidation is off: no LLM configured (--llm-url); "
+                        "episodes stay recallable, no facts are distilled")  # fmt: skip
+            return
+        self._task = asyncio.create_task(self._worker(), name="facts-worker")
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """A job already calling the LLM is abandoned (nothing of it was written); one
+        appending finishes, since the append is on the facts thread."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def close(self) -> None:
+        if self.llm is not None:
+            await self.llm.close()
+        for tf in self.tiers.values():
+            await self._run(tf.index.close)
+        self._thread.shutdown()
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+    # -- which episodes wait --------------------------------------------------------------
+
+    def _recorded(self, tier: str, records: list[dict[str, Any]]) -> None:
+        tf = self.tiers.get(tier)
+        if tf is None:
+            return
+        for record in records:
+            self._add(tf, record)
+        if len(tf.pending) >= THRESHOLD or tf.flashbulb:
+            self._wake.set()
+
+    def _add(self, tf: TierFacts, event: dict[str, Any]) -> None:
+        ts = facts_log.epoch(event["ts"]) if isinstance(event["ts"], str) else event["ts"]
+        tf.pending[event["id"]] = Episode(event["id"], ts, event["type"], event["summary"])
+        surprise = (event.get("payload") or {}).get("surprise")
+        if isinstance(surprise, int | float) and surprise >= FLASHBULB:
+            tf.flashbulb = True
+
+    def _due(self, tf: TierFacts) -> bool:
+        if tf.failed_at is not None and time.monotonic() - tf.failed_at < RETRY_AFTER_S:
+            return False
+        return len(tf.pending) >= THRESHOLD or (tf.flashbulb and bool(tf.pending))
+
+    async def _worker(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), RETRY_AFTER_S)
+            self._wake.clear()
+            for tf in self.tiers.values():
+                while self._due(tf):
+                    if not await self._job_or_report(tf):
+                        break
+
+    async def _job_or_report(self, tf: TierFacts) -> bool:
+        try:
+            await self.consolidate_tier(tf)
+        except (LLMError, EmbedderError, OSError) as exc:
+            tf.last_error, tf.failed_at = str(exc), time.monotonic()
+            log.error("consolidation failed; the episodes wait for the next try",
+                      extra={"tier": tf.name, "error": str(exc)})  # fmt: skip
+            return False
+        tf.last_error = tf.failed_at = None
+        return True
+
+    # -- one job -----------------------------------------------------------------------
+
+    async def consolidate(self, scope: str | None = None) -> dict[str, Any]:
+        """Consolidate every waiting episode now, whatever the threshold (``sidecar
+        consolidate``); the jobs run as they would on their own."""
+        if self.llm is None:
+            raise ApiError(503, "consolidation_off", "no LLM is configured (--llm-url, "
+                           "--llm-model), so episodes are not distilled into facts")  # fmt: skip
+        names = [scope] if scope else list(self.tiers)
+        done: dict[str, Any] = {}
+        for name in names:
+            tf = self._tier(name)
+            jobs = []
+            while tf.pending:
+                try:
+                    jobs.append(await self.consolidate_tier(tf))
+                except (LLMError, EmbedderError) as exc:
+                    tf.last_error = str(exc)
+                    waiting = f"{len(tf.pending)} episode(s) still wait"
+                    raise ApiError(
+                        502, "llm_failed", f"{exc}; nothing was applied, the {waiting}"
+                    ) from None
+            done[name] = jobs
+        return {"jobs": done}
+
+    async def consolidate_tier(self, tf: TierFacts) -> dict[str, Any]:
+        assert self.llm is not None
+        episodes = sorted(tf.pending.values(), key=lambda e: (e.ts, e.id))
+        episodes = episodes[: consolidation.MAX_EPISODES]
+        related = await self._related(tf, episodes)
+        shown = {f.id: f for f in related}
+        started = time.perf_counter()
+        answer = await ask(self.llm, consolidation.SYSTEM, consolidation.prompt(related, episodes),
+                           consolidation.SCHEMA, "consolidation")  # fmt: skip
+        llm_s = time.perf_counter() - started
+        new_texts = [(i["category"], i["fact"], i["keywords"]) for i in answer.data["facts"]]
+        vectors = await self._vectors([f"{c}: {t} {' '.join(k)}" for c, t, k in new_texts])
+        by_text = {t: v for (_, t, _), v in zip(new_texts, vectors, strict=True) if v is not None}
+        now, job = time.time(), uuid7()
+        p = await self._run(_plan, tf.index, answer.data, shown, episodes, by_text, now, job)
+        marker = {
+            "kind": "consolidated", "episode_ids": [e.id for e in episodes], "at": iso(now),
+            "job": job, "model": self.llm.model_id, "prompt_tokens": answer.prompt_tokens,
+            "answer_tokens": answer.answer_tokens, "attempts": answer.attempts,
+        }  # fmt: skip
+        if p.notes:
+            marker["notes"] = p.notes
+        started = time.perf_counter()
+        root = tf.index.root
+        await self._run(facts_log.append, root, [*p.records, marker])
+        await self._run(tf.index.load)
+        apply_s = time.perf_counter() - started
+        for e in episodes:
+            tf.pending.pop(e.id, None)
+        tf.flashbulb = False
+        made = [r for r in p.records if r["kind"] == "fact"]
+        model = self._model()
+        if model is not None:
+            items = [(tf.index.fold.facts[r["id"]], by_text[r["fact"]])
+                     for r in made if r["fact"] in by_text]  # fmt: skip
+            await self._run(tf.index.put_vectors, model, items)
+        await self._run(self._write_facts_md, tf)
+        log.info("consolidated", extra={"tier": tf.name, "episodes": len(episodes), **p.counts})
+        return {"job": job, "episodes": len(episodes), "actions": p.counts, "notes": p.notes,
+                "prompt_tokens": answer.prompt_tokens, "answer_tokens": answer.answer_tokens,
+                "llm_s": round(llm_s, 3), "apply_s": round(apply_s, 4)}  # fmt: skip
+
+    def _model(self) -> str | None:
+        vectors = self.embeddings.vectors
+        return vectors.embedder.model_id if vectors is not None else None
+
+    async def _vectors(self, texts: list[str]) -> list[Any]:
+        """Unit vectors of ``texts``, or Nones when no embedder is up (words decide then)."""
+        if not texts or self.embeddings.vectors is None:
+            return [None] * len(texts)
+        try:
+            return list(await self.embeddings.embed_texts(texts))
+        except EmbedderError:
+            return [None] * len(texts)
+
+    async def _related(self, tf: TierFacts, episodes: list[Episode]) -> list[Fact]:
+        """At most 20 active facts the episodes may touch: nearest by meaning to each
+        episode, else the best BM25 matches of their words."""
+        limit = consolidation.MAX_FACTS_IN_PROMPT
+        await self._embed_missing(tf)
+        vectors = await self._vectors([e.summary for e in episodes])
+        words = " ".join(e.summary for e in episodes)
+        return list(await self._run(_related, tf.index, vectors, words, limit))
+
+    async def _embed_missing(self, tf: TierFacts) -> None:
+        model = self._model()
+        if model is None:
+            return
+        missing = await self._run(tf.index.missing_vectors, model)
+        if missing:
+            vectors = await self._vectors([f.embed_text for f in missing])
+            items = [(f, v) for f, v in zip(missing, vectors, strict=True) if v is not None]
+            await self._run(tf.index.put_vectors, model, items)
+
+    def _write_facts_md(self, tf: TierFacts) -> None:
+        """``facts/FACTS.md``: the active facts for people to read, regenerated whole."""
+        facts = sorted(tf.index.active(), key=lambda f: (f.category, f.valid_at))
+        lines = ["# Facts", "", "Distilled from the journal; regenerated from facts/log.jsonl.",
+                 "Do not edit: an operator invalidates a wrong fact with "
+                 "`sidecar facts invalidate ID`.", ""]  # fmt: skip
+        for category in facts_log.CATEGORIES:
+            mine = [f for f in facts if f.category == category]
+            if mine:
+                lines += [f"## {category}", ""]
+                lines += [f"- {f.fact} (sources: {len(f.sources)}; since {iso(f.valid_at)[:10]}; "
+                          f"id {f.id})" for f in mine]  # fmt: skip
+                lines.append("")
+        data = "\n".join(lines).encode()
+        durable.write_file(tf.index.root, facts_log.FACTS_MD, lambda _: data)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _tier(self, scope: str) -> TierFacts:
+        if scope not in self.tiers:
+            raise ApiError(503, "tier_unavailable", f"this sidecar does not keep the {scope} "
+                           "tier's facts (the crew lead does)")  # fmt: skip
+        return self.tiers[scope]
+
+    async def search(
+        self, query: str, scope: str, category: str | None, limit: int, as_of: float | None
+    ) -> dict[str, Any]:
+        tf = self._tier(scope)
+        await self._embed_missing(tf)
+        vector, why_not = await self.embeddings.query_vector(query, HYBRID)
+        planned = plan(query)
+        found = await self.journal.read(
+            tf.index.search, planned.match if planned else None, vector, category, as_of, limit
+        )
+        body: dict[str, Any] = {
+            "facts": [{**f.to_json(), "score": round(s, 6)} for f, s in found],
+            "count": len(found),
+        }
+        if why_not:
+            body["degraded"] = [why_not]
+        return body
+
+    async def invalidate(self, scope: str, fact_id: str, reason: str) -> dict[str, Any]:
+        tf = self._tier(scope)
+        fact = tf.index.fold.facts.get(fact_id)
+        if fact is None:
+            raise ApiError(404, "unknown_fact", f"no fact {fact_id} in the {scope} tier")
+        if fact.invalid_at is not None:
+            raise ApiError(409, "already_invalid", f"{fact_id} stopped being true at "
+                           f"{iso(fact.invalid_at)}")  # fmt: skip
+        record = {"kind": "invalidate", "id": fact_id, "at": iso(time.time()),
+                  "reason": f"operator: {reason}" if reason else "operator"}  # fmt: skip
+        await self._run(facts_log.append, tf.index.root, [record])
+        await self._run(tf.index.load)
+        await self._run(self._write_facts_md, tf)
+        return tf.index.fold.facts[fact_id].to_json()
+
+    def history(self, scope: str, fact_id: str) -> dict[str, Any]:
+        chain = self._tier(scope).index.history(fact_id)
+        if not chain:
+            raise ApiError(404, "unknown_fact", f"no fact {fact_id} in the {scope} tier")
+        return {"id": fact_id, "versions": [f.to_json() for f in chain]}
+
+    def status(self, scope: str) -> dict[str, Any] | None:
+        tf = self.tiers.get(scope)
+        if tf is None:
+            return None
+        fold = tf.index.fold
+        body: dict[str, Any] = {
+            "consolidation": "on" if self.llm is not None else "off",
+            "active": sum(1 for f in fold.facts.values() if f.valid()),
+            "invalid": sum(1 for f in fold.facts.values() if not f.valid()),
+            "pending_episodes": len(tf.pending),
+            "jobs": len(fold.jobs),
+            "tokens": sum(j.get("prompt_tokens", 0) + j.get("answer_tokens", 0) for j in fold.jobs),
+            "problems": fold.problems,
+        }
+        if tf.last_error:
+            body["last_error"] = tf.last_error
+        if tf.torn is not None:
+            body["rejected_tail"] = {"line": tf.torn.line, "bytes": tf.torn.bytes}
+        return body
+
+    def health(self, reasons: list[str]) -> dict[str, Any]:
+        if self.llm is None:
+            return {"state": "off", "reason": "no LLM configured (--llm-url)"}
+        errors = {n: tf.last_error for n, tf in self.tiers.items() if tf.last_error}
+        reasons += [f"{n}: consolidation failing, episodes wait: {e}" for n, e in errors.items()]
+        return {"state": "failing" if errors else "on", "model": self.llm.model_id}
+
+
+def _related(index: FactsIndex, vectors: list[Any], words: str, limit: int) -> list[Fact]:
+    best: dict[str, tuple[Fact, float]] = {}
+    for vector in vectors:
+        for fact, sim in index.nearest(vector, limit) if vector is not None else []:
+            if fact.id not in best or best[fact.id][1] < sim:
+                best[fact.id] = (fact, sim)
+    if len(best) < limit:
+        for fact, score in index.search(_match(words), None, None, None, limit):
+            best.setdefault(fact.id, (fact, score - 1.0))  # below any found by meaning
+    return [f for f, _ in sorted(best.values(), key=lambda fs: -fs[1])[:limit]]
+
+
+def _plan(
+    index: FactsIndex, answer: dict[str, Any], shown: dict[str, Fact], episodes: list[Episode],
+    vectors: dict[str, Any], now: float, job: str,
+) -> consolidation.Plan:  # fmt: skip
+    """``consolidation.plan`` with duplicates looked up in ``index`` (on the facts thread)."""
+
+    def duplicates(category: str, text: str, keywords: list[str]) -> list[Any]:
+        if text in vectors:
+            return index.nearest(vectors[text], consolidation.DUPLICATE_CANDIDATES)
+        found = index.search(_match(text), None, None, None, consolidation.DUPLICATE_CANDIDATES)
+        return [(fact, None) for fact, _ in found]
+
+    return consolidation.plan(answer, shown, episodes, duplicates, now, job)
+
+
+def _match(text: str) -> str | None:
+    """Any of the text's words: how related facts are found without vectors."""
+    words = terms(text)[:32]
+    return " OR ".join(f'"{w}"' for w in words) if words else None

@@ -1,0 +1,255 @@
+"""Each tier's facts folded from ``facts/log.jsonl`` into memory, with BM25 and vectors.
+
+The log is the truth; this is rebuilt from it at every start (10k facts fold in a
+fraction of a second) and kept in step as jobs append. Full text is an in-memory
+FTS5 table over the sentence and its keywords; vectors, which cost a model call,
+are cached by text in ``facts.sqlite`` beside the tier so a restart embeds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sidecar.facts import log as facts_log
+from sidecar.index.sqlite import TOKENIZER, is_query_error
+from sidecar.journal.events import iso
+from sidecar.journal.ranking import Candidate, relevance
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+CACHE_FILENAME = "facts.sqlite"
+
+
+@dataclass(slots=True)
+class Fact:
+    id: str
+    category: str
+    fact: str
+    keywords: list[str]
+    sources: list[str]
+    valid_at: float
+    created_at: float
+    invalid_at: float | None = None
+    replaced_by: str | None = None
+    replaces: str | None = None
+    job: str | None = None
+    reason: str | None = None  # why it was invalidated
+
+    def valid(self, at: float | None = None) -> bool:
+        """True now (no ``at``), or was true at ``at``."""
+        if at is None:
+            return self.invalid_at is None
+        return self.valid_at <= at and (self.invalid_at is None or at < self.invalid_at)
+
+    @property
+    def embed_text(self) -> str:
+        """The reference's embedding input: the category biases the vector to its domain."""
+        return f"{self.category}: {self.fact} {' '.join(self.keywords)}".strip()
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "id": self.id, "category": self.category, "fact": self.fact,
+            "keywords": self.keywords, "source_episode_ids": self.sources,
+            "sources": len(self.sources), "valid_at": iso(self.valid_at),
+            "invalid_at": iso(self.invalid_at) if self.invalid_at is not None else None,
+            "created_at": iso(self.created_at),
+        }  # fmt: skip
+        for name in ("replaced_by", "replaces", "reason"):
+            if getattr(self, name):
+                body[name] = getattr(self, name)
+        return body
+
+
+def text_key(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+@dataclass(slots=True)
+class Fold:
+    """What the log says, as of ``offset`` bytes."""
+
+    facts: dict[str, Fact] = field(default_factory=dict)
+    consolidated: set[str] = field(default_factory=set)  # episode ids
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # the "consolidated" records
+    offset: int = 0
+    problems: list[dict[str, Any]] = field(default_factory=list)  # lines that did not fold
+
+
+class FactsIndex:
+    """One tier's facts. Folding happens on the facts worker; searches on search threads."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.fold = Fold()
+        self._lock = threading.Lock()
+        self._fts = sqlite3.connect(":memory:", check_same_thread=False)
+        self._fts.execute(
+            f"CREATE VIRTUAL TABLE fts USING fts5(id UNINDEXED, fact, keywords, "
+            f"tokenize='{TOKENIZER}')"
+        )
+        self._cache = sqlite3.connect(root / CACHE_FILENAME, check_same_thread=False)
+        self._cache.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vec BLOB, "
+            "PRIMARY KEY (model, key)) WITHOUT ROWID"
+        )
+        self.vectors: dict[str, npt.NDArray[np.float32]] = {}  # fact id -> unit vector
+
+    # -- folding (the facts worker) ----------------------------------------------------
+
+    def load(self) -> None:
+        """Fold whatever the log holds past what is folded already."""
+        with self._lock:
+            for line in facts_log.read(self.root, self.fold.offset):
+                self.fold.offset = line.end
+                if line.record is None:
+                    self.fold.problems.append({"line": line.number, "error": line.error})
+                    continue
+                self._apply(line.record, line.number)
+
+    def _apply(self, r: dict[str, Any], number: int) -> None:
+        f = self.fold
+        try:
+            kind = r["kind"]
+            if kind == "fact":
+                fact = Fact(
+                    r["id"], r["category"], r["fact"], list(r.get("keywords", [])),
+                    list(r.get("source_episode_ids", [])), facts_log.epoch(r["valid_at"]),
+                    facts_log.epoch(r["created_at"]), replaces=r.get("replaces"),
+                    job=r.get("job"),
+                )  # fmt: skip
+                f.facts[fact.id] = fact
+                self._fts.execute(
+                    "INSERT INTO fts(id, fact, keywords) VALUES (?, ?, ?)",
+                    (fact.id, fact.fact, " ".join(fact.keywords)),
+                )
+            elif kind == "reinforce":
+                fact = f.facts[r["id"]]
+                fact.sources += [e for e in r["episode_ids"] if e not in fact.sources]
+            elif kind == "invalidate":
+                fact = f.facts[r["id"]]
+                if fact.invalid_at is None:
+                    fact.invalid_at = facts_log.epoch(r["at"])
+                    fact.replaced_by = r.get("replaced_by")
+                    fact.reason = r.get("reason")
+            elif kind == "consolidated":
+                f.consolidated.update(r["episode_ids"])
+                f.jobs.append(r)
+            else:
+                raise ValueError(f"unknown kind {kind!r}")
+        except (KeyError, TypeError, ValueError) as exc:
+            f.problems.append({"line": number, "error": f"{type(exc).__name__}: {exc}"})
+
+    # -- vectors --------------------------------------------------------------------------
+
+    def missing_vectors(self, model: str) -> list[Fact]:
+        """Facts without a vector, after taking what the cache already holds."""
+        import numpy as np
+
+        want = [fact for fid, fact in self.fold.facts.items() if fid not in self.vectors]
+        if not want:
+            return []
+        keys = {text_key(fact.embed_text): fact for fact in want}
+        rows = self._cache.execute(
+            f"SELECT key, vec FROM vectors WHERE model = ? AND key IN "
+            f"({','.join('?' * len(keys))})",
+            [model, *keys],
+        ).fetchall()
+        for key, blob in rows:
+            self.vectors[keys[key].id] = np.frombuffer(blob, dtype=np.float32)
+        return [fact for fact in want if fact.id not in self.vectors]
+
+    def put_vectors(self, model: str, items: Iterable[tuple[Fact, Any]]) -> None:
+        rows = []
+        for fact, vec in items:
+            self.vectors[fact.id] = vec
+            rows.append((model, text_key(fact.embed_text), vec.astype("float32").tobytes()))
+        with self._cache:
+            self._cache.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+
+    # -- reading (any thread) --------------------------------------------------------------
+
+    def search(
+        self,
+        match: str | None,
+        query_vector: Any,
+        category: str | None,
+        as_of: float | None,
+        limit: int,
+    ) -> list[tuple[Fact, float]]:
+        """Facts true now (or at ``as_of``), best first: BM25 over the sentence and its
+        keywords, re-ordered by meaning as the journal's events are."""
+        facts = self.fold.facts
+
+        def wanted(fact: Fact) -> bool:
+            return fact.valid(as_of) and (category is None or fact.category == category)
+
+        found: dict[str, Candidate] = {}
+        if match:
+            with self._lock:
+                try:
+                    rows = self._fts.execute(
+                        "SELECT id, -bm25(fts, 1.0, 0.5) FROM fts WHERE fts MATCH ? "
+                        "ORDER BY bm25(fts, 1.0, 0.5) LIMIT ?",
+                        (match, max(50, 5 * limit)),
+                    ).fetchall()
+                except sqlite3.OperationalError as exc:
+                    if not is_query_error(exc):
+                        raise
+                    rows = []
+            for fid, score in rows:
+                if fid in facts and wanted(facts[fid]):
+                    found[fid] = Candidate(fid, bm25=score)
+        if query_vector is not None and self.vectors:
+            import numpy as np
+
+            ids = [fid for fid in self.vectors if fid in facts and wanted(facts[fid])]
+            if ids:
+                sims = np.stack([self.vectors[i] for i in ids]) @ query_vector
+                for j in np.argsort(-sims)[: max(20, 4 * limit)]:
+                    c = found.setdefault(ids[j], Candidate(ids[j]))
+                    c.cosine = float(sims[j])
+                for fid, c in found.items():
+                    if c.cosine is None and fid in self.vectors:
+                        c.cosine = float(self.vectors[fid] @ query_vector)
+        rel = relevance(list(found.values()))
+        ranked = sorted(rel.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return [(facts[fid], score) for fid, score in ranked]
+
+    def nearest(self, vector: Any, k: int) -> list[tuple[Fact, float]]:
+        """The ``k`` active facts most like ``vector`` (cosine), for dedup and the prompt."""
+        import numpy as np
+
+        ids = [fid for fid in self.vectors if self.fold.facts[fid].valid()]
+        if not ids or vector is None:
+            return []
+        sims = np.stack([self.vectors[i] for i in ids]) @ vector
+        order = np.argsort(-sims)[:k]
+        return [(self.fold.facts[ids[j]], float(sims[j])) for j in order]
+
+    def history(self, fact_id: str) -> list[Fact]:
+        """Every version of a fact, oldest first: what it replaced and what replaced it."""
+        facts = self.fold.facts
+        if fact_id not in facts:
+            return []
+        first = facts[fact_id]
+        while first.replaces and first.replaces in facts:
+            first = facts[first.replaces]
+        chain = [first]
+        while chain[-1].replaced_by and chain[-1].replaced_by in facts:
+            chain.append(facts[chain[-1].replaced_by])
+        return chain
+
+    def active(self) -> list[Fact]:
+        return [f for f in self.fold.facts.values() if f.valid()]
+
+    def close(self) -> None:
+        self._fts.close()
+        self._cache.close()
