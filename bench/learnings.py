@@ -44,7 +44,7 @@ SEARCH_TARGET = at_most(10.0, "<= 10 ms")
 WRITEBACK_TARGET = at_most(100.0, "<= 100 ms")
 COMPACT_TARGET = at_most(1000.0, "<= 1,000 ms")
 GAIN_TARGET = at_least(0.0, "> relevance")
-RANKINGS = ("relevance", "prominence", "default")
+RANKINGS = ("relevance", "reference", "prominence", "default")
 MODES = {"sparse": "none", "hybrid": "minilm"}
 SEARCH = "/memory/learnings/search"
 

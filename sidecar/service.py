@@ -55,7 +55,9 @@ class MemoryService:
         self.learnings = Learnings(settings, self.indexes, self.notes, self.embeddings, self.lead)
         self.facts = Facts(settings, self.journal, self.embeddings, _llm(settings))
         has_crew = settings.role == "lead" or self.lead is not None
-        self.context = ContextBuilder(settings, self.search, self.journal, self.learnings, has_crew)
+        self.context = ContextBuilder(
+            settings, self.search, self.journal, self.learnings, self.facts, has_crew
+        )
 
     def add_routes(self, app: web.Application) -> None:
         """Each capability registers its own HTTP routes."""

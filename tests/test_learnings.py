@@ -478,6 +478,7 @@ async def test_bad_learnings_are_refused_and_write_nothing(
         ({"query": "x", "scope": "all"}, "bad_scope"),
         ({"query": "x", "mode": "magic"}, "bad_mode"),
         ({"query": "x", "session_id": ""}, "bad_session_id"),
+        ({"query": "x", "ranking": "best"}, "bad_ranking"),
         ({"query": '"unbalanced AND ('}, None),
     ],
 )

@@ -19,13 +19,14 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from sidecar.facts.tools import FACTS
 from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 from tests.sidecar_process import SidecarProcess
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS, FACTS]
 TIMEOUT = 15.0
 
 

@@ -20,13 +20,14 @@ from mcp.client.subscriptions import ToolsListChanged
 from sidecar.api.http import create_app
 from sidecar.api.mcp.mount import MCP_MOUNT
 from sidecar.config import Settings
+from sidecar.facts.tools import FACTS
 from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 from sidecar.service import MemoryService
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS, FACTS]
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

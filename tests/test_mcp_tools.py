@@ -19,12 +19,13 @@ from mcp.client.subscriptions import ToolsListChanged
 
 from sidecar.api.mcp.tools import TOOLS, MemoryTools, check_arguments
 from sidecar.errors import ApiError
+from sidecar.facts.tools import FACTS
 from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS, FACTS]
 
 
 class FakeBackend:

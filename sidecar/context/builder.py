@@ -15,6 +15,7 @@ from typing import Any
 from sidecar.config import Settings
 from sidecar.context import block
 from sidecar.errors import ApiError
+from sidecar.facts.facts import Facts
 from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.journal.recall import RecallQuery
@@ -33,12 +34,14 @@ class ContextBuilder:
         search: Search,
         journal: Journal,
         learnings: Learnings,
+        facts: Facts,
         has_crew: bool,
     ) -> None:
         self.settings = settings
         self.search = search
         self.journal = journal
         self.learnings = learnings
+        self.facts = facts
         self.has_crew = has_crew  # served here (the lead) or by the lead (a member)
         self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-context")
 
@@ -93,9 +96,12 @@ class ContextBuilder:
                 if (r.source, r.hit.path) not in shown
             ]
         nudge = await self.journal.nudge(session_id)
+        known = await self.facts.for_block(query)
+        facts = [block.Section("facts", "what is known (facts distilled from past events)",
+                               "\n".join(known))] if known else []  # fmt: skip
         return block.assemble(
             agent, crew, operator, hits, budget, recalled, nudge,
-            [_learning_section(e) for e in standing], learned,
+            [_learning_section(e) for e in standing], learned, facts,
         )  # fmt: skip
 
     async def _learned(

@@ -298,6 +298,21 @@ class Facts:
             body["degraded"] = [why_not]
         return body
 
+    async def for_block(self, query: str | None, limit: int = 10) -> list[str]:
+        """``- [category] fact (sources: N)`` lines for the memory block: the facts that
+        bear on the task, or without one the best corroborated."""
+        lines: list[str] = []
+        for name, tf in self.tiers.items():
+            if query:
+                found = (await self.search(query, name, None, limit, None))["facts"]
+                lines += [f"- [{f['category']}] {f['fact']} (sources: {f['sources']})"
+                          for f in found]  # fmt: skip
+            else:
+                best = sorted(tf.index.active(), key=lambda f: (-len(f.sources), -f.valid_at))
+                lines += [f"- [{f.category}] {f.fact} (sources: {len(f.sources)})"
+                          for f in best[:limit]]  # fmt: skip
+        return lines
+
     async def invalidate(self, scope: str, fact_id: str, reason: str) -> dict[str, Any]:
         tf = self._tier(scope)
         fact = tf.index.fold.facts.get(fact_id)
@@ -356,7 +371,13 @@ def _related(index: FactsIndex, vectors: list[Any], words: str, limit: int) -> l
     if len(best) < limit:
         for fact, score in index.search(_match(words), None, None, None, limit):
             best.setdefault(fact.id, (fact, score - 1.0))  # below any found by meaning
-    return [f for f, _ in sorted(best.values(), key=lambda fs: -fs[1])[:limit]]
+    ranked = [f for f, _ in sorted(best.values(), key=lambda fs: -fs[1])[:limit]]
+    if len(ranked) < limit:  # room left: the best corroborated facts, so a change of a fact
+        shown = {f.id for f in ranked}  # worded unlike it (a move) still finds it
+        others = sorted((f for f in index.active() if f.id not in shown),
+                        key=lambda f: (-len(f.sources), -f.valid_at))  # fmt: skip
+        ranked += others[: limit - len(ranked)]
+    return ranked
 
 
 def _plan(

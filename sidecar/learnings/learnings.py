@@ -42,8 +42,12 @@ SESSION_IDLE_S = 30 * 60.0  # a session with no request for this long has ended
 SWEEP_EVERY_S = 60.0
 POOL = 50  # candidates the hybrid ranking hands to prominence and MMR
 FILL_SHARE = 0.5  # a hit only the dense leg found counts at most this much relevance
-RELEVANCE, PROMINENCE = "relevance", "prominence"
-RANKINGS = ("default", RELEVANCE, PROMINENCE)
+RELEVANCE, PROMINENCE, REFERENCE = "relevance", "prominence", "reference"
+RANKINGS = ("default", RELEVANCE, PROMINENCE, REFERENCE)
+# Prominence orders only the hits at least this relevant (against the best): a lesson
+# reinforced a dozen times must not outrank the one that answers the question just for
+# sharing a word with it. The rest follow, by relevance.
+RELEVANCE_GATE = 0.5
 
 
 @dataclass(slots=True)
@@ -523,11 +527,20 @@ def _relevances(results: list[Result]) -> list[float]:
 
 
 def _order(candidates: list[Candidate], ranking: str) -> list[Candidate]:
+    """``default``: the clearly relevant hits by prominence and MMR, then the rest by
+    relevance; ``prominence``: the same without MMR; ``reference``: the reference's
+    relevance x prominence x scope and MMR over every candidate; ``relevance`` alone."""
+    by_relevance = sorted(candidates, key=lambda c: -c.relevance)
     if ranking == RELEVANCE:
-        return sorted(candidates, key=lambda c: -c.relevance)
+        return by_relevance
+    if ranking == REFERENCE:
+        return mmr(candidates, len(candidates))
+    best = by_relevance[0].relevance if by_relevance else 0.0
+    strong = [c for c in by_relevance if c.relevance >= RELEVANCE_GATE * best and c.score > 0]
+    rest = [c for c in by_relevance if c not in strong and c.prominence > 0]
     if ranking == PROMINENCE:
-        return sorted((c for c in candidates if c.score > 0), key=lambda c: -c.score)
-    return mmr(candidates, len(candidates))
+        return sorted(strong, key=lambda c: -c.score) + rest
+    return mmr(strong, len(strong)) + rest
 
 
 def _within_budgets(

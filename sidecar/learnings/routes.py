@@ -24,6 +24,7 @@ SEARCH_FIELDS = (
     "scope",
     "session_id",
     "mode",
+    "ranking",
 )
 _SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _RULE_LINE = re.compile(r"^---\s*$", re.MULTILINE)

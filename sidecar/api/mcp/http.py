@@ -25,6 +25,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
+from sidecar.facts.routes import search_body
 from sidecar.journal.routes import recall_query
 from sidecar.learnings.routes import learn_body, search_query
 from sidecar.service import MemoryService
@@ -67,6 +68,9 @@ class ServiceBackend:
     async def learnings(self, body: dict[str, Any]) -> dict[str, Any]:
         learnings = self.service.learnings
         return await learnings.search(search_query(body, learnings.default_scope()))
+
+    async def facts(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.service.facts.search(*search_body(body))
 
     async def write_health(self) -> tuple[bool, str | None]:
         return await self.service.notes.write_health()

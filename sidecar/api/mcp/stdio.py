@@ -124,6 +124,9 @@ class HttpBackend:
     async def learnings(self, body: dict[str, Any]) -> dict[str, Any]:
         return await self._call("POST", "/memory/learnings/search", CALL_TIMEOUT, json=body)
 
+    async def facts(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("POST", "/memory/facts", CALL_TIMEOUT, json=body)
+
     async def write_health(self) -> tuple[bool, str | None]:
         """Healthy means the daemon answers ``/healthz`` and reports its write path ok."""
         try:

@@ -36,6 +36,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sidecar.errors import ApiError, json_type
+from sidecar.facts.tools import FactsBackend
 from sidecar.journal import tools as journal_tools
 from sidecar.journal.tools import JournalBackend
 from sidecar.learnings import tools as learnings_tools
@@ -52,7 +53,9 @@ HEALTH_TIMEOUT = 3.0  # a health check that takes longer counts as unhealthy
 NOTIFY_TIMEOUT = 1.0  # per connection, for a list-changed notice
 
 
-class MemoryBackend(NotesBackend, SearchBackend, JournalBackend, LearningsBackend, Protocol):
+class MemoryBackend(
+    NotesBackend, SearchBackend, JournalBackend, LearningsBackend, FactsBackend, Protocol
+):
     """What the tools need from a memory daemon: each capability's methods, and health.
 
     Methods raise ``ApiError`` for failures the caller can act on; any other
