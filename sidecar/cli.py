@@ -29,6 +29,7 @@ from sidecar.api.http import create_app
 from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, Caps, Settings
 from sidecar.daemon_client import error_detail, get_json
 from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
+from sidecar.facts import cli as facts_cli
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.indexes import stats_json
@@ -216,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     _doctor_parser(sub)
     journal_cli.add_parsers(sub, _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"))
     learnings_cli.add_parsers(sub, _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"))
+    facts_cli.add_parsers(sub, _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"))
 
     p = sub.add_parser("seed-demo", help="create example agent/ and crew/ memory under PATH")
     p.add_argument("path", type=Path)
