@@ -35,6 +35,8 @@ from sidecar.notes.notes import Notes
 from sidecar.retrieval import routes as search_routes
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.search import Search
+from sidecar.working import routes as working_routes
+from sidecar.working.working import Working
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,9 @@ class MemoryService:
         self.notes = Notes(settings, self.indexes)
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead)
         self.learnings = Learnings(settings, self.indexes, self.notes, self.embeddings, self.lead)
-        self.facts = Facts(settings, self.journal, self.embeddings, _llm(settings))
+        llm = _llm(settings)
+        self.working = Working(settings, self.journal, llm)
+        self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working)
         has_crew = settings.role == "lead" or self.lead is not None
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew
@@ -66,6 +70,7 @@ class MemoryService:
         journal_routes.add_routes(app, self.journal)
         learnings_routes.add_routes(app, self.learnings)
         facts_routes.add_routes(app, self.facts)
+        working_routes.add_routes(app, self.working)
         context_routes.add_routes(app, self.context)
 
     async def start(self) -> None:
@@ -80,6 +85,7 @@ class MemoryService:
         await self.journal.start()
         await self.learnings.start()
         await self.facts.start()
+        await self.working.start()
         log.info(
             "sidecar started",
             extra={
@@ -93,6 +99,7 @@ class MemoryService:
     async def stop(self) -> None:
         """Stop noticing changes, then finish every job already accepted."""
         await self.embeddings.stop()
+        await self.working.stop()
         await self.facts.stop()
         await self.journal.stop()  # recalled events' reference records are written first
         await self.learnings.stop()  # open sessions' reinforcements are written first

@@ -24,9 +24,10 @@ from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
+from sidecar.working.tools import REMEMBER
 from tests.sidecar_process import SidecarProcess
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS, FACTS]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS]
 TIMEOUT = 15.0
 
 

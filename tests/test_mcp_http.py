@@ -26,8 +26,9 @@ from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 from sidecar.service import MemoryService
+from sidecar.working.tools import REMEMBER
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS, FACTS]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS]
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

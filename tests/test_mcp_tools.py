@@ -24,8 +24,9 @@ from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
+from sidecar.working.tools import REMEMBER
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, LEARN, LEARNINGS, FACTS]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS]
 
 
 class FakeBackend:

@@ -32,6 +32,7 @@ from sidecar.retrieval.embedders.base import EmbedderError
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.modes import HYBRID
 from sidecar.retrieval.query import plan, terms
+from sidecar.working.working import Working
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,10 @@ class Facts:
         journal: Journal,
         embeddings: Embeddings,
         llm: LLMClient | None,
+        working: Working,
     ) -> None:
         self.settings = settings
+        self.working = working
         self.journal = journal
         self.embeddings = embeddings
         self.llm = llm
@@ -160,12 +163,16 @@ class Facts:
     # -- one job -----------------------------------------------------------------------
 
     async def consolidate(self, scope: str | None = None) -> dict[str, Any]:
-        """Consolidate every waiting episode now, whatever the threshold (``sidecar
-        consolidate``); the jobs run as they would on their own."""
-        if self.llm is None:
-            raise ApiError(503, "consolidation_off", "no LLM is configured (--llm-url, "
-                           "--llm-model), so episodes are not distilled into facts")  # fmt: skip
+        """Run the sleep pass, then consolidate every waiting episode now, whatever the
+        threshold (``sidecar consolidate``); the jobs run as they would on their own.
+        Without an LLM only the sleep pass runs, and the answer says why."""
         names = [scope] if scope else list(self.tiers)
+        for name in names:
+            self._tier(name)
+        promoted = {name: (await self.working.sleep(name))["promoted"] for name in names}
+        if self.llm is None:
+            return {"promoted": promoted, "jobs": {},
+                    "facts": "off: no LLM is configured (--llm-url, --llm-model)"}  # fmt: skip
         done: dict[str, Any] = {}
         for name in names:
             tf = self._tier(name)
@@ -180,7 +187,7 @@ class Facts:
                         502, "llm_failed", f"{exc}; nothing was applied, the {waiting}"
                     ) from None
             done[name] = jobs
-        return {"jobs": done}
+        return {"promoted": promoted, "jobs": done}
 
     async def consolidate_tier(self, tf: TierFacts) -> dict[str, Any]:
         assert self.llm is not None

@@ -560,7 +560,8 @@ class _BadRecord(Exception):
 
 
 def _fold_record(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
-    """A record that changes what is known of events: a reference mark or a relation."""
+    """A record that changes what is known of events: a reference mark, a relation, or
+    working entries summarised into one episode."""
     kind = record.get("kind")
     if kind == "ref":
         ids, at = record.get("ids"), epoch(record.get("at"))
@@ -585,6 +586,18 @@ def _fold_record(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
             "INSERT OR REPLACE INTO relations VALUES (?, ?, ?, ?)",
             (src, dst, relation, float(weight)),
         )
+        return
+    if kind == "summarised":  # working entries promoted into one episode: they leave recall
+        ids, into = record.get("ids"), record.get("into")
+        if not isinstance(ids, list) or not isinstance(into, str):
+            raise _BadRecord("summarised record needs 'ids' (a list) and 'into'")
+        for part in range(0, len(ids), _BATCH):
+            chunk = [i for i in ids[part : part + _BATCH] if isinstance(i, str)]
+            conn.execute(
+                "UPDATE events SET superseded_by = ? WHERE superseded_by IS NULL AND id IN "
+                f"({','.join('?' * len(chunk))})",
+                [into, *chunk],
+            )
         return
     raise _BadRecord(f"unknown record kind {kind!r}")
 

@@ -69,6 +69,9 @@ class ServiceBackend:
         learnings = self.service.learnings
         return await learnings.search(search_query(body, learnings.default_scope()))
 
+    async def remember(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.service.working.remember(body)
+
     async def facts(self, body: dict[str, Any]) -> dict[str, Any]:
         return await self.service.facts.search(*search_body(body))
 

@@ -124,6 +124,12 @@ class HttpBackend:
     async def learnings(self, body: dict[str, Any]) -> dict[str, Any]:
         return await self._call("POST", "/memory/learnings/search", CALL_TIMEOUT, json=body)
 
+    async def remember(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._change(
+            "/memory/remember", body,
+            "the note may or may not have been saved. Recall it before noting it again.",
+        )  # fmt: skip
+
     async def facts(self, body: dict[str, Any]) -> dict[str, Any]:
         return await self._call("POST", "/memory/facts", CALL_TIMEOUT, json=body)
 

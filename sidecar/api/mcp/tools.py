@@ -46,6 +46,8 @@ from sidecar.notes import tools as notes_tools
 from sidecar.notes.tools import NotesBackend
 from sidecar.retrieval import tools as search_tools
 from sidecar.retrieval.tools import SearchBackend
+from sidecar.working import tools as working_tools
+from sidecar.working.tools import WorkingBackend
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +56,13 @@ NOTIFY_TIMEOUT = 1.0  # per connection, for a list-changed notice
 
 
 class MemoryBackend(
-    NotesBackend, SearchBackend, JournalBackend, LearningsBackend, FactsBackend, Protocol
+    NotesBackend,
+    SearchBackend,
+    JournalBackend,
+    WorkingBackend,
+    LearningsBackend,
+    FactsBackend,
+    Protocol,
 ):
     """What the tools need from a memory daemon: each capability's methods, and health.
 
@@ -72,6 +80,7 @@ SPECS = {
         *notes_tools.TOOLS,
         *search_tools.TOOLS,
         *journal_tools.TOOLS,
+        *working_tools.TOOLS,
         *learnings_tools.TOOLS,
     )
 }

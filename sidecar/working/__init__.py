@@ -1,0 +1,1 @@
+"""Working memory: short-lived entries promoted to episodes by a sleep pass."""
