@@ -32,6 +32,8 @@ from sidecar.llm.client import LLMClient
 from sidecar.llm.factory import make_client
 from sidecar.notes import routes as notes_routes
 from sidecar.notes.notes import Notes
+from sidecar.operators import routes as operators_routes
+from sidecar.operators.operators import Operators
 from sidecar.retrieval import routes as search_routes
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.search import Search
@@ -55,6 +57,7 @@ class MemoryService:
         self.notes = Notes(settings, self.indexes)
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead)
         self.learnings = Learnings(settings, self.indexes, self.notes, self.embeddings, self.lead)
+        self.operators = Operators(settings, self.indexes, self.notes)
         llm = _llm(settings)
         self.working = Working(settings, self.journal, llm)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working)
@@ -71,6 +74,7 @@ class MemoryService:
         learnings_routes.add_routes(app, self.learnings)
         facts_routes.add_routes(app, self.facts)
         working_routes.add_routes(app, self.working)
+        operators_routes.add_routes(app, self.operators)
         context_routes.add_routes(app, self.context)
 
     async def start(self) -> None:

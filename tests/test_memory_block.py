@@ -20,11 +20,11 @@ from sidecar.context.block import (
     assemble,
     crew_sections,
     operator_sections,
-    user_slug,
 )
 from sidecar.errors import ApiError
 from sidecar.index.queue import FILE, JobKey
 from sidecar.notes.files import today_utc
+from sidecar.operators.model import user_slug
 from sidecar.service import MemoryService
 
 TODAY = date(2026, 11, 22)

@@ -8,7 +8,6 @@ byte-identical output: prompt caches depend on it.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.disk.tiers import decode_text, read_confined
+from sidecar.operators.model import path_of
 from sidecar.safety import scan_remembered
 
 DEFAULT_BUDGET = 15_000
@@ -97,12 +97,6 @@ def _fill_recalled(events: list[Recalled], room: int, out: MemoryBlock) -> str:
         room -= len(text)
     body = "".join(parts)
     return head + body + tail if body else ""
-
-
-def user_slug(user_id: str, workspace_id: str) -> str:
-    """The operator model's file name: one-way, so no identity lands in a listing."""
-    digest = hashlib.sha256(f"{user_id}\x00{workspace_id}".encode()).hexdigest()
-    return digest[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +189,7 @@ def operator_sections(crew_root: Path, user_id: str | None, workspace_id: str | 
                       ) -> list[Section]:  # fmt: skip
     if not user_id or workspace_id is None:
         return []
-    rel = f"users/{user_slug(user_id, workspace_id)}.md"
+    rel = path_of(user_id, workspace_id)
     body = _read(crew_root, rel)
     return [Section(rel, "how this operator likes to work", body)] if body else []
 
