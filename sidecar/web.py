@@ -140,6 +140,14 @@ async def json_body(request: web.Request) -> dict[str, Any]:
         ) from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_json", "request body must be a JSON object")
+    if b"\\ud" in raw or b"\\uD" in raw:  # an escaped surrogate: is it paired?
+        try:
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ApiError(
+                400, "invalid_json", "request body holds a lone UTF-16 surrogate (\\ud800-"
+                "\\udfff), which is not text"
+            ) from None
     for name, value in body.items():
         if _depth(value) > MAX_JSON_DEPTH - 1:
             raise ApiError(400, "too_deep", f"'{name}' nests deeper than {MAX_JSON_DEPTH} levels")

@@ -550,3 +550,92 @@ async def test_crew_learnings_are_the_leads_to_write(settings: Settings) -> None
             assert answer["error"] == "crew_read_only"
     finally:
         await svc.stop()
+
+
+# -- what a hostile review found ------------------------------------------------------------
+
+
+def test_an_empty_entry_is_archived_whole() -> None:
+    text = "---\nid: old\nstatus: retired\n---\n\n---\nid: b\n---\nBison lesson\n"
+    p = compaction.plan("learnings/e.md", text, date(2026, 11, 25))
+    assert [a["id"] for a in p.archived] == ["old"]
+    assert p.archive_text.startswith("---\nid: old\nstatus: retired\narchived: '2026-11-25'\n---")
+    assert entries.parse("f", p.new_text)[0][0].id == "b"
+
+
+def test_same_words_of_another_kind_or_the_opposite_meaning_are_not_merged() -> None:
+    text = (
+        "---\nid: rule\ntype: directive\ninstitutional: true\nimportance: 0.3\n---\n"
+        "Never push directly to the release branch without review\n\n"
+        "---\nid: note\nimportance: 0.9\n---\n"
+        "never push directly to the release branch without a review\n\n"
+        "---\nid: do\n---\nDo run the migrations on friday before the release\n\n"
+        "---\nid: dont\n---\nDo not run the migrations on friday before the release\n"
+    )
+    assert not compaction.plan("learnings/r.md", text, date(2026, 11, 25)).changes
+
+
+def test_an_active_entry_outlives_a_retired_copy_of_its_id() -> None:
+    text = (
+        "---\nid: x\nstatus: retired\n---\nOld advice.\n\n"
+        "---\nid: x\nreinforcement_count: 4\n---\nCurrent advice.\n"
+    )
+    p = compaction.plan("learnings/x.md", text, date(2026, 11, 25))
+    (kept,), _ = entries.parse("f", p.new_text)
+    assert (kept.text, kept.status, kept.reinforcement_count) == ("Current advice.", "active", 4)
+    assert [a["id"] for a in p.archived] == ["x"]
+
+
+def test_blocks_that_never_close_start_with_comments_or_a_bom_keep_their_neighbours() -> None:
+    text = (
+        "\ufeff---\nid: first\ntype: directive\ninstitutional: true\n---\nBOM entry.\n\n"
+        "---\nid: u1\ntype: corrective\n\nText of u1, its block never closed.\n\n"
+        "---\n# reviewed by ops\nid: c2\nstatus: retired\n---\nRetired advice.\n"
+    )
+    found, problems = entries.parse("learnings/x.md", text)
+    by_id = {e.id: e for e in found}
+    assert by_id["first"].institutional and by_id["first"].type == "directive"
+    assert by_id["c2"].status == "retired" and by_id["c2"].text == "Retired advice."
+    assert any("never closed" in p.error for p in problems)
+
+
+def test_edits_keep_crlf_change_every_copy_of_a_key_and_quote_what_yaml_would_misread() -> None:
+    text = "---\r\nid: a\r\nreinforcement_count: 1\r\nreinforcement_count: 2\r\n---\r\nBody.\r\n"
+    edited = entries.edit_fields(
+        text, 1, {"reinforcement_count": 3, "last_reinforced": "2026-11-25"}
+    )
+    assert edited.count("reinforcement_count: 3\r\n") == 2 and "\n" not in edited.replace(
+        "\r\n", ""
+    )
+    assert "last_reinforced: '2026-11-25'\r\n" in edited
+    (entry,), _ = entries.parse("f", edited)
+    assert entry.reinforcement_count == 3 and entry.text == "Body."
+    odd = entries.edit_fields("---\nid: q\n---\nB\n", 1, {"compacted_into": "a: b", "n": "null"})
+    (entry,), problems = entries.parse("f", odd)
+    assert problems == [] and "compacted_into: 'a: b'" in odd and "n: 'null'" in odd
+
+
+def test_dates_are_stored_in_one_form() -> None:
+    (entry,), _ = entries.parse("f", "---\nid: d\nlast_reinforced: '20260105'\n---\nB\n")
+    assert entry.last_reinforced == "2026-01-05"
+
+
+async def test_an_entry_without_an_id_is_reinforced_and_given_one(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    text = "---\ntype: corrective\nimportance: 0.8\n---\nThe zebra deploy needs the VPN up.\n"
+    path = put(settings.agent_dir, "learnings/noid.md", text)
+    await synced(service)
+    (hit,) = (await search(client, "zebra deploy", session_id="z"))["hits"]
+    assert (await end(client, "z"))["reinforced"] == {"agent": 1}
+    (entry,), _ = entries.parse("learnings/noid.md", path.read_text())
+    assert (entry.id, entry.reinforcement_count, entry.last_reinforced) == (hit["id"], 1, TODAY)
+    assert f"id: {hit['id']}" in path.read_text()
+
+
+async def test_a_lone_surrogate_is_a_400(client: TestClient) -> None:
+    resp = await client.post(
+        "/memory/learnings", data=b'{"text": "ok \\ud800 lesson"}',
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    assert resp.status == 400 and (await resp.json())["error"] == "invalid_json"

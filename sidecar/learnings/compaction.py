@@ -113,31 +113,52 @@ def plan(rel: str, text: str, today: date) -> Plan:
                                "archived": today.isoformat()}  # fmt: skip
         out.merged.append({"into": into.id, "from": other.id, "reason": reason})
 
-    first: dict[str, Entry] = {}
+    by_id: dict[str, list[Entry]] = {}
     for e in editable:  # the same id twice: one entry written twice
-        if e.id in first:
-            merge(first[e.id], e, "same id", add_counts=False)
-        else:
-            first[e.id] = e
+        by_id.setdefault(e.id, []).append(e)
+    first: dict[str, Entry] = {}
+    for entry_id, copies in by_id.items():
+        keep = next((c for c in copies if c.status == "active"), copies[0])  # active wins
+        first[entry_id] = keep
+        for other in copies:
+            if other is not keep:
+                merge(keep, other, "same id", add_counts=False)
     active = [e for e in first.values() if e.status == "active"]
     sets = [words(e.text) for e in active]
-    for group in _clusters(len(active), near_duplicate_pairs(sets, NEAR_DUPLICATE)):
+    pairs = [
+        (a, b) for a, b in near_duplicate_pairs(sets, NEAR_DUPLICATE)
+        if _same_kind(active[a], active[b]) and _same_polarity(sets[a], sets[b])
+    ]  # fmt: skip
+    for group in _clusters(len(active), pairs):
         members = sorted((active[i] for i in group),
                          key=lambda e: (-prominence(e.meta(), today), e.line))  # fmt: skip
         for other in members[1:]:
             merge(members[0], other, "near duplicate", add_counts=True)
-    for e in first.values():
+    by_line = {e.line: e for e in editable}
+    for line in leaving:
+        out.archived.append({"id": by_line[line].id, "status": "compacted", "reason": "merged"})
+    for e in editable:
         if e.status != "active" and e.line not in leaving:
             leaving[e.line] = {"archived": today.isoformat()}
             out.archived.append({"id": e.id, "status": e.status, "reason": e.status})
-    for line, fields in leaving.items():
-        if fields.get("status") == "compacted":
-            moved = next(e for e in editable if e.line == line)
-            out.archived.append({"id": moved.id, "status": "compacted", "reason": "merged"})
     if not leaving and not changes:
         return out
     out.new_text, out.archive_text = _rewrite(text, found, changes, leaving)
     return out
+
+
+_NEGATIONS = frozenset({"not", "never", "no", "don", "dont", "doesn", "isn", "without", "avoid"})
+
+
+def _same_kind(a: Entry, b: Entry) -> bool:
+    """Only lessons of one type and standing are merged: a standing directive is never
+    folded into an observation that happens to share its words."""
+    return a.type == b.type and a.institutional == b.institutional
+
+
+def _same_polarity(a: frozenset[str], b: frozenset[str]) -> bool:
+    """ "Do X" and "do not X" share almost every word and mean the opposite."""
+    return (a & _NEGATIONS) == (b & _NEGATIONS)
 
 
 def _current(e: Entry) -> dict[str, Any]:
@@ -149,22 +170,23 @@ def _rewrite(
     text: str, found: list[Entry], changes: dict[int, dict[str, Any]],
     leaving: dict[int, dict[str, Any]],
 ) -> tuple[str, str]:  # fmt: skip
-    """The file without the leaving entries and with the merged fields; the archive text."""
+    """The file without the leaving entries and with the merged fields; the archive text.
+    One pass over the entries, each edited in its own slice of lines."""
     lines = text.split("\n")
+    kept: list[str] = lines[: found[0].line - 1] if found else lines
     moved: list[str] = []
-    starts = [e.line for e in found]
-    for n in range(len(found) - 1, -1, -1):  # bottom up: earlier line numbers stay put
-        e = found[n]
+    for n, e in enumerate(found):
+        end = found[n + 1].line - 1 if n + 1 < len(found) else len(lines)
+        own = lines[e.line - 1 : end]  # the entry and the blank lines after it
         if e.line in leaving:
-            own = lines[e.line - 1 : e.end_line]
-            entries.edit_lines(own, 1, leaving[e.line])
-            moved.append("\n".join(own) + "\n")
-            end = starts[n + 1] - 1 if n + 1 < len(found) else len(lines)
-            del lines[e.line - 1 : end]
-        elif changes.get(e.line):
-            entries.edit_lines(lines, e.line, changes[e.line])
-    new = "\n".join(lines)
+            block = lines[e.line - 1 : e.end_line]
+            entries.edit_lines(block, 1, leaving[e.line])
+            moved.append("\n".join(block) + "\n")
+            continue
+        if changes.get(e.line):
+            entries.edit_lines(own, 1, changes[e.line])
+        kept += own
+    new = "\n".join(kept)
     if text.endswith("\n") and not new.endswith("\n"):
         new += "\n"
-    archive = "\n".join(m if m.endswith("\n") else m + "\n" for m in reversed(moved))
-    return new, archive
+    return new, "\n".join(moved)

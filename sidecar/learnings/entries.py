@@ -107,8 +107,7 @@ def _iso(value: Any) -> str | None:
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, str):
-        date.fromisoformat(value.strip())  # ValueError if it is not a date
-        return value.strip()
+        return date.fromisoformat(value.strip()).isoformat()  # ValueError if not a date
     raise ValueError(f"not a date: {value!r}")
 
 
@@ -170,19 +169,34 @@ def _fields(data: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     return out
 
 
+def _rule(line: str) -> bool:
+    return line.lstrip("\ufeff").rstrip() == "---"
+
+
+def _looks_open(lines: list[str], i: int) -> bool:
+    """Line ``i`` is a ``---`` at the top or after a blank line, and the first line after
+    it that is not a comment is a ``key:`` line: what a front-matter block starts with."""
+    if not _rule(lines[i]) or (i > 0 and lines[i - 1].strip()):
+        return False
+    j = i + 1
+    while j < len(lines) and lines[j].lstrip().startswith("#"):
+        j += 1
+    return j < len(lines) and bool(_KEY_LINE.match(lines[j]))
+
+
 def _opens_block(lines: list[str], i: int) -> int | None:
     """The index of the closing ``---`` if line ``i`` opens a front-matter block.
 
-    A ``---`` line opens one at the top of the file or after a blank line, when the
-    next line is a ``key:`` line and a closing ``---`` follows: a markdown rule
-    inside an entry's text is neither.
+    A markdown rule inside an entry's text does not look like an opening. A block that
+    reaches the next entry's opening before any closing line never closed: it opens
+    nothing, so the next entry keeps its own fields.
     """
-    if lines[i].rstrip() != "---" or (i > 0 and lines[i - 1].strip()):
-        return None
-    if i + 1 >= len(lines) or not _KEY_LINE.match(lines[i + 1]):
+    if not _looks_open(lines, i):
         return None
     for j in range(i + 1, len(lines)):
         if lines[j].rstrip() in ("---", "..."):
+            if not lines[j - 1].strip() and _looks_open(lines, j):
+                return None
             return j
     return None
 
@@ -196,9 +210,10 @@ def split_lines(text: str) -> list[str]:
 
 def parse(rel: str, text: str) -> tuple[list[Entry], list[Problem]]:
     """Every entry of a learnings file, in order, and what was wrong with their blocks."""
-    lines = split_lines(text)
+    lines = [line.removesuffix("\r") for line in split_lines(text.removeprefix("\ufeff"))]
     # (first line index, closing index or None, body start index)
     starts: list[tuple[int, int | None, int]] = []
+    unclosed: list[Problem] = []
     i = 0
     while i < len(lines):
         close = _opens_block(lines, i)
@@ -206,11 +221,13 @@ def parse(rel: str, text: str) -> tuple[list[Entry], list[Problem]]:
             starts.append((i, close, close + 1))
             i = close + 1
             continue
+        if _looks_open(lines, i):
+            unclosed.append(Problem(i + 1, "front matter never closed: its lines are read as text"))
         if not starts and lines[i].strip() and not lines[i].lstrip().startswith("#"):
             starts.append((i, None, i))  # text before any block (not a title): no block
         i += 1
     entries: list[Entry] = []
-    problems: list[Problem] = []
+    problems: list[Problem] = list(unclosed)
     for n, (first, close, body) in enumerate(starts):
         end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
         last = end
@@ -246,12 +263,13 @@ def parse(rel: str, text: str) -> tuple[list[Entry], list[Problem]]:
                 institutional=values.get("institutional", False),
                 text=body_text,
                 line=first + 1,
-                end_line=max(last, body + 1) if body_text else first + 1,
+                end_line=max(last, body + 1) if body_text else (close + 1 if close else first + 1),
                 fields_ok=ok,
                 problems=tuple(found),
             )
         )
         problems += [Problem(first + 1, p) for p in found]
+    problems.sort(key=lambda p: p.line)
     return entries, problems
 
 
@@ -275,14 +293,24 @@ def render(fields: dict[str, Any], text: str) -> str:
 # -- editing in place ------------------------------------------------------------------
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/+-]*")
+
+
 def _scalar(value: Any, old: str | None) -> str:
-    """``value`` written the way the line it replaces wrote its value (quotes kept)."""
+    """``value`` written the way the line it replaces wrote its value (quotes kept); a new
+    string that YAML would read back as something else (a date, null, a number, a
+    mapping) is quoted."""
     text = str(value).lower() if isinstance(value, bool) else str(value)
     if old is not None and old[:1] in ("'", '"'):
         return f"{old[0]}{text}{old[0]}"
-    if old is None and isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-        return f"'{text}'"
+    if isinstance(value, str) and old is None and not _reads_back(value):
+        return "'" + value.replace("'", "''") + "'"
     return text
+
+
+def _reads_back(text: str) -> bool:
+    """Whether YAML reads ``text``, written bare, as the same string."""
+    return bool(_PLAIN.fullmatch(text)) and yaml.load(text, Loader=_LOADER) == text
 
 
 def _edit_block_lines(block: list[str], changes: dict[str, Any]) -> list[str] | None:
@@ -290,9 +318,11 @@ def _edit_block_lines(block: list[str], changes: dict[str, Any]) -> list[str] | 
     list of such lines (flow style, a multi-line value being changed)."""
     out = list(block)
     todo = dict(changes)
-    for i, line in enumerate(out):
+    done: set[str] = set()
+    for i, raw in enumerate(out):
+        line, cr = (raw[:-1], "\r") if raw.endswith("\r") else (raw, "")
         m = _KEY_LINE.match(line)
-        if not m or m.group(1) not in todo:
+        if not m or m.group(1) not in changes:
             continue
         value_and_comment = line[m.end() :]
         comment = ""
@@ -304,11 +334,13 @@ def _edit_block_lines(block: list[str], changes: dict[str, Any]) -> list[str] | 
         if not old or old[:1] in ("|", ">", "[", "{", "&", "*", "!"):
             return None
         key = m.group(1)
-        out[i] = f"{line[: m.end()]} {_scalar(todo.pop(key), old)}{comment}"
+        out[i] = f"{line[: m.end()]} {_scalar(changes[key], old)}{comment}{cr}"
+        done.add(key)  # every line of a key given twice: YAML reads the last one
     if any(not (ln.strip() == "" or ln.startswith("#") or _KEY_LINE.match(ln) or ln[:1] in " \t")
            for ln in out):  # fmt: skip
         return None
-    out += [f"{k}: {_scalar(v, None)}" for k, v in todo.items()]
+    cr = "\r" if out and out[-1].endswith("\r") else ""
+    out += [f"{k}: {_scalar(v, None)}{cr}" for k, v in todo.items() if k not in done]
     return out
 
 

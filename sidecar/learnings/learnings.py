@@ -214,9 +214,11 @@ class Learnings:
                                   "usage": written["usage"]}  # fmt: skip
         if written.get("warning"):
             answer["warning"] = written["warning"]
-        compacted = await self.compact(scope, rel, dry_run=False)
-        if compacted["files"]:
+        compacted = await self.compact(scope, rel, dry_run=False)  # never raises: the
+        if compacted["files"]:  # entry is saved, and a failed compaction only says so
             answer["compaction"] = compacted["files"][0]
+        if compacted.get("failed"):
+            answer["warning"] = f"saved; compaction failed: {compacted['failed'][0]['error']}"
         return answer
 
     async def compact(self, scope: str, file: str | None, dry_run: bool) -> dict[str, Any]:
@@ -227,38 +229,44 @@ class Learnings:
         )  # fmt: skip
         today = today_utc()
         plans: list[dict[str, Any]] = []
+        failed: list[dict[str, str]] = []
         for rel in paths:
-            target = MemoryFile(scope, rel, LEARNING)
-            current = await self._read_text(index, rel)
-            if current is None:
+            try:
+                done = await self._compact_file(scope, index, rel, today, dry_run)
+            except Exception as exc:  # one odd file never blocks the others
+                log.error("compaction failed", extra={"file": rel, "error": str(exc)})
+                failed.append({"file": rel, "error": f"{type(exc).__name__}: {exc}"})
                 continue
-            p = compaction.plan(rel, current, today)
-            if not p.changes:
-                continue
-            plans.append(p.to_json())
-            if dry_run:
-                continue
-            moving = entries.encode(p.archive_text)
-            archive = MemoryFile(scope, p.archive_file, LEARNING)
-            # The archive first: a crash between the two leaves an entry in both, never
-            # in neither; the next compaction archives it once more.
-            await self.notes.commit(archive, lambda cur, m=moving: _append(cur, m))
-            expected = {a["id"] for a in p.archived}
+            if done is not None:
+                plans.append(done)
+        answer: dict[str, Any] = {"scope": scope, "dry_run": dry_run, "files": plans}
+        if failed:
+            answer["failed"] = failed
+        return answer
 
-            def build(
-                cur: bytes | None, rel: str = rel, expected: set[str] = expected,
-                planned: compaction.Plan = p, seen: str = current,
-            ) -> bytes:  # fmt: skip
-                text = entries.decode(cur)
-                if text == seen:
-                    return entries.encode(planned.new_text)
-                again = compaction.plan(rel, text, today)
-                if {a["id"] for a in again.archived} != expected:
-                    return cur or b""  # changed meanwhile: leave it for the next run
-                return entries.encode(again.new_text)
+    async def _compact_file(
+        self, scope: str, index: LearningsIndex, rel: str, today: Any, dry_run: bool
+    ) -> dict[str, Any] | None:
+        current = await self._read_text(index, rel)
+        if current is None:
+            return None
+        loop = asyncio.get_running_loop()  # planning a large file takes a while: off the loop
+        p = await loop.run_in_executor(None, compaction.plan, rel, current, today)
+        if not p.changes or dry_run:
+            return p.to_json() if p.changes else None
+        moving = entries.encode(p.archive_text)
+        archive = MemoryFile(scope, p.archive_file, LEARNING)
+        # The archive first: a crash between the two leaves an entry in both, never in
+        # neither; the next compaction archives it once more.
+        await self.notes.commit(archive, lambda cur: _append(cur, moving))
 
-            await self.notes.commit(target, build)
-        return {"scope": scope, "dry_run": dry_run, "files": plans}
+        def build(cur: bytes | None) -> bytes:
+            if entries.decode(cur) != current:
+                return cur or b""  # changed since it was planned: left for the next run
+            return entries.encode(p.new_text)
+
+        await self.notes.commit(MemoryFile(scope, rel, LEARNING), build)
+        return p.to_json()
 
     async def _read_text(self, index: LearningsIndex, rel: str) -> str | None:
         got = await asyncio.get_running_loop().run_in_executor(None, read_confined, index.root, rel)
@@ -317,16 +325,24 @@ class Learnings:
 
         def build(cur: bytes | None, rel: str, wanted: set[str]) -> bytes:
             text = entries.decode(cur)
-            found, _ = entries.parse("", text)
+            found, _ = entries.parse(rel, decode_text(cur or b""))  # ids as the index has them
             done = 0
             for e in reversed(found):  # bottom up: line numbers above stay put
-                if e.id in wanted and e.fields_ok and e.status == "active":
-                    text = entries.edit_fields(text, e.line, {
-                        "reinforcement_count": e.reinforcement_count + 1,
-                        "last_reinforced": today,
-                    })  # fmt: skip
-                    wanted = wanted - {e.id}
-                    done += 1
+                if e.id not in wanted or not e.fields_ok or e.status != "active":
+                    continue
+                changes: dict[str, Any] = {
+                    "reinforcement_count": e.reinforcement_count + 1, "last_reinforced": today,
+                }  # fmt: skip
+                if e.id == entries.derived_id(rel, e.text):
+                    changes = {"id": e.id, **changes}  # written down, so an edit keeps it
+                try:
+                    text = entries.edit_fields(text, e.line, changes)
+                except Exception as exc:  # say which, and reinforce the others
+                    log.warning("learning not reinforced: its front matter cannot be edited",
+                                extra={"file": rel, "line": e.line, "error": str(exc)})  # fmt: skip
+                    continue
+                wanted = wanted - {e.id}
+                done += 1
             counts[rel] = done
             return entries.encode(text)
 
