@@ -27,6 +27,7 @@ from typing import Any
 from bench import (
     crew,
     dense,
+    facts,
     freshness,
     indexing,
     injection,
@@ -59,6 +60,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     journal_speed.NAME: (journal_speed.run, "episodic journal: record, recall, rebuild, memory"),
     journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
+    facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
 }
 
 

@@ -145,8 +145,9 @@ async def json_body(request: web.Request) -> dict[str, Any]:
             json.dumps(body, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
             raise ApiError(
-                400, "invalid_json", "request body holds a lone UTF-16 surrogate (\\ud800-"
-                "\\udfff), which is not text"
+                400,
+                "invalid_json",
+                "request body holds a lone UTF-16 surrogate (\\ud800-\\udfff), which is not text",
             ) from None
     for name, value in body.items():
         if _depth(value) > MAX_JSON_DEPTH - 1:

@@ -51,6 +51,7 @@ class TierFacts:
     last_error: str | None = None
     failed_at: float | None = None
     torn: jsonl.SetAside | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one job at a time
 
 
 class Facts:
@@ -179,7 +180,9 @@ class Facts:
             jobs = []
             while tf.pending:
                 try:
-                    jobs.append(await self.consolidate_tier(tf))
+                    job = await self.consolidate_tier(tf)
+                    if job is not None:
+                        jobs.append(job)
                 except (LLMError, EmbedderError) as exc:
                     tf.last_error = str(exc)
                     waiting = f"{len(tf.pending)} episode(s) still wait"
@@ -189,7 +192,14 @@ class Facts:
             done[name] = jobs
         return {"promoted": promoted, "jobs": done}
 
-    async def consolidate_tier(self, tf: TierFacts) -> dict[str, Any]:
+    async def consolidate_tier(self, tf: TierFacts) -> dict[str, Any] | None:
+        """One job over the oldest waiting episodes; None if none wait (any more)."""
+        async with tf.lock:  # the worker and ``sidecar consolidate`` never overlap
+            if not tf.pending:
+                return None
+            return await self._job(tf)
+
+    async def _job(self, tf: TierFacts) -> dict[str, Any]:
         assert self.llm is not None
         episodes = sorted(tf.pending.values(), key=lambda e: (e.ts, e.id))
         episodes = episodes[: consolidation.MAX_EPISODES]
