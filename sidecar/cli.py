@@ -375,6 +375,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"retrieval: {retrieval}")
     print(f"model: {embedder.get('model') or 'none'}")
     print(f"episodic: {health.get('episodic', 'sparse-only')}")
+    consolidation = health.get("consolidation") or {}
+    state = consolidation.get("state", "off")
+    detail = consolidation.get("model") or consolidation.get("reason") or ""
+    print(f"consolidation (episodes into facts): {state}" + (f", {detail}" if detail else ""))
     for tier in health.get("tiers", {}):
         try:
             status = get_json(f"{base}/memory/status?scope={tier}")

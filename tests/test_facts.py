@@ -349,3 +349,13 @@ async def test_one_surprising_episode_is_consolidated_at_once(auto_client: Any) 
         return bool(await facts(client, "call morning"))
 
     await eventually(distilled, "a flashbulb episode to be consolidated alone")
+
+
+async def test_the_memory_block_carries_the_known_facts(llm_client: Any) -> None:
+    client, stub, _ = llm_client
+    await record(client, "I live in Osaka", "Osaka again", "Still Osaka")
+    stub.script({"facts": [item("new", "identity", "The user lives in Osaka.", ["Osaka"])]})
+    await consolidate(client)
+    block = await (await client.get("/memory/context?query=where+does+the+user+live")).text()
+    assert "[KNOWN FACTS]" in block
+    assert "- [identity] The user lives in Osaka. (sources: 3)" in block
