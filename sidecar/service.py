@@ -57,8 +57,8 @@ class MemoryService:
         self.notes = Notes(settings, self.indexes)
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead)
         self.learnings = Learnings(settings, self.indexes, self.notes, self.embeddings, self.lead)
-        self.operators = Operators(settings, self.indexes, self.notes)
         llm = _llm(settings)
+        self.operators = Operators(settings, self.indexes, self.notes, self.journal, llm)
         self.working = Working(settings, self.journal, llm)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working)
         has_crew = settings.role == "lead" or self.lead is not None

@@ -98,3 +98,26 @@ async def test_a_member_is_told_to_ask_the_lead(settings: Settings) -> None:
             )
     finally:
         await svc.stop()
+
+
+async def test_with_an_llm_the_model_is_distilled_from_recent_episodes(settings: Settings) -> None:
+    from tests.llm_stub import LLMStub
+
+    stub = await LLMStub().start()
+    stub.script({"fields": {"timezone": "Asia/Tokyo", "tone": "formal", "Bad Name": "x"}})
+    svc = MemoryService(dataclasses.replace(settings, llm_url=stub.url, llm_model="stub-3b"))
+    await svc.start()
+    await svc.facts.stop()  # only the distillation is under test
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as c:
+            said = "Please keep it formal; I'm in Tokyo"
+            resp = await c.post("/memory/journal", json={
+                "scope": "crew", "type": "user.said", "summary": said,
+            })  # fmt: skip
+            assert resp.status == 201
+            answer = await update(c, fields={"tone": "terse"}, messages=30, distill=True)
+        assert answer["fields"] == {"timezone": "Asia/Tokyo", "tone": "terse"}  # it said terse
+        assert "Please keep it formal" in stub.requests[-1]["messages"][1]["content"]
+    finally:
+        await svc.stop()
+        await stub.stop()

@@ -9,7 +9,7 @@ from aiohttp import web
 from sidecar.errors import ApiError
 from sidecar.operators import model
 from sidecar.operators.operators import Operators
-from sidecar.web import check_fields, int_field, json_body, string_field
+from sidecar.web import bool_field, check_fields, int_field, json_body, string_field
 
 OPERATORS: web.AppKey[Operators] = web.AppKey("operators", Operators)
 
@@ -59,7 +59,9 @@ def _fields(body: dict[str, Any]) -> dict[str, str]:
 
 async def update(request: web.Request) -> web.Response:
     body = await json_body(request)
-    check_fields(body, ("user_id", "workspace_id", "fields", "messages", "session_seconds"))
+    check_fields(
+        body, ("user_id", "workspace_id", "fields", "messages", "session_seconds", "distill")
+    )
     user_id, workspace_id = _who(body)
     seconds = body.get("session_seconds", 0)
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
@@ -70,6 +72,7 @@ async def update(request: web.Request) -> web.Response:
         _fields(body),
         int_field(body, "messages", 0, 0, 10**9),
         float(seconds),
+        bool_field(body, "distill", False),
     )
     return web.json_response(answer, status=200 if answer["written"] else 202)
 
