@@ -36,6 +36,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sidecar.errors import ApiError, json_type
+from sidecar.facts import tools as facts_tools
 from sidecar.facts.tools import FactsBackend
 from sidecar.journal import tools as journal_tools
 from sidecar.journal.tools import JournalBackend
@@ -82,6 +83,7 @@ SPECS = {
         *journal_tools.TOOLS,
         *working_tools.TOOLS,
         *learnings_tools.TOOLS,
+        *facts_tools.TOOLS,
     )
 }
 TOOLS = [spec.definition for spec in SPECS.values()]
