@@ -205,7 +205,23 @@ def test_decisions_database_example() -> None:
     parsed = chunk_markdown(text, DEFAULT_MAX_CHARS)
     hit = chunk_with(parsed, "PostgreSQL 16")
     assert hit.heading == "2026-11-21 > Decisions > Database"
-    assert (hit.start_line, hit.end_line) == (4, 5)
+    assert (hit.start_line, hit.end_line) == (1, 5)  # the bare headings above join it
+
+
+def test_no_chunk_is_only_headings() -> None:
+    """A hit on a heading alone would cost budget and carry no evidence."""
+    text = "# Agent memory\n\n## Preferences\n- terse commits\n\n## Later\n### Empty\n"
+    parsed = chunk_markdown(text, DEFAULT_MAX_CHARS)
+    assert [(c.start_line, c.end_line) for c in parsed.chunks] == [(1, 7)]
+    assert (
+        parsed.chunks[0].text.startswith("# Agent memory") and "### Empty" in parsed.chunks[0].text
+    )
+    two = chunk_markdown("# T\n## A\nalpha\n## B\nbeta\n", DEFAULT_MAX_CHARS)
+    assert [(c.start_line, c.end_line, c.text) for c in two.chunks] == [
+        (1, 3, "# T\n## A\nalpha"), (4, 5, "## B\nbeta"),
+    ]  # fmt: skip
+    alone = chunk_markdown("# Only a title\n", DEFAULT_MAX_CHARS)
+    assert [c.text for c in alone.chunks] == ["# Only a title"]  # nothing else to fold into
 
 
 @pytest.mark.parametrize(
@@ -476,7 +492,9 @@ def test_chunks_partition_the_file_and_keep_every_line(
     for c in parsed.chunks:
         own = [i for i in range(c.start_line - 1, c.end_line) if i >= fm and lines[i].strip()]
         assert own, f"chunk {c} owns no body line"
-        assert c.heading == crumbs[own[0]], c
+        # Bare headings folded into the chunk they introduce: its breadcrumb is its content's.
+        content = [i for i in own if model[i].heading is None] or own
+        assert c.heading == crumbs[content[0]] or c.heading == crumbs[own[0]], c
         if len(own) == 1 and len(lines[own[0]]) > max_chars:
             cut_pieces.setdefault(own[0], []).append(c.text)
         else:

@@ -320,7 +320,34 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
                 )
             else:
                 chunks.append(Chunk(a + 1, b, crumb, "\n".join(lines[a:b]).strip()))
+    chunks = _fold_bare_headings(chunks, lines, max_chars)
     return ParsedFile(metadata, _absorb_blank_chunks(chunks, len(lines)), len(lines))
+
+
+def _fold_bare_headings(chunks: list[Chunk], lines: list[str], max_chars: int) -> list[Chunk]:
+    """A chunk that is only headings carries no evidence, yet a hit on it costs budget: it
+    joins the chunk it introduces (trailing ones join the chunk before them), whose text
+    then starts with those headings, as context for ranking. Only when the joined text
+    still fits the cap; a file of nothing but headings keeps them."""
+    out: list[Chunk] = []
+    waiting: list[Chunk] = []  # bare-heading chunks waiting for their section
+    for c in chunks:
+        body = [ln for ln in lines[c.start_line - 1 : c.end_line] if ln.strip()]
+        if all(_heading_of(ln) for ln in body) and (body or waiting):
+            waiting.append(c)  # bare headings, and the blank lines among them
+            continue
+        if waiting and any(w.text.strip() for w in waiting):
+            text = "\n".join(lines[waiting[0].start_line - 1 : c.end_line]).strip()
+            if len(text) <= max_chars:
+                c, waiting = Chunk(waiting[0].start_line, c.end_line, c.heading, text), []
+        out += [*waiting, c]
+        waiting = []
+    if waiting and out and out[-1].text.strip():
+        last = out[-1]
+        text = "\n".join(lines[last.start_line - 1 : waiting[-1].end_line]).strip()
+        if len(text) <= max_chars:
+            out[-1], waiting = Chunk(last.start_line, waiting[-1].end_line, last.heading, text), []
+    return out + waiting
 
 
 def _absorb_blank_chunks(chunks: list[Chunk], line_count: int) -> list[Chunk]:

@@ -32,7 +32,7 @@ def text_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-SCHEMA_VERSION = 7  # 7: chunk hashes, vectors; 6: append-stable chunk cuts; 5: no rank config
+SCHEMA_VERSION = 8  # 8: no heading-only chunks; 7: chunk hashes, vectors; 6: append-stable cuts
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # BM25 column weights (heading, body): a term in the breadcrumb says more about
 # a chunk than the same term somewhere in its prose.
