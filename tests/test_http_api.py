@@ -42,7 +42,7 @@ async def test_search_finds_yesterdays_note(client: TestClient, service: MemoryS
     (hit,) = body["results"]
     assert hit["file"] == "daily/2026-11-21.md"
     assert hit["source"] == "agent"
-    assert (hit["start_line"], hit["end_line"]) == (4, 5)
+    assert (hit["start_line"], hit["end_line"]) == (1, 5)  # the bare headings above join the chunk
     assert hit["heading"] == "2026-11-21 > Decisions > Database"
     assert "PostgreSQL 16" in hit["snippet"]
     assert hit["score"] > 0

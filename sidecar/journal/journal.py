@@ -12,6 +12,7 @@ import contextlib
 import errno
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -410,7 +411,12 @@ class Journal:
         tj = self.tiers.get(scope)
         if tj is None or tj.index is None or not tj.ready.is_set():
             return {"indexing": True, "events": None}
-        stats = await self.read(tj.index.stats)
+        try:
+            stats = await self.read(tj.index.stats)
+        except sqlite3.DatabaseError as exc:  # its file deleted or damaged under it: say so
+            log.warning("journal index unreadable", extra={"tier": scope, "error": str(exc)})
+            return {"indexing": False, "events": None, "error": f"journal index unreadable "
+                    f"({exc}); POST /memory/reindex rebuilds it from the day files"}  # fmt: skip
         vectors = len(tj.vectors) if tj.vectors is not None else 0
         pending = max(0, stats["embeddable"] - vectors - len(tj.refused)) if self.model() else 0
         body = {

@@ -28,7 +28,6 @@ from sidecar.retrieval.vector_sync import from_blob
 if TYPE_CHECKING:
     from sidecar.retrieval.embedders.base import Vectors
 
-POOL = 20
 LINE_MIX = 0.5
 
 

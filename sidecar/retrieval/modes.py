@@ -15,3 +15,4 @@ ALPHA = 0.5
 # databases; "who got a dog?" against "adopted a puppy" scores 0.33). On LoCoMo, fills
 # happen for 4 of 760 questions and this floor changes no figure.
 FILL_MIN_COSINE = 0.2
+POOL = 20  # BM25 candidates the dense leg re-orders (``fusion.rerank``)

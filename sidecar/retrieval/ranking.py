@@ -71,11 +71,13 @@ def rank_tier(
     mode: str,
     query_vector: Vectors | None = None,
     vectors: TierVectors | None = None,
+    sparse_leg: tuple[list[Hit], str] | None = None,
 ) -> tuple[list[Result], str]:
     """One tier's results in a retrieval mode, and how the query was read.
 
     Runs on a search thread. Without a query vector (sparse mode, or no embedder)
-    this is BM25 alone, and numpy is never imported.
+    this is BM25 alone, and numpy is never imported. ``sparse_leg``: hybrid's BM25 pool
+    (``search_store`` with ``POOL``), when it already ran while the query was embedded.
     """
     query_mode = planned.mode if planned else MODE_TERMS
     if mode == SPARSE or query_vector is None or vectors is None:
@@ -87,7 +89,9 @@ def rank_tier(
     from sidecar.retrieval import fusion  # numpy: a sparse-only daemon never loads it
 
     sparse: list[Hit] = []
-    if mode == HYBRID and planned is not None:
+    if mode == HYBRID and sparse_leg is not None:
+        sparse, query_mode = sparse_leg
+    elif mode == HYBRID and planned is not None:
         sparse, query_mode = search_store(store, planned, max(fusion.POOL, limit))
     fill: list[tuple[Hit, float]] = []
     if mode == DENSE or len(sparse) < limit:

@@ -16,9 +16,9 @@ from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.index.store import Hit
 from sidecar.retrieval.embeddings import Embeddings
-from sidecar.retrieval.modes import DENSE, HYBRID, MODES, SPARSE
+from sidecar.retrieval.modes import DENSE, HYBRID, MODES, POOL, SPARSE
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, plan, terms
-from sidecar.retrieval.ranking import Result, dense_fill_last, rank_tier, rrf_fuse
+from sidecar.retrieval.ranking import Result, dense_fill_last, rank_tier, rrf_fuse, search_store
 
 if TYPE_CHECKING:
     from sidecar.retrieval.embedders.base import Vectors
@@ -65,12 +65,23 @@ class Search:
             raise ApiError(400, "empty_query", "the query has no searchable words")
         degraded: list[str] = []
         query_vector: Vectors | None = None
+        found: list[Any] = [None] * len(states)  # each tier's BM25 leg, when run early
         if states:
-            query_vector, why_not = await self.embeddings.query_vector(query, mode)
+            embedding = asyncio.ensure_future(self.embeddings.query_vector(query, mode))
+            if mode == HYBRID and planned is not None:  # BM25 runs while the query embeds
+                pool = max(POOL, limit)
+                found = await asyncio.gather(
+                    *(self.indexes.read(search_store, st.store, planned, pool) for st in states),
+                    return_exceptions=True,
+                )
+            query_vector, why_not = await embedding
             if why_not is not None:
                 degraded.append(why_not)
                 mode = SPARSE
-        searches = [self._search_tier(s, planned, limit, mode, query_vector) for s in states]
+        searches = [
+            self._search_tier(st, planned, limit, mode, query_vector, early)
+            for st, early in zip(states, found, strict=True)
+        ]
         names = [s.tier.name for s in states]
         if len(names) < (2 if scope == "both" else 1):  # the crew tier is the lead's
             searches.append(self._search_lead(query, limit, asked))
@@ -139,15 +150,19 @@ class Search:
 
     async def _search_tier(
         self, state: TierState, planned: PlannedQuery | None, limit: int, mode: str,
-        query_vector: Vectors | None,
+        query_vector: Vectors | None, early: Any = None,
     ) -> tuple[list[Result], str]:  # fmt: skip
+        """``early``: this tier's BM25 leg, already run while the query embedded (an error
+        there is met again, and handled, by running the whole ranking now)."""
         name = state.tier.name
         self.indexes.raise_if_broken(name)  # a tier being rebuilt answers 503 at once
         vectors = self.embeddings.vectors
         tier_vectors = vectors.tiers[name] if vectors else None
+        sparse = early if isinstance(early, tuple) and mode == HYBRID else None
         try:
             return await self.indexes.read(
                 rank_tier, state.store, name, planned, limit, mode, query_vector, tier_vectors,
+                sparse,
             )  # fmt: skip
         except Exception as exc:
             await self.indexes.check(name, exc)  # 503 if the index turned out to be broken
