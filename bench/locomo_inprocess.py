@@ -10,7 +10,7 @@ and runs this in every mode, so the README's comparison of fusions reproduces.
 - ``hybrid``: the shipped ranking (``sidecar.retrieval.fusion``), as the daemon runs it;
 - ``dense``: the vector leg alone;
 - ``rrf``: the textbook baseline, reciprocal rank fusion (k = 60) of each leg's
-  top ``fusion.POOL``, which the shipped ranking replaced.
+  top ``POOL``, which the shipped ranking replaced.
 
 ``--arg vector_cache=DIR`` keeps each sample's index under DIR, so a second
 run in another mode looks its vectors up instead of embedding them again.
@@ -27,7 +27,7 @@ from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.sqlite import SQLiteStore
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.minilm import MiniLMEmbedder
-from sidecar.retrieval.modes import DENSE, HYBRID, SPARSE
+from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE
 from sidecar.retrieval.ranking import RRF_K, rank_tier, rrf_fuse, search_store
 from sidecar.retrieval.vector_sync import TierVectors
 
@@ -77,9 +77,7 @@ class InProcessRetriever:
             return [(h.path, h.start_line, h.end_line, h.text) for h in hits]
         vector = self._embedder.embed([text])[0]
         if self.mode == RRF:
-            from sidecar.retrieval import fusion
-
-            depth = max(fusion.POOL, k)
+            depth = max(POOL, k)
             legs = {leg: rank_tier(store, "agent", planned, depth, leg, vector, vectors)[0]
                     for leg in (SPARSE, DENSE)}  # fmt: skip
             results = rrf_fuse(legs, k, RRF_K)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
-from sidecar.retrieval.modes import DENSE, HYBRID, SPARSE
+from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
 from sidecar.safety import scan_remembered
 
@@ -92,7 +92,7 @@ def rank_tier(
     if mode == HYBRID and sparse_leg is not None:
         sparse, query_mode = sparse_leg
     elif mode == HYBRID and planned is not None:
-        sparse, query_mode = search_store(store, planned, max(fusion.POOL, limit))
+        sparse, query_mode = search_store(store, planned, max(POOL, limit))
     fill: list[tuple[Hit, float]] = []
     if mode == DENSE or len(sparse) < limit:
         # A row the sync has not caught up with yet may name a chunk id that is gone or
