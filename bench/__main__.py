@@ -29,6 +29,7 @@ from bench import (
     dense,
     facts,
     freshness,
+    hybrid_speed,
     indexing,
     injection,
     journal_recall,
@@ -49,6 +50,7 @@ Benchmark = Callable[[Context], BenchResult]
 BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     retrieval.NAME: (retrieval.run, "retrieval quality on LoCoMo dev (budgeted recall)"),
     latency.NAME: (latency.run, "search latency at 10k/100k chunks vs bare FTS5"),
+    hybrid_speed.NAME: (hybrid_speed.run, "hybrid vs sparse search p50 at 10k chunks"),
     indexing.NAME: (indexing.run, "full and incremental indexing of 2,000 notes"),
     freshness.NAME: (freshness.run, "time from a file write to searchable"),
     memory.NAME: (memory.run, "idle resident memory of the daemon"),
