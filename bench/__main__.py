@@ -26,6 +26,7 @@ from typing import Any
 
 from bench import (
     crew,
+    crossval,
     dense,
     facts,
     freshness,
@@ -49,6 +50,7 @@ Benchmark = Callable[[Context], BenchResult]
 
 BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     retrieval.NAME: (retrieval.run, "retrieval quality on LoCoMo dev (budgeted recall)"),
+    crossval.NAME: (crossval.run, "leave-one-conversation-out validation on LoCoMo dev"),
     latency.NAME: (latency.run, "search latency at 10k/100k chunks vs bare FTS5"),
     hybrid_speed.NAME: (hybrid_speed.run, "hybrid vs sparse search p50 at 10k chunks"),
     indexing.NAME: (indexing.run, "full and incremental indexing of 2,000 notes"),

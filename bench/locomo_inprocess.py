@@ -14,6 +14,8 @@ and runs this in every mode, so the README's comparison of fusions reproduces.
 
 ``--arg vector_cache=DIR`` keeps each sample's index under DIR, so a second
 run in another mode looks its vectors up instead of embedding them again.
+``--arg alpha=X`` sets the dense leg's share in hybrid (``modes.ALPHA``), for the
+cross-validation of that constant (``bench/crossval.py``).
 """
 
 from __future__ import annotations
@@ -42,11 +44,16 @@ class InProcessRetriever:
         mode: str = SPARSE,
         threads: int = 1,
         vector_cache: str = "",
+        alpha: str = "",
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         self.max_chars = int(max_chars)
         self.mode = mode
+        if alpha:
+            from sidecar.retrieval import fusion
+
+            fusion.ALPHA = float(alpha)  # this process only: one evaluation run
         self.name = f"sidecar-inprocess(max_chars={self.max_chars}, mode={mode})"
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-idx-")
         self._dir = Path(vector_cache) if vector_cache else Path(self._tmp.name)
