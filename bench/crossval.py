@@ -7,9 +7,10 @@ conversation it was not made on. A change that raises the plain dev figure but n
 this one fitted the dev data and is to be reverted.
 
 Grids, through ``bench/locomo_inprocess.py`` (the sidecar's own chunker, store and
-fusion): the chunk cap (sparse, where it acts alone) and the dense share ALPHA
-(hybrid). The plain FTS5 chunk baseline of the evaluation script goes through the
-same protocol (it has nothing to choose, so its figure is its dev figure).
+fusion): the chunk cap, the chunker's target fraction and its lead-in rule (sparse,
+where they act alone), and the dense share ALPHA (hybrid). The plain FTS5 chunk
+baseline of the evaluation script goes through the same protocol (it has nothing to
+choose, so its figure is its dev figure).
 
 Reproduce one cell: ``python ../shared/bench/locomo/locomo_eval.py --split dev
 --retriever bench/locomo_inprocess.py:factory --arg mode=sparse --arg max_chars=650
@@ -34,6 +35,18 @@ RETRIEVER = "bench/locomo_inprocess.py:factory"
 GRIDS: dict[str, tuple[str, list[str], str, dict[str, str]]] = {
     # name: (parameter, values, shipped value, fixed args)
     "chunk cap (sparse)": ("max_chars", ["450", "550", "650", "800"], "650", {"mode": "sparse"}),
+    "chunk target, fraction of the cap (sparse)": (
+        "target",
+        ["0.6", "0.8", "1.0"],
+        "0.8",
+        {"mode": "sparse"},
+    ),
+    "cost of a cut after a lead-in line (sparse; 0 = no rule)": (
+        "lead_in_cost",
+        ["0", "1.5", "3"],
+        "1.5",
+        {"mode": "sparse"},
+    ),
     "dense share ALPHA (hybrid)": ("alpha", ["0.3", "0.5", "0.7"], "0.5", {"mode": "hybrid"}),
 }
 BASELINE = "fts5-chunks-porter"

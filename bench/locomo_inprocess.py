@@ -14,8 +14,10 @@ and runs this in every mode, so the README's comparison of fusions reproduces.
 
 ``--arg vector_cache=DIR`` keeps each sample's index under DIR, so a second
 run in another mode looks its vectors up instead of embedding them again.
-``--arg alpha=X`` sets the dense leg's share in hybrid (``modes.ALPHA``), for the
-cross-validation of that constant (``bench/crossval.py``).
+``--arg alpha=X`` sets the dense leg's share in hybrid (``modes.ALPHA``); ``--arg
+target=X`` and ``--arg lead_in_cost=X`` set the chunker's target fraction of the cap and
+the cost of cutting after a lead-in line: for the cross-validation of those constants
+(``bench/crossval.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class InProcessRetriever:
         threads: int = 1,
         vector_cache: str = "",
         alpha: str = "",
+        target: str = "",
+        lead_in_cost: str = "",
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
@@ -54,6 +58,12 @@ class InProcessRetriever:
             from sidecar.retrieval import fusion
 
             fusion.ALPHA = float(alpha)  # this process only: one evaluation run
+        from sidecar.index import chunking
+
+        if target:
+            chunking._TARGET = float(target)
+        if lead_in_cost:
+            chunking._LEAD_IN_COST = float(lead_in_cost)
         self.name = f"sidecar-inprocess(max_chars={self.max_chars}, mode={mode})"
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-idx-")
         self._dir = Path(vector_cache) if vector_cache else Path(self._tmp.name)
