@@ -113,3 +113,25 @@ async def post_json(
     if not isinstance(data, dict):
         raise LLMError(f"{url} answered JSON that is not an object")
     return data
+
+
+class HttpChat:
+    """What both adapters share: one aiohttp session, opened on first use."""
+
+    url: str
+    timeout: float
+    _headers: dict[str, str]
+
+    def __init__(self) -> None:
+        self._session: Any = None
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import aiohttp
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        return await post_json(self._session, self.url, body, self.timeout, self._headers)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()

@@ -4,24 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
-
-from sidecar.llm.client import LLMError, Message, Reply, post_json
+from sidecar.llm.client import HttpChat, LLMError, Message, Reply
 
 
-class OpenAIChat:
+class OpenAIChat(HttpChat):
     def __init__(self, url: str, model: str, api_key: str | None, timeout: float) -> None:
+        super().__init__()
         base = url.rstrip("/")
         self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
         self.model = model
         self.model_id = f"openai:{model}"
         self.timeout = timeout
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._session: aiohttp.ClientSession | None = None
 
     async def chat(self, messages: list[Message], schema: dict[str, Any], name: str) -> Reply:
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
         body = {
             "model": self.model,
             "messages": messages,
@@ -31,7 +27,7 @@ class OpenAIChat:
                 "json_schema": {"name": name, "schema": schema, "strict": True},
             },
         }
-        data = await post_json(self._session, self.url, body, self.timeout, self._headers)
+        data = await self._post(body)
         try:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
@@ -45,7 +41,3 @@ class OpenAIChat:
             message["content"], int(usage.get("prompt_tokens") or 0),
             int(usage.get("completion_tokens") or 0),
         )  # fmt: skip
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
