@@ -50,6 +50,7 @@ GRIDS: dict[str, tuple[str, list[str], str, dict[str, str]]] = {
     "dense share ALPHA (hybrid)": ("alpha", ["0.3", "0.5", "0.7"], "0.5", {"mode": "hybrid"}),
 }
 BASELINE = "fts5-chunks-porter"
+CATEGORIES = ("1-multi-hop", "2-temporal", "3-open-domain", "4-single-hop")
 
 
 def evaluate(
@@ -166,4 +167,22 @@ def run(ctx: Context) -> BenchResult:
                     rows,
                 )
             )
+            picked = {s: scores[picks[s]][s] for s in SAMPLES}  # what the folds chose
+            result.tables.append(
+                Table(
+                    f"{title}: by category, cross-validated choice vs {BASELINE}",
+                    ["category", "cross-validated", BASELINE, "difference"],
+                    [
+                        [c, f"{mine:.3f}", f"{theirs:.3f}", f"{mine - theirs:+.3f}"]
+                        for c in CATEGORIES
+                        for mine, theirs in [(by_category(picked, c), by_category(base, c))]
+                    ],
+                )
+            )
     return result
+
+
+def by_category(rows: dict[int, dict[str, Any]], category: str) -> float:
+    """A category's recall over the conversations, weighted by its questions in each."""
+    parts = [r["by_category"][category] for r in rows.values() if category in r["by_category"]]
+    return sum(p["recall_budget"] * p["n"] for p in parts) / max(1, sum(p["n"] for p in parts))
