@@ -140,7 +140,7 @@ async def json_body(request: web.Request) -> dict[str, Any]:
         ) from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_json", "request body must be a JSON object")
-    if b"\\ud" in raw or b"\\uD" in raw:  # an escaped surrogate: is it paired?
+    if b"\\ud" in raw or b"\\uD" in raw or b"\xed" in raw:  # a surrogate, escaped or raw?
         try:
             json.dumps(body, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:

@@ -639,3 +639,8 @@ async def test_a_lone_surrogate_is_a_400(client: TestClient) -> None:
         headers={"Content-Type": "application/json"},
     )  # fmt: skip
     assert resp.status == 400 and (await resp.json())["error"] == "invalid_json"
+    raw = await client.post(  # the same surrogate as raw (invalid) UTF-8 bytes
+        "/memory/learnings", data=b'{"text": "ok \xed\xa0\x80 lesson"}',
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    assert raw.status == 400 and (await raw.json())["error"] == "invalid_json"
