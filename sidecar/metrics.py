@@ -1,0 +1,65 @@
+"""The daemon's Prometheus metrics that code records as things happen.
+
+Counters and histograms live here, in one registry of their own, so any layer
+can record into them without importing the layers above it. Figures that are a
+reading of current state (queue depth, embedder state, free disk) are not kept
+here: ``api/metrics.py`` reads them from the service at scrape time, so they
+can never go stale.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+# Most calls take milliseconds; a slow disk or a cold embedder takes seconds.
+_LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+_BUILD_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
+
+HTTP_REQUESTS = Counter(
+    "sidecar_http_requests",
+    "HTTP requests answered, by route template, method and status code.",
+    ["route", "method", "status"],
+    registry=REGISTRY,
+)
+OPERATION_SECONDS = Histogram(
+    "sidecar_operation_duration_seconds",
+    "Time to answer a memory operation (write, search, read, context), from any transport.",
+    ["operation"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+FSYNC_SECONDS = Histogram(
+    "sidecar_fsync_duration_seconds",
+    "Time one fsync of a memory file or its folder took.",
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+INDEX_BUILDS = Counter(
+    "sidecar_index_builds",
+    "Full index builds and rebuilds of a tier, by why they ran (cold start, reindex).",
+    ["tier", "kind"],
+    registry=REGISTRY,
+)
+INDEX_BUILD_SECONDS = Histogram(
+    "sidecar_index_build_duration_seconds",
+    "Time a full index build of a tier took, until every file was searchable.",
+    ["tier"],
+    buckets=_BUILD_BUCKETS,
+    registry=REGISTRY,
+)
+REJECTED_INPUTS = Counter(
+    "sidecar_rejected_inputs",
+    "Requests refused for their input (status 4xx), by the error code given to the client.",
+    ["reason"],
+    registry=REGISTRY,
+)
+INJECTION_BLOCKS = Counter(
+    "sidecar_injection_blocks",
+    "Text withheld or refused because the injection scanner flagged it, by category.",
+    ["category"],
+    registry=REGISTRY,
+)
