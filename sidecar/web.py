@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from sidecar.errors import ApiError, json_type
+from sidecar.metrics import REJECTED_INPUTS
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -67,6 +68,8 @@ HTTP_CODES = {
 
 
 def error_response(status: int, error: str, detail: str) -> web.Response:
+    if status < 500:
+        REJECTED_INPUTS.labels(reason=error).inc()
     return web.json_response({"error": error, "detail": detail}, status=status)
 
 

@@ -13,9 +13,11 @@ from typing import Any
 
 from aiohttp import web
 
+from sidecar.api import metrics, openapi
 from sidecar.api.mcp.mount import MCP_PATH, mount_mcp
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
+from sidecar.metrics import REJECTED_INPUTS
 from sidecar.service import MemoryService
 from sidecar.web import (
     HTTP_CODES,
@@ -84,6 +86,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         return await handler(request)
     except ApiError as exc:
+        if exc.status < 500:
+            REJECTED_INPUTS.labels(reason=exc.error).inc()
         response = web.json_response(exc.to_json(), status=exc.status)
         if "retry_after" in exc.extra:
             response.headers["Retry-After"] = str(exc.extra["retry_after"])
@@ -129,6 +133,7 @@ def create_app(service: MemoryService) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY_BYTES,
         middlewares=[
+            metrics.count_requests,
             _host_guard(service.settings.allowed_hosts),
             _browser_guard(service.settings.allowed_hosts),
             error_middleware,
@@ -139,5 +144,7 @@ def create_app(service: MemoryService) -> web.Application:
     app.router.add_get("/memory/status", status)
     app.router.add_post("/memory/reindex", reindex)
     app.router.add_get("/healthz", healthz)
+    metrics.add_routes(app, service)
+    openapi.add_routes(app)
     mount_mcp(app, service)
     return app

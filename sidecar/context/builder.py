@@ -20,6 +20,7 @@ from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.journal.recall import RecallQuery
 from sidecar.learnings.learnings import Learnings, SearchQuery
+from sidecar.metrics import timed
 from sidecar.notes.files import today_utc
 from sidecar.retrieval.search import Search
 
@@ -48,6 +49,7 @@ class ContextBuilder:
     def close(self) -> None:
         self._files.shutdown()
 
+    @timed("context")
     async def build(
         self,
         budget: int = block.DEFAULT_BUDGET,

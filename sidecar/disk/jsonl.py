@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sidecar.disk.durable import fsync
 from sidecar.disk.tiers import HardLinked, UnsafePath, open_confined
 
 REJECTED_SUFFIX = ".rejected"
@@ -131,11 +132,11 @@ def set_aside_torn_tail(root: Path, rel: str) -> SetAside | None:
         )
         try:
             write_all(rejected, tail + b"\n")
-            os.fsync(rejected)
+            fsync(rejected)
         finally:
             os.close(rejected)
         os.ftruncate(fd, cut)
-        os.fsync(fd)
+        fsync(fd)
         return SetAside(rel, line, len(tail))
     finally:
         os.close(fd)
@@ -152,7 +153,7 @@ def append(root: Path, rel: str, data: bytes) -> int:
         size = os.fstat(fd).st_size
         try:
             write_all(fd, data)
-            os.fsync(fd)
+            fsync(fd)
         except OSError:
             os.ftruncate(fd, size)
             raise

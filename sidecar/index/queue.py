@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -45,6 +46,7 @@ class ReindexQueue:
         self._run = run
         self._executor = executor
         self._waiting: OrderedDict[JobKey, asyncio.Future[Any]] = OrderedDict()
+        self._queued_at: dict[JobKey, float] = {}  # monotonic time each job was first asked for
         self._running: JobKey | None = None
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
@@ -64,6 +66,7 @@ class ReindexQueue:
         if fut is None:
             fut = asyncio.get_running_loop().create_future()
             self._waiting[key] = fut
+            self._queued_at[key] = time.monotonic()
             self._idle.clear()
             self._wakeup.set()
         return fut
@@ -73,6 +76,7 @@ class ReindexQueue:
         fut = self._waiting.pop(key, None)
         if fut is None:
             return False
+        self._queued_at.pop(key, None)
         fut.cancel()
         return True
 
@@ -82,6 +86,12 @@ class ReindexQueue:
         if self._running is not None:
             keys.append(self._running)
         return sum(1 for k in keys if tier is None or k.tier == tier)
+
+    def oldest_age(self, tier: str) -> float | None:
+        """Seconds since the oldest job of ``tier`` still waiting or running was asked for:
+        a queue that is stuck shows as an age that keeps growing, not only as depth."""
+        times = [t for k, t in self._queued_at.items() if k.tier == tier]
+        return time.monotonic() - min(times) if times else None
 
     def pending(self, tier: str, kind: str) -> bool:
         keys = list(self._waiting)
@@ -128,3 +138,4 @@ class ReindexQueue:
                     fut.set_result(result)
             finally:
                 self._running = None
+                self._queued_at.pop(key, None)

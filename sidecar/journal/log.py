@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sidecar.disk.durable import fsync
 from sidecar.disk.jsonl import open_owned, write_all
 from sidecar.disk.tiers import open_confined
 
@@ -173,7 +174,7 @@ class Appender:
         if created:  # the new name must survive a crash as much as its lines
             dir_fd = os.open(self.root / JOURNAL_DIR, os.O_RDONLY | os.O_DIRECTORY)
             try:
-                os.fsync(dir_fd)
+                fsync(dir_fd)
             finally:
                 os.close(dir_fd)
         st = os.fstat(fd)
@@ -222,12 +223,12 @@ class Appender:
         data = prefix + b"".join(item.data for item in accepted)
         try:
             write_all(opened.fd, data)
-            os.fsync(opened.fd)
+            fsync(opened.fd)
         except OSError:
             # Never leave half a group behind: cut back to where it started.
             with contextlib.suppress(OSError):
                 os.ftruncate(opened.fd, size)
-                os.fsync(opened.fd)
+                fsync(opened.fd)
             raise
         pos = size + len(prefix)
         for item in accepted:

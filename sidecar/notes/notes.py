@@ -22,6 +22,7 @@ from sidecar.index import indexer
 from sidecar.index.chunking import split_lines
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.index.queue import FILE, JobKey
+from sidecar.metrics import INJECTION_BLOCKS, timed
 from sidecar.notes import files, write_job
 from sidecar.notes.files import CapExceeded
 from sidecar.safety import scan, scan_remembered
@@ -65,6 +66,7 @@ class Notes:
         (state,) = self.indexes.for_scope(scope)
         return state
 
+    @timed("write")
     async def write(self, scope: str, file: object, content: object, mode: str) -> dict[str, Any]:
         """Persist durably and reindex, as one job in the FIFO queue, before answering.
 
@@ -81,6 +83,7 @@ class Notes:
             raise ApiError(400, "bad_content", "nothing to append: 'content' is empty")
         finding = scan(content)
         if finding is not None:
+            INJECTION_BLOCKS.labels(category=finding.category).inc()
             raise ApiError(
                 422, "injection_suspected",
                 f"content looks like a prompt injection (category={finding.category}, "
@@ -171,6 +174,7 @@ class Notes:
             raise write_job.api_error(target, done.error) from done.error
         return done, rebuilding
 
+    @timed("read")
     async def read(
         self, scope: str, file: object, start_line: int | None = None, end_line: int | None = None
     ) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from sidecar.config import Settings
 from sidecar.disk import jsonl
+from sidecar.disk.durable import fsync
 from sidecar.disk.tiers import open_confined
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
@@ -189,7 +190,7 @@ def _remove(root: Any, rel: str) -> bool:
             os.unlink(name, dir_fd=dir_fd)
         except FileNotFoundError:
             return False
-        os.fsync(dir_fd)
+        fsync(dir_fd)
         return True
     finally:
         os.close(dir_fd)

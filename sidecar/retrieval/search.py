@@ -15,6 +15,7 @@ from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreacha
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.index.store import Hit
+from sidecar.metrics import timed
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.modes import DENSE, HYBRID, MODES, POOL, SPARSE
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, plan, terms
@@ -52,6 +53,7 @@ class Search:
         self.embeddings = embeddings
         self.lead = lead
 
+    @timed("search")
     async def search(
         self, query: str, scope: str, limit: int, mode: str | None = None
     ) -> SearchResponse:

@@ -12,6 +12,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 
+from sidecar.metrics import INJECTION_BLOCKS
 from sidecar.safety.scanner import Finding, scan
 
 _KEEP = 4096
@@ -23,12 +24,16 @@ def scan_remembered(text: str) -> Finding | None:
     """``scan(text)``, from memory when this exact text was scanned before."""
     key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     with _lock:
-        if key in _seen:
+        found = key in _seen
+        if found:
             _seen.move_to_end(key)
-            return _seen[key]
-    finding = scan(text)  # outside the lock: scans on other threads go on meanwhile
-    with _lock:
-        _seen[key] = finding
-        if len(_seen) > _KEEP:
-            _seen.popitem(last=False)
+            finding = _seen[key]
+    if not found:
+        finding = scan(text)  # outside the lock: scans on other threads go on meanwhile
+        with _lock:
+            _seen[key] = finding
+            if len(_seen) > _KEEP:
+                _seen.popitem(last=False)
+    if finding is not None:  # every caller withholds what was flagged: that is a block
+        INJECTION_BLOCKS.labels(category=finding.category).inc()
     return finding
