@@ -18,6 +18,9 @@ run in another mode looks its vectors up instead of embedding them again.
 target=X`` and ``--arg lead_in_cost=X`` set the chunker's target fraction of the cap and
 the cost of cutting after a lead-in line: for the cross-validation of those constants
 (``bench/crossval.py``).
+``--arg store=pgserver`` keeps each sample's index in a throwaway PostgreSQL cluster
+(``pgserver``), one namespace per sample; ``--arg store=postgresql://...`` in that
+server instead: the PostgreSQL store against the SQLite one on the same questions.
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ from pathlib import Path
 
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
-from sidecar.index.sqlite import SQLiteStore
+from sidecar.index.store import IndexStore
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.minilm import MiniLMEmbedder
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE
 from sidecar.retrieval.ranking import RRF_K, rank_tier, rrf_fuse, search_store
 from sidecar.retrieval.vector_sync import TierVectors
+from sidecar.stores import open_store
 
 RRF = "rrf"
 MODES = (SPARSE, HYBRID, DENSE, RRF)
@@ -49,6 +53,7 @@ class InProcessRetriever:
         alpha: str = "",
         target: str = "",
         lead_in_cost: str = "",
+        store: str = "",
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
@@ -64,19 +69,27 @@ class InProcessRetriever:
             chunking._TARGET = float(target)
         if lead_in_cost:
             chunking._LEAD_IN_COST = float(lead_in_cost)
-        self.name = f"sidecar-inprocess(max_chars={self.max_chars}, mode={mode})"
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-idx-")
+        self._server = None
+        self._url = store
+        if store == "pgserver":
+            import pgserver
+
+            self._server = pgserver.get_server(Path(self._tmp.name) / "pg", cleanup_mode="stop")
+            self._url = self._server.get_uri()
+        kind = "postgresql" if self._url else "sqlite"
+        self.name = f"sidecar-inprocess(max_chars={self.max_chars}, mode={mode}, store={kind})"
         self._dir = Path(vector_cache) if vector_cache else Path(self._tmp.name)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._embedder = MiniLMEmbedder(int(threads)) if mode != SPARSE else None
-        self._stores: dict[str, tuple[SQLiteStore, TierVectors | None]] = {}
+        self._stores: dict[str, tuple[IndexStore, TierVectors | None]] = {}
 
     def index(self, memory_dir: str) -> None:
         key = str(memory_dir)
         if key in self._stores:
             self._stores.pop(key)[0].close()
         name = hashlib.blake2b(key.encode(), digest_size=8).hexdigest()  # stable across runs
-        store = SQLiteStore(self._dir / f"{name}.sqlite")
+        store = open_store(self._url or self._dir / f"{name}.sqlite", f"locomo/{name}")
         store.replace_all(indexer.load_tree(Path(memory_dir), self.max_chars))
         vectors = None
         if self._embedder is not None:
@@ -105,6 +118,8 @@ class InProcessRetriever:
     def close(self) -> None:
         for store, _ in self._stores.values():
             store.close()
+        if self._server is not None:
+            self._server.cleanup()
         self._tmp.cleanup()
 
 

@@ -1,0 +1,49 @@
+"""Index store implementations behind ``sidecar.index.store.IndexStore``, and the one
+place that chooses between them.
+
+A location is a ``postgresql://`` URL (the tier lives in a shared PostgreSQL
+database, under a namespace) or a path to the tier's SQLite file. Nothing else in
+the daemon branches on the kind of store: it passes ``open_store`` to the
+indexes and asks ``describe`` what to show.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sidecar.index.sqlite import SQLiteStore
+from sidecar.index.store import IndexStore
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres(location: str | Path) -> bool:
+    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
+
+
+def validate(location: str) -> None:
+    """Refuse a location that is neither a PostgreSQL URL nor a path, before starting."""
+    if "://" in location and not is_postgres(location):
+        raise ValueError(
+            f"a store is a postgresql:// URL or a path, not {location.split('://')[0]}://"
+        )
+
+
+def open_store(location: str | Path, namespace: str, **options: Any) -> IndexStore:
+    """The store at ``location``: PostgreSQL (under ``namespace``) or a SQLite file."""
+    if is_postgres(location):
+        from sidecar.stores.postgres import PostgresStore  # psycopg only when asked for
+
+        return PostgresStore(str(location), namespace, **options)
+    return SQLiteStore(Path(location))
+
+
+def describe(store: IndexStore) -> dict[str, Any]:
+    """The kind of store, where it is and how it keeps vectors: for the health endpoint."""
+    info = getattr(store, "info", None)
+    if callable(info):
+        return dict(info())
+    if isinstance(store, SQLiteStore):
+        return {"kind": "sqlite", "location": str(store.path), "vectors": "blob"}
+    return {"kind": type(store).__name__}

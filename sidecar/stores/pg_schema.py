@@ -1,0 +1,130 @@
+"""The PostgreSQL store's schema, as an ordered list of migrations.
+
+Unlike the SQLite file, these tables are shared (by every namespace, perhaps by
+several sidecars), so a schema change is migrated in place, never dropped and
+rebuilt. Each migration runs once, in order, in its own transaction, under an
+advisory lock so that two sidecars starting together do not both apply it.
+
+Every table leads with ``namespace`` in its primary key and every index, so a
+tier's query only ever reads that tier's rows.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+# The key of the advisory lock migrations hold: one fixed number for this schema.
+MIGRATION_LOCK = 0x51DECA7
+TS_CONFIG = "sidecar_text"
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "text search configuration: snowball english stems, no stopwords",
+        f"""
+        CREATE TEXT SEARCH DICTIONARY sidecar_stem (TEMPLATE = snowball, Language = english);
+        CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = simple);
+        ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG}
+            ALTER MAPPING FOR asciiword, word, numword, uint, int, asciihword, hword,
+                              hword_part, hword_asciipart, hword_numpart
+            WITH sidecar_stem;
+        """,
+    ),
+    (
+        2,
+        "files, chunks, postings, vectors",
+        """
+        CREATE TABLE files (
+            namespace text NOT NULL,
+            path text NOT NULL,
+            size bigint NOT NULL,
+            mtime_ns bigint NOT NULL,
+            sha256 text NOT NULL,
+            metadata text NOT NULL,
+            indexed_at double precision NOT NULL,
+            PRIMARY KEY (namespace, path)
+        );
+        CREATE TABLE chunks (
+            namespace text NOT NULL,
+            id bigint GENERATED ALWAYS AS IDENTITY,
+            path text NOT NULL,
+            start_line integer NOT NULL,
+            end_line integer NOT NULL,
+            heading text NOT NULL,
+            body text NOT NULL,
+            hash text NOT NULL,
+            tsv tsvector NOT NULL,   -- heading weighted A, body B
+            doc_len integer NOT NULL, -- tokens in both columns, for BM25
+            PRIMARY KEY (namespace, id)
+        );
+        CREATE INDEX chunks_by_path ON chunks (namespace, path);
+        CREATE INDEX chunks_by_hash ON chunks (namespace, hash);
+        -- The inverted index BM25 is computed from: one row per (lexeme, chunk).
+        CREATE TABLE postings (
+            namespace text NOT NULL,
+            lexeme text COLLATE "C" NOT NULL,
+            chunk_id bigint NOT NULL,
+            tf_heading smallint NOT NULL,
+            tf_body smallint NOT NULL,
+            doc_len integer NOT NULL,
+            PRIMARY KEY (namespace, lexeme, chunk_id)
+        );
+        CREATE INDEX postings_by_chunk ON postings (namespace, chunk_id);
+        -- Keyed by content, like the SQLite store: float32 rows, the whole chunk
+        -- first, then each of its lines.
+        CREATE TABLE vectors (
+            namespace text NOT NULL,
+            model_id text NOT NULL,
+            hash text NOT NULL,
+            vec bytea NOT NULL,
+            PRIMARY KEY (namespace, model_id, hash)
+        );
+        """,
+    ),
+]
+
+# Applied only where the pgvector extension can be created: the chunk's whole-text
+# vector as a pgvector value, for nearest-neighbour search in SQL.
+PGVECTOR = """
+ALTER TABLE vectors ADD COLUMN IF NOT EXISTS dims integer;
+ALTER TABLE vectors ADD COLUMN IF NOT EXISTS embedding vector;
+"""
+
+LATEST = MIGRATIONS[-1][0]
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was migrated by a newer sidecar than this one."""
+
+
+def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+    """Bring the schema up to date; return whether pgvector is available."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {v for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+        newer = [v for v in done if v > LATEST]
+        if newer:
+            raise SchemaTooNew(
+                f"the database schema is at version {max(newer)}, newer than this "
+                f"sidecar's {LATEST}: upgrade the sidecar"
+            )
+        for version, name, sql in MIGRATIONS:
+            if version not in done:
+                conn.execute(sql.encode())
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                    (version, name),
+                )
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute(PGVECTOR.encode())
+    except psycopg.Error:
+        return False  # not installed, or not ours to create: vectors stay bytea
+    return True

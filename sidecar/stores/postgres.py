@@ -1,0 +1,562 @@
+"""PostgreSQL implementation of the index store: many tiers in shared tables.
+
+Memory that outgrows one machine lives in one database: each tier is a
+*namespace* (a text key) whose rows lead every primary key and index with it,
+so one tier's query never reads another's rows. Calls are synchronous, one
+transaction each, on connections from a pool (the daemon runs them on worker
+threads, as with SQLite).
+
+Ranking is BM25 computed in SQL from an inverted index (``postings``: one row per
+lexeme and chunk with its count in the heading and in the body), with FTS5's
+formula and column weights, so a tier scores the same whichever store holds it.
+The FTS5 expression the planner produces is parsed by ``fts5``: an OR of words
+(what plain-language questions become) is answered from the postings alone;
+anything else also has to match the chunk's ``tsvector`` as a ``tsquery``.
+
+The store never fails to open: an unreachable server makes every call raise
+``StoreUnavailable`` and ``problem`` say so, which the daemon shows as a degraded
+tier and heals (rebuilds from the markdown) once the server answers.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from sidecar.index.chunking import Chunk
+from sidecar.index.sqlite import BODY_WEIGHT, HEADING_WEIGHT, text_key
+from sidecar.index.store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
+from sidecar.stores import fts5
+from sidecar.stores.pg_schema import TS_CONFIG, SchemaTooNew, migrate
+
+log = logging.getLogger(__name__)
+
+# FTS5's bm25() constants.
+K1 = 1.2
+B = 0.75
+_BATCH = 500  # chunks per INSERT statement in a rebuild
+_TOP = chr(0x10FFFF)  # sorts after every lexeme that starts with a given prefix
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+class StoreUnavailable(RuntimeError):
+    """The PostgreSQL server cannot be reached (or its schema cannot be used)."""
+
+
+def _tsquery(node: fts5.Node) -> str | None:
+    """The tree as ``to_tsquery`` text; None where it can match nothing."""
+    if isinstance(node, fts5.Phrase):
+        if not node.words or not node.columns:
+            return None
+        weight = "" if node.columns == frozenset(fts5.COLUMNS) else (
+            "A" if "heading" in node.columns else "B"
+        )  # fmt: skip
+        marks = [weight] * len(node.words)
+        if node.prefix:
+            marks[-1] = "*" + weight
+        terms = [f"'{w}'" + (f":{m}" if m else "") for w, m in zip(node.words, marks, strict=True)]
+        return "(" + " <-> ".join(terms) + ")"
+    if isinstance(node, fts5.Not):
+        keep, drop = _tsquery(node.keep), _tsquery(node.drop)
+        if keep is None or drop is None:
+            return keep
+        return f"({keep} & !{drop})"
+    parts = [_tsquery(p) for p in node.parts]
+    if isinstance(node, fts5.And):
+        return None if None in parts else "(" + " & ".join(parts) + ")"  # type: ignore[arg-type]
+    kept = [p for p in parts if p is not None]
+    return "(" + " | ".join(kept) + ")" if kept else None
+
+
+def _terms(node: fts5.Node) -> tuple[list[str], list[bool], list[float], list[float]]:
+    """The words BM25 scores, each with its prefix flag and column weights."""
+    words: list[str] = []
+    prefix: list[bool] = []
+    wa: list[float] = []
+    wb: list[float] = []
+    for phrase in fts5.phrases(node):
+        for k, word in enumerate(phrase.words):
+            words.append(word)
+            prefix.append(phrase.prefix and k == len(phrase.words) - 1)
+            wa.append(HEADING_WEIGHT if "heading" in phrase.columns else 0.0)
+            wb.append(BODY_WEIGHT if "body" in phrase.columns else 0.0)
+    return words, prefix, wa, wb
+
+
+# One search: the query's lexemes (stemmed by the same configuration as the text),
+# their postings in this namespace, document frequencies, then FTS5's BM25 per chunk.
+_SCORE = f"""
+WITH q AS (
+    SELECT t.idx, l.lexeme COLLATE "C" AS lo,
+           (CASE WHEN t.prefix THEN l.lexeme || %(top)s ELSE l.lexeme END) COLLATE "C" AS hi,
+           t.wa, t.wb
+    FROM unnest(%(words)s::text[], %(prefix)s::bool[], %(wa)s::float8[], %(wb)s::float8[])
+         WITH ORDINALITY AS t(word, prefix, wa, wb, idx),
+         LATERAL unnest(to_tsvector('{TS_CONFIG}', t.word)) AS l
+),
+m AS (
+    SELECT q.idx, p.chunk_id, q.wa * p.tf_heading + q.wb * p.tf_body AS f, p.doc_len
+    FROM q JOIN postings AS p
+      ON p.namespace = %(ns)s AND p.lexeme >= q.lo AND p.lexeme <= q.hi
+),
+df AS (SELECT idx, count(DISTINCT chunk_id)::float8 AS n FROM m GROUP BY idx),
+tf AS (
+    SELECT idx, chunk_id, sum(f) AS f, max(doc_len)::float8 AS dl FROM m GROUP BY idx, chunk_id
+),
+st AS (
+    SELECT count(*)::float8 AS total, coalesce(avg(doc_len), 0)::float8 AS avgdl
+    FROM chunks WHERE namespace = %(ns)s
+),
+scored AS (
+    SELECT tf.chunk_id AS id, sum(
+        greatest(ln((st.total - df.n + 0.5) / (df.n + 0.5)), 1e-6)
+        * tf.f * {K1 + 1} / (tf.f + {K1} * (1 - {B} + {B} * tf.dl / greatest(st.avgdl, 1e-9)))
+    ) AS score
+    FROM tf JOIN df USING (idx) CROSS JOIN st
+    WHERE tf.f > 0
+    GROUP BY tf.chunk_id
+)
+SELECT c.path, c.start_line, c.end_line, c.heading, c.body, s.score, c.hash
+FROM scored AS s JOIN chunks AS c ON c.namespace = %(ns)s AND c.id = s.id
+{{filter}}
+ORDER BY s.score DESC, c.id
+LIMIT %(limit)s
+"""
+_SEARCH_WORDS = _SCORE.format(filter="")
+_SEARCH_FILTERED = _SCORE.format(filter=f"WHERE c.tsv @@ to_tsquery('{TS_CONFIG}', %(tsq)s)")
+
+# New chunks, their tsvector and token count, and their postings, in one statement.
+_INSERT_CHUNKS = f"""
+WITH src AS (
+    SELECT s.*,
+           setweight(to_tsvector('{TS_CONFIG}', s.hnorm), 'A')
+           || setweight(to_tsvector('{TS_CONFIG}', s.bnorm), 'B') AS tsv
+    FROM unnest(%(path)s::text[], %(start)s::int[], %(end)s::int[], %(heading)s::text[],
+                %(body)s::text[], %(hash)s::text[], %(hnorm)s::text[], %(bnorm)s::text[])
+         WITH ORDINALITY AS s(path, start_line, end_line, heading, body, hash, hnorm, bnorm, k)
+),
+ins AS (
+    INSERT INTO chunks (namespace, path, start_line, end_line, heading, body, hash, tsv, doc_len)
+    SELECT %(ns)s, path, start_line, end_line, heading, body, hash, tsv,
+           (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(tsv) AS u)
+    FROM src ORDER BY k
+    RETURNING id, tsv, doc_len
+)
+INSERT INTO postings (namespace, lexeme, chunk_id, tf_heading, tf_body, doc_len)
+SELECT %(ns)s, u.lexeme, ins.id,
+       cardinality(array_positions(u.weights, 'A')),
+       cardinality(array_positions(u.weights, 'B')),
+       ins.doc_len
+FROM ins, LATERAL unnest(ins.tsv) AS u
+"""
+
+
+def _norm(text: str) -> str:
+    return " ".join(fts5.normalize(text))
+
+
+class PostgresStore:
+    """One namespace of the shared tables, through a small connection pool."""
+
+    def __init__(
+        self, url: str, namespace: str, *, connect_timeout: float = 5.0, max_connections: int = 4
+    ) -> None:
+        if not namespace:
+            raise ValueError("a PostgreSQL store needs a namespace")
+        self.url = url
+        self.namespace = namespace
+        self.connect_timeout = connect_timeout
+        self._write_lock = threading.Lock()
+        self._generation = 0
+        self._ready = False
+        self._pgvector = False
+        self.last_error: str | None = None
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_connections,
+            kwargs={"autocommit": True, "connect_timeout": max(1, round(connect_timeout))},
+            check=ConnectionPool.check_connection,
+            timeout=connect_timeout,
+            open=False,
+            name=f"sidecar-{namespace}",
+        )
+        self._pool.open(wait=False)
+        try:
+            self._ensure()
+        except StoreUnavailable as exc:
+            log.error("PostgreSQL index store unreachable; the tier is degraded until it answers",
+                      extra={"namespace": namespace, "error": str(exc)})  # fmt: skip
+
+    # -- connections -------------------------------------------------------
+
+    def _ensure(self) -> None:
+        """Connect and migrate, once; until that works, every call says why it cannot."""
+        if self._ready:
+            return
+        try:
+            with self._pool.connection() as conn:
+                self._pgvector = migrate(conn)
+        except SchemaTooNew as exc:
+            self.last_error = str(exc)
+            raise StoreUnavailable(str(exc)) from exc
+        except (psycopg.Error, PoolTimeout) as exc:
+            self.last_error = _describe(exc)
+            raise StoreUnavailable(f"PostgreSQL unreachable: {self.last_error}") from exc
+        self._ready = True
+        self.last_error = None
+
+    @contextmanager
+    def _conn(self) -> Iterator[Conn]:
+        """A pooled connection; a failure to get one is StoreUnavailable."""
+        self._ensure()
+        try:
+            cm = self._pool.connection()
+            conn = cm.__enter__()
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            self.last_error = _describe(exc)
+            raise StoreUnavailable(f"PostgreSQL unreachable: {self.last_error}") from exc
+        try:
+            yield conn
+        except BaseException as exc:
+            cm.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        cm.__exit__(None, None, None)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Conn]:
+        """One write transaction; writers of this namespace, in any process, take turns."""
+        with self._write_lock, self._conn() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self.namespace,))
+            yield conn
+
+    def _rows(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        with self._conn() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    # -- health ------------------------------------------------------------
+
+    @property
+    def vector_backend(self) -> str:
+        """Where vectors are kept: ``pgvector`` when the extension is there, else ``bytea``."""
+        return "pgvector" if self._pgvector else "bytea"
+
+    def info(self) -> dict[str, Any]:
+        """What the health endpoint shows about this store (never the password)."""
+        info = psycopg.conninfo.conninfo_to_dict(self.url)
+        where = f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+        return {
+            "kind": "postgresql",
+            "location": where,
+            "namespace": self.namespace,
+            "vectors": self.vector_backend,
+        }
+
+    def problem(self, exc: BaseException | None = None) -> str | None:
+        if isinstance(exc, StoreUnavailable):
+            return f"index store unreachable ({exc})"
+        if isinstance(exc, psycopg.OperationalError | PoolTimeout):
+            return f"index store unreachable (PostgreSQL: {_describe(exc)})"
+        if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+            return f"index tables missing ({_describe(exc)})"
+        if exc is not None:
+            return None
+        try:
+            with self._pool.connection(timeout=min(2.0, self.connect_timeout)) as conn:
+                conn.execute("SELECT 1 FROM chunks WHERE namespace = %s LIMIT 1", (self.namespace,))
+        except (psycopg.Error, PoolTimeout) as err:
+            return f"index store unreachable (PostgreSQL: {_describe(err)})"
+        if not self._ready:
+            return f"index store not ready ({self.last_error})"
+        return None
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def reset(self) -> None:
+        """Drop this namespace's rows (and migrate, if the tables are gone)."""
+        self._ready = False
+        with self._transaction() as conn:
+            for table in ("postings", "chunks", "files", "vectors"):
+                conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
+        self._generation += 1
+
+    # -- reads -------------------------------------------------------------
+
+    def file_states(self) -> dict[str, FileState]:
+        rows = self._rows(
+            "SELECT path, size, mtime_ns, sha256 FROM files WHERE namespace = %s",
+            (self.namespace,),
+        )
+        return {p: FileState(s, m, h) for p, s, m, h in rows}
+
+    def file_state(self, path: str) -> FileState | None:
+        rows = self._rows(
+            "SELECT size, mtime_ns, sha256 FROM files WHERE namespace = %s AND path = %s",
+            (self.namespace, path),
+        )
+        return FileState(*rows[0]) if rows else None
+
+    def file_metadata(self, paths: Iterable[str]) -> dict[str, dict[str, Any]]:
+        rows = self._rows(
+            "SELECT path, metadata FROM files WHERE namespace = %s AND path = ANY(%s)",
+            (self.namespace, list(paths)),
+        )
+        return {p: json.loads(m) for p, m in rows}
+
+    def search(self, match: str, limit: int) -> list[Hit]:
+        tree = fts5.parse(match)
+        words, prefix, wa, wb = _terms(tree)
+        params: dict[str, Any] = {
+            "ns": self.namespace, "top": _TOP, "limit": limit,
+            "words": words, "prefix": prefix, "wa": wa, "wb": wb,
+        }  # fmt: skip
+        if fts5.is_bag_of_words(tree):
+            sql = _SEARCH_WORDS
+        else:
+            params["tsq"] = _tsquery(tree)
+            if params["tsq"] is None:
+                return []
+            sql = _SEARCH_FILTERED
+        if not words:
+            return []
+        try:
+            rows = self._rows(sql, params)
+        except psycopg.errors.SyntaxError as exc:  # a tsquery PostgreSQL still refuses
+            raise QuerySyntaxError(str(exc)) from exc
+        return [Hit(p, s, e, h, b, float(score), k) for p, s, e, h, b, score, k in rows]
+
+    def hits(self, chunk_ids: Iterable[int]) -> dict[int, Hit]:
+        rows = self._rows(
+            "SELECT id, path, start_line, end_line, heading, body, hash FROM chunks "
+            "WHERE namespace = %s AND id = ANY(%s)",
+            (self.namespace, list(chunk_ids)),
+        )
+        return {i: Hit(p, s, e, h, b, 0.0, k) for i, p, s, e, h, b, k in rows}
+
+    def chunk_keys(self) -> dict[int, str]:
+        rows = self._rows("SELECT id, hash FROM chunks WHERE namespace = %s", (self.namespace,))
+        return {i: h for i, h in rows}
+
+    def chunk_texts(self, chunk_ids: Iterable[int]) -> list[tuple[int, str, str]]:
+        rows = self._rows(
+            "SELECT id, hash, body FROM chunks WHERE namespace = %s AND id = ANY(%s) ORDER BY id",
+            (self.namespace, list(chunk_ids)),
+        )
+        return [(i, h, b) for i, h, b in rows]
+
+    def get_vectors(self, model_id: str, keys: Iterable[str]) -> dict[str, bytes]:
+        rows = self._rows(
+            "SELECT hash, vec FROM vectors WHERE namespace = %s AND model_id = %s "
+            "AND hash = ANY(%s)",
+            (self.namespace, model_id, list(keys)),
+        )
+        return {h: bytes(v) for h, v in rows}
+
+    def total_bytes(self) -> int:
+        rows = self._rows(
+            "SELECT coalesce(sum(size), 0) FROM files WHERE namespace = %s", (self.namespace,)
+        )
+        return int(rows[0][0])
+
+    def stats(self) -> StoreStats:
+        ((files, size, indexed_at, chunks),) = self._rows(
+            "SELECT count(*), coalesce(sum(size), 0), max(indexed_at),"
+            " (SELECT count(*) FROM chunks WHERE namespace = %(ns)s)"
+            " FROM files WHERE namespace = %(ns)s",
+            {"ns": self.namespace},
+        )
+        return StoreStats(int(files), int(chunks), int(size), indexed_at)
+
+    # -- writes ------------------------------------------------------------
+
+    def _insert_chunks(self, conn: Conn, path: str, chunks: Sequence[Chunk]) -> None:
+        if not chunks:
+            return
+        conn.execute(
+            _INSERT_CHUNKS,
+            {
+                "ns": self.namespace,
+                "path": [path] * len(chunks),
+                "start": [c.start_line for c in chunks],
+                "end": [c.end_line for c in chunks],
+                "heading": [c.heading for c in chunks],
+                "body": [c.text for c in chunks],
+                "hash": [text_key(c.text) for c in chunks],
+                "hnorm": [_norm(c.heading) for c in chunks],
+                "bnorm": [_norm(c.text) for c in chunks],
+            },
+        )
+
+    def _delete_chunks(self, conn: Conn, ids: list[int]) -> None:
+        if ids:
+            conn.execute(
+                "DELETE FROM postings WHERE namespace = %s AND chunk_id = ANY(%s)",
+                (self.namespace, ids),
+            )
+            conn.execute(
+                "DELETE FROM chunks WHERE namespace = %s AND id = ANY(%s)", (self.namespace, ids)
+            )
+
+    def _upsert_file(
+        self, conn: Conn, item: IndexedFile, now: float, state: FileState | None = None
+    ) -> None:
+        st = state or item.state
+        conn.execute(
+            "INSERT INTO files (namespace, path, size, mtime_ns, sha256, metadata, indexed_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, path) DO UPDATE SET "
+            "size = excluded.size, mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, "
+            "metadata = excluded.metadata, indexed_at = excluded.indexed_at",
+            (
+                self.namespace,
+                item.path,
+                st.size,
+                st.mtime_ns,
+                st.sha256,
+                json.dumps(item.metadata, default=str, skipkeys=True),
+                now,
+            ),
+        )
+
+    def replace_file(
+        self, item: IndexedFile, confirm: Callable[[], FileState] | None = None
+    ) -> None:
+        """Rewrite only the chunks that changed, as the SQLite store does: unchanged rows
+        keep their ids (and so their place in the vector index)."""
+        with self._transaction() as conn:
+            rows = conn.execute(
+                "SELECT id, start_line, end_line, heading, body FROM chunks "
+                "WHERE namespace = %s AND path = %s ORDER BY id",
+                (self.namespace, item.path),
+            ).fetchall()
+            fresh, stale, moved = diff_chunks(rows, [c for c in item.chunks if c.text])
+            self._delete_chunks(conn, stale)
+            if moved:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "UPDATE chunks SET start_line = %s, end_line = %s "
+                        "WHERE namespace = %s AND id = %s",
+                        [(s, e, self.namespace, i) for s, e, i in moved],
+                    )
+            self._insert_chunks(conn, item.path, fresh)
+            self._upsert_file(conn, item, time.time(), confirm() if confirm else None)
+
+    def touch_file(self, path: str, state: FileState) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE files SET size = %s, mtime_ns = %s WHERE namespace = %s AND path = %s",
+                (state.size, state.mtime_ns, self.namespace, path),
+            )
+
+    def remove_files(self, paths: Iterable[str]) -> int:
+        wanted = list(dict.fromkeys(paths))
+        if not wanted:
+            return 0
+        with self._transaction() as conn:
+            ids = [
+                i
+                for (i,) in conn.execute(
+                    "SELECT id FROM chunks WHERE namespace = %s AND path = ANY(%s)",
+                    (self.namespace, wanted),
+                )
+            ]
+            self._delete_chunks(conn, ids)
+            cur = conn.execute(
+                "DELETE FROM files WHERE namespace = %s AND path = ANY(%s)",
+                (self.namespace, wanted),
+            )
+            return cur.rowcount
+
+    def replace_all(self, items: Iterable[IndexedFile]) -> None:
+        now = time.time()
+        with self._transaction() as conn:
+            for table in ("postings", "chunks", "files"):
+                conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
+            for item in items:
+                self._upsert_file(conn, item, now)
+                chunks = [c for c in item.chunks if c.text]
+                for start in range(0, len(chunks), _BATCH):
+                    self._insert_chunks(conn, item.path, chunks[start : start + _BATCH])
+
+    def put_vectors(self, model_id: str, items: Iterable[tuple[str, bytes]]) -> None:
+        rows = [(self.namespace, model_id, key, blob) for key, blob in items]
+        if not rows:
+            return
+        with self._transaction() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO vectors (namespace, model_id, hash, vec) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (namespace, model_id, hash) DO UPDATE SET vec = excluded.vec",
+                rows,
+            )
+
+    def prune_vectors(self, model_id: str) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "DELETE FROM vectors AS v WHERE v.namespace = %(ns)s AND (v.model_id <> %(m)s "
+                "OR NOT EXISTS (SELECT 1 FROM chunks AS c "
+                "WHERE c.namespace = %(ns)s AND c.hash = v.hash))",
+                {"ns": self.namespace, "m": model_id},
+            )
+
+    def optimize(self) -> None:
+        """Refresh the planner's statistics: postings grow and shrink with every write."""
+        with self._conn() as conn:
+            conn.execute("ANALYZE postings")
+            conn.execute("ANALYZE chunks")
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def diff_chunks(
+    rows: Sequence[tuple[int, int, int, str, str]], chunks: list[Chunk]
+) -> tuple[list[Chunk], list[int], list[tuple[int, int, int]]]:
+    """Which rows of one file to keep, move (new line range) or delete, and which chunks
+    to insert: (fresh chunks, stale ids, moves as (start, end, id))."""
+    wanted: dict[tuple[int, int, str, str], list[int]] = {}
+    for k, c in enumerate(chunks):
+        wanted.setdefault((c.start_line, c.end_line, c.heading, c.text), []).append(k)
+    placed = [False] * len(chunks)
+    leftover: list[tuple[int, str, str]] = []
+    for row_id, start, end, heading, body in rows:
+        same = wanted.get((start, end, heading, body))
+        if same:
+            placed[same.pop()] = True
+        else:
+            leftover.append((row_id, heading, body))
+    by_text: dict[tuple[str, str], list[int]] = {}
+    for k in range(len(chunks) - 1, -1, -1):  # popped from the end: file order
+        if not placed[k]:
+            by_text.setdefault((chunks[k].heading, chunks[k].text), []).append(k)
+    moved: list[tuple[int, int, int]] = []
+    stale: list[int] = []
+    for row_id, heading, body in leftover:
+        same = by_text.get((heading, body))
+        if same:
+            k = same.pop()
+            placed[k] = True
+            moved.append((chunks[k].start_line, chunks[k].end_line, row_id))
+        else:
+            stale.append(row_id)
+    return [c for k, c in enumerate(chunks) if not placed[k]], stale, moved
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def first_row(blob: bytes, dims: int) -> list[float]:
+    """The whole-chunk vector of a stored blob (its first float32 row)."""
+    return array.array("f", blob[: 4 * dims]).tolist()
