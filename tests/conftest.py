@@ -95,3 +95,12 @@ def fill(path: Path) -> None:
     finally:
         os.close(fd)
     assert os.statvfs(path).f_bavail == 0
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """One PostgreSQL cluster for the whole session, started by the first test asking."""
+    from tests.pg_server import cluster
+
+    with cluster() as url:
+        yield url
