@@ -86,9 +86,16 @@ def stats_json(stats: StoreStats) -> dict[str, Any]:
 
 class TierIndexes:
     def __init__(
-        self, tiers: list[Tier], chunk_chars: int, reconcile_interval: float, role: str
+        self,
+        tiers: list[Tier],
+        chunk_chars: int,
+        reconcile_interval: float,
+        role: str,
+        open_store: Callable[[Tier], IndexStore] | None = None,
     ) -> None:
         self._tier_list = tiers
+        # Which store holds each tier (``sidecar.stores`` decides); SQLite by default.
+        self._open_store = open_store or (lambda tier: SQLiteStore(tier.index_path))
         self.chunk_chars = chunk_chars
         self.reconcile_interval = reconcile_interval
         self.role = role  # named when a tier this sidecar does not serve is asked for
@@ -116,7 +123,7 @@ class TierIndexes:
         loop = self._loop = asyncio.get_running_loop()
         for tier in self._tier_list:
             await loop.run_in_executor(self._writer, os.makedirs, tier.root, 0o755, True)
-            store = await loop.run_in_executor(self._writer, SQLiteStore, tier.index_path)
+            store = await loop.run_in_executor(self._writer, self._open_store, tier)
             stale = await loop.run_in_executor(self._writer, durable.remove_stale_temps, tier.root)
             if stale:
                 log.warning("removed temp files left by a crash", extra={"files": stale})
