@@ -115,6 +115,8 @@ class TierIndexes:
         self.vector_model: str | None = None  # optimize prunes vectors of any other model
         # Told (on the event loop) of changes to files that are not notes: the journal's.
         self.on_file: list[Callable[[str, str], None]] = []
+        # Told (on the event loop) of every watcher event below a tier root: MCP resources.
+        self.on_event: list[Callable[[str, str], None]] = []
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -164,7 +166,12 @@ class TierIndexes:
         while True:
             try:
                 await watcher.watch(
-                    tiers, self.queue, self._stop, self.watcher_ready, self._other_file
+                    tiers,
+                    self.queue,
+                    self._stop,
+                    self.watcher_ready,
+                    self._other_file,
+                    self._any_file,
                 )
                 return
             except Exception as exc:
@@ -183,6 +190,10 @@ class TierIndexes:
 
     def _other_file(self, tier: str, rel: str) -> None:
         for notify in self.on_file:
+            notify(tier, rel)
+
+    def _any_file(self, tier: str, rel: str) -> None:
+        for notify in self.on_event:
             notify(tier, rel)
 
     async def _reconcile_timer(self) -> None:

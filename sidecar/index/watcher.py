@@ -78,10 +78,12 @@ async def watch(
     stop: asyncio.Event,
     ready: asyncio.Event,
     others: Callable[[str, str], None] | None = None,
+    seen: Callable[[str, str], None] | None = None,
 ) -> None:
     """Feed the queue until ``stop`` is set. Events arrive batched within ~DEBOUNCE_MS.
     Changes to other files (not notes, not hidden) go to ``others(tier, relative path)``:
-    the journal and the learnings follow their own files that way.
+    the journal and the learnings follow their own files that way. Every event below a
+    tier root, notes included, also goes to ``seen(tier, relative path)``.
 
     ``ready`` is set once an event from :func:`probe` comes through, which proves
     the kernel watches are in place (watchfiles has no other way to tell).
@@ -97,6 +99,8 @@ async def watch(
     ):
         keys: set[JobKey] = set()
         for _, path in changes:
+            if seen is not None and (found := tier_relative(tiers, path)) is not None:
+                seen(*found)
             if os.path.basename(path) == PROBE_NAME:
                 ready.set()
             elif (key := jobs_for_event(tiers, path)) is not None:
