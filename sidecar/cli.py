@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 
 from sidecar import demo, logs
 from sidecar.api.crew import create_crew_app
@@ -354,6 +355,8 @@ def _doctor_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     p.add_argument("--url", default=_env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"),
                    help="the local daemon (env SIDECAR_URL)")  # fmt: skip
+    p.add_argument("--metrics", action="store_true",
+                   help="also list every metric /metrics serves, with its meaning")  # fmt: skip
     p.set_defaults(func=cmd_doctor)
 
 
@@ -390,12 +393,30 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         )
     for reason in health.get("reasons", []):
         print(f"degraded: {reason}")
+    print(f"metrics: Prometheus text format at {base}/metrics (loopback only; scrape it from "
+          "inside the container, e.g. an agent or node exporter sidecar)")  # fmt: skip
+    if args.metrics:
+        _list_metrics(base)
     if retrieval != "hybrid":
         why = embedder.get("error") or embedder.get("reason")
         if why:
             print(f"why sparse-only: {why}")
         print(HOW_TO_ENABLE)
     return 0 if health.get("status") == "ok" and retrieval == "hybrid" else 1
+
+
+def _list_metrics(base: str) -> None:
+    """Every metric family the daemon serves, with its HELP line: read live, so the list
+    cannot drift from what a scrape gets."""
+    try:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as resp:
+            text = resp.read().decode("utf-8")
+    except (urllib.error.URLError, OSError) as exc:
+        print(f"metrics: unreadable ({getattr(exc, 'reason', exc)})")
+        return
+    for family in text_string_to_metric_families(text):
+        name = family.name + ("_total" if family.type == "counter" else "")
+        print(f"  {name} ({family.type}): {family.documentation}")
 
 
 # -- mcp -------------------------------------------------------------------------

@@ -14,11 +14,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
+# A ``_created`` series beside every counter doubles the output for a figure
+# (the process start) that Prometheus already has from its own scrape.
+disable_created_metrics()
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 # Most calls take milliseconds; a slow disk or a cold embedder takes seconds.

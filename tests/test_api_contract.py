@@ -11,6 +11,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -209,3 +210,24 @@ async def test_a_member_shows_its_lead_unreachable(settings: Settings) -> None:
 async def test_metrics_are_loopback_only(client: TestClient) -> None:
     response = await client.get("/metrics", headers={"Host": "metrics.example"})
     assert response.status == 403
+
+
+def test_doctor_lists_every_metric_with_its_meaning(tmp_path: Path) -> None:
+    daemon = SidecarProcess(tmp_path / "agent", tmp_path / "crew").start()
+    try:
+        with urllib.request.urlopen(f"{daemon.url}/metrics", timeout=10) as resp:
+            families = list(text_string_to_metric_families(resp.read().decode()))
+        doctor = subprocess.run(
+            [sys.executable, "-m", "sidecar", "doctor", "--url", daemon.url, "--metrics"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        daemon.terminate()
+    assert f"{daemon.url}/metrics" in doctor.stdout
+    listed = {line.split()[0] for line in doctor.stdout.splitlines() if line.startswith("  ")}
+    served = {f.name + ("_total" if f.type == "counter" else "") for f in families}
+    assert listed == served
+    assert all(name.startswith("sidecar_") for name in served)
+    assert not any(name.endswith("_created") for name in served)
