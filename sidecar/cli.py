@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sidecar import demo, logs
 from sidecar.api.crew import create_crew_app
 from sidecar.api.http import create_app
-from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, Caps, Settings
+from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, STORE_FLAGS, Caps, Settings
 from sidecar.daemon_client import error_detail, get_json
 from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
 from sidecar.facts import cli as facts_cli
@@ -175,6 +175,9 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="the name of the environment variable holding the API key, if one is needed",
     )
     p.add_argument("--llm-timeout", type=float, default=float(_env("LLM_TIMEOUT", "60")))
+    for flag, why in STORE_FLAGS:
+        env = flag.upper().replace("-", "_")
+        p.add_argument(f"--{flag}", default=_env(env, ""), help=f"{why} (env SIDECAR_{env})")
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"), help="env SIDECAR_LOG_LEVEL")
     p.set_defaults(func=cmd_serve)
 
@@ -298,6 +301,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             ollama_url=args.ollama_url,
             ollama_model=args.ollama_model,
             agent_id=args.agent_id,
+            store=args.store,
+            agent_store=args.agent_store,
+            crew_store=args.crew_store,
+            namespace=args.namespace,
             llm_url=args.llm_url,
             llm_model=args.llm_model,
             llm_api=args.llm_api

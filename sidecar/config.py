@@ -7,11 +7,22 @@ from pathlib import Path
 
 from sidecar.disk.tiers import Tier
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
+from sidecar.stores import validate as validate_store
 
 KIB = 1024
 ROLES = ("agent", "lead")
 EMBEDDERS = ("auto", "minilm", "ollama", "none")  # see retrieval/embedders/factory.py
 DEFAULT_PORT = 9119
+DEFAULT_NAMESPACE = "default"
+# ``serve`` flags (each with a SIDECAR_* variable) that say where tier indexes live.
+STORE_FLAGS = (
+    ("store", "where both tiers' indexes live: a postgresql:// URL, or empty for the "
+              "SQLite file in each tier's folder"),
+    ("agent-store", "the agent tier's index, overriding --store (sqlite: the local file)"),
+    ("crew-store", "the crew tier's index, overriding --store (sqlite: the local file)"),
+    ("namespace", "this crew's key in a shared PostgreSQL store; the crew tier is "
+                  "NAMESPACE/crew, the agent tier NAMESPACE/agent/AGENT_ID (default: default)"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +70,12 @@ class Settings:
     llm_api: str = "ollama"  # or "openai" (any OpenAI-compatible server)
     llm_api_key_env: str = ""  # the variable holding the key: never the key itself
     llm_timeout: float = 60.0
+    # Where each tier's index lives (``sidecar.stores``): empty means the SQLite file in
+    # the tier's folder; a postgresql:// URL a shared database, under a namespace.
+    store: str = ""
+    agent_store: str = ""
+    crew_store: str = ""
+    namespace: str = ""
 
     def __post_init__(self) -> None:
         # Watcher events carry absolute, resolved paths; compare like with like.
@@ -82,6 +99,8 @@ class Settings:
             raise ValueError("an LLM server (--llm-url) needs a model (--llm-model)")
         if (self.crew_listen or self.lead_url) and not self.crew_token:
             raise ValueError("a crew address or lead URL needs SIDECAR_CREW_TOKEN")
+        for location in (self.store, self.agent_store, self.crew_store):
+            validate_store(location)
 
     def tiers(self) -> list[Tier]:
         """The tiers this sidecar indexes: its own, plus the crew tier on the lead."""
@@ -89,3 +108,11 @@ class Settings:
         if self.role == "lead":
             tiers.append(Tier("crew", self.crew_dir))
         return tiers
+
+    def store_for(self, tier: Tier) -> tuple[str, str]:
+        """Where ``tier``'s index lives ("" for its SQLite file) and its namespace there."""
+        own = self.crew_store if tier.name == "crew" else self.agent_store
+        space = self.namespace or DEFAULT_NAMESPACE
+        if tier.name == "crew":
+            return own or self.store, f"{space}/crew"
+        return own or self.store, f"{space}/agent/{self.agent_id or 'agent'}"

@@ -20,10 +20,12 @@ from sidecar.config import Settings
 from sidecar.context import routes as context_routes
 from sidecar.context.builder import ContextBuilder
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.disk.tiers import Tier
 from sidecar.errors import ApiError
 from sidecar.facts import routes as facts_routes
 from sidecar.facts.facts import Facts
 from sidecar.index.indexes import TierIndexes
+from sidecar.index.store import IndexStore
 from sidecar.journal import routes as journal_routes
 from sidecar.journal.journal import Journal
 from sidecar.learnings import routes as learnings_routes
@@ -37,6 +39,7 @@ from sidecar.operators.operators import Operators
 from sidecar.retrieval import routes as search_routes
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.search import Search
+from sidecar.stores import describe, open_store
 from sidecar.working import routes as working_routes
 from sidecar.working.working import Working
 
@@ -50,7 +53,11 @@ class MemoryService:
         if settings.lead_url:
             self.lead = LeadClient(settings.lead_url, settings.crew_token or "")
         self.indexes = TierIndexes(
-            settings.tiers(), settings.chunk_chars, settings.reconcile_interval, settings.role
+            settings.tiers(),
+            settings.chunk_chars,
+            settings.reconcile_interval,
+            settings.role,
+            self._open_store,
         )
         self.embeddings = Embeddings(settings, self.indexes)
         self.search = Search(self.indexes, self.embeddings, self.lead)
@@ -65,6 +72,11 @@ class MemoryService:
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew
         )
+
+    def _open_store(self, tier: Tier) -> IndexStore:
+        """The tier's index where the settings put it: its SQLite file, or PostgreSQL."""
+        location, namespace = self.settings.store_for(tier)
+        return open_store(location, namespace, default=tier.index_path)
 
     def add_routes(self, app: web.Application) -> None:
         """Each capability registers its own HTTP routes."""
@@ -149,6 +161,8 @@ class MemoryService:
         reasons: list[str] = []
         await self.indexes.probe()  # damage to an index file shows here first
         tiers = self.indexes.health(reasons)
+        for name, state in self.indexes.tiers.items():
+            tiers[name]["store"] = describe(state.store)
         if self.lead is not None:
             tiers["crew"] = self.lead.health()
             if not self.lead.reachable:

@@ -24,18 +24,25 @@ def is_postgres(location: str | Path) -> bool:
 
 def validate(location: str) -> None:
     """Refuse a location that is neither a PostgreSQL URL nor a path, before starting."""
-    if "://" in location and not is_postgres(location):
+    if location and "://" in location and not is_postgres(location):
         raise ValueError(
             f"a store is a postgresql:// URL or a path, not {location.split('://')[0]}://"
         )
 
 
-def open_store(location: str | Path, namespace: str, **options: Any) -> IndexStore:
-    """The store at ``location``: PostgreSQL (under ``namespace``) or a SQLite file."""
+def open_store(
+    location: str | Path, namespace: str, default: Path | None = None, **options: Any
+) -> IndexStore:
+    """The store at ``location``: PostgreSQL (under ``namespace``) or a SQLite file;
+    an empty location (or ``sqlite``) is the ``default`` file."""
     if is_postgres(location):
         from sidecar.stores.postgres import PostgresStore  # psycopg only when asked for
 
         return PostgresStore(str(location), namespace, **options)
+    if location in ("", "sqlite"):
+        if default is None:
+            raise ValueError("no SQLite file to open: give a path or a postgresql:// URL")
+        location = default
     return SQLiteStore(Path(location))
 
 

@@ -1,0 +1,98 @@
+"""A tier in PostgreSQL: the settings that put it there, a real daemon serving it, and
+the degraded state an unreachable server leaves the tier in."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sidecar.config import Settings
+from sidecar.disk.tiers import Tier
+from sidecar.service import MemoryService
+from tests.conftest import eventually
+from tests.sidecar_process import SidecarProcess
+
+
+def test_store_for_each_tier(tmp_path: Path) -> None:
+    base = Settings(agent_dir=tmp_path / "a", crew_dir=tmp_path / "c", role="lead", agent_id="ag1")
+    agent, crew = Tier("agent", base.agent_dir), Tier("crew", base.crew_dir)
+    assert base.store_for(agent) == ("", "default/agent/ag1")
+    assert base.store_for(crew) == ("", "default/crew")
+    url = "postgresql://u@db.example/memory"
+    split = replace(base, crew_store=url, namespace="ws1")
+    assert split.store_for(crew) == (url, "ws1/crew")
+    assert split.store_for(agent) == ("", "ws1/agent/ag1")
+    both = replace(base, store=url, agent_store="sqlite")
+    assert both.store_for(crew)[0] == url and both.store_for(agent)[0] == "sqlite"
+
+
+def test_a_store_that_is_not_postgresql_or_a_path_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="postgresql:// URL or a path"):
+        Settings(agent_dir=tmp_path / "a", crew_dir=tmp_path / "c", crew_store="mysql://x/y")
+
+
+def test_daemon_serves_the_crew_tier_from_postgresql(tmp_path: Path, pg_url: str) -> None:
+    """The crew tier in PostgreSQL, the agent tier in its SQLite file, one real daemon."""
+    agent, crew = tmp_path / "agent", tmp_path / "crew"
+    (crew / "topics").mkdir(parents=True)
+    (crew / "topics" / "infra.md").write_text("# Infra\n\nThe staging cluster runs on zeppelins.\n")
+    proc = SidecarProcess(
+        agent, crew, extra=["--crew-store", pg_url, "--namespace", f"e2e-{tmp_path.name}"]
+    )
+    proc.start()
+    try:
+        health = proc.get("/healthz")
+        store = health["tiers"]["crew"]["store"]
+        assert store["kind"] == "postgresql"
+        assert store["vectors"] == "pgvector"
+        assert store["namespace"] == f"e2e-{tmp_path.name}/crew"
+        assert health["tiers"]["agent"]["store"]["kind"] == "sqlite"
+        assert not (crew / "index.sqlite").exists()
+        # What was on disk at start-up, and a note written over HTTP, both found.
+        assert [r["file"] for r in proc.search("zeppelins", scope="crew")] == ["topics/infra.md"]
+        status, body = proc.call(
+            "POST",
+            "/memory/write",
+            {"scope": "crew", "file": "topics/billing.md",
+             "content": "- Billing moved to the quokka cluster.", "mode": "append"},
+        )  # fmt: skip
+        assert status == 201 and body["indexed"] is True, body
+        hits = proc.search("where does billing run? quokka", scope="crew")
+        assert (hits[0]["file"], hits[0]["source"]) == ("topics/billing.md", "crew")
+        assert proc.search("quokka", scope="agent") == []
+        assert proc.get("/memory/status?scope=crew")["total_files"] == 2
+    finally:
+        proc.terminate()
+
+
+async def test_an_unreachable_store_degrades_its_tier_only(tmp_path: Path) -> None:
+    agent, crew = tmp_path / "agent", tmp_path / "crew"
+    (crew / "topics").mkdir(parents=True)
+    (agent / "daily").mkdir(parents=True)
+    (agent / "AGENT.md").write_text("# Agent\n\nThe agent remembers walruses.\n")
+    settings = Settings(
+        agent_dir=agent,
+        crew_dir=crew,
+        role="lead",
+        reconcile_interval=3600,
+        embedder="none",
+        crew_store=f"postgresql://nobody@/db?host={tmp_path}&port=1&connect_timeout=1",
+    )
+    svc = MemoryService(settings)
+    await svc.start()
+    try:
+
+        async def crew_broken() -> bool:
+            return "broken" in (await svc.health())["tiers"]["crew"]
+
+        await eventually(crew_broken, "the crew tier to be marked unusable")
+        health = await svc.health()
+        assert health["status"] == "degraded"
+        assert any("crew" in r and "unreachable" in r for r in health["reasons"])
+        assert health["tiers"]["crew"]["store"]["kind"] == "postgresql"
+        found = await svc.search.search("walruses", "agent", 5)
+        assert [r.hit.path for r in found.results] == ["AGENT.md"]
+    finally:
+        await svc.stop()
