@@ -216,6 +216,36 @@ def test_stats_and_total_bytes(store: IndexStore) -> None:
     assert store.total_bytes() == 42
 
 
+def test_add_files_keeps_what_is_indexed(store: IndexStore) -> None:
+    if not hasattr(store, "add_files"):
+        pytest.skip("this store predates batched cold builds")
+    store.replace_file(item("a.md", ("A", "original walrus")))
+    added = store.add_files(
+        [item("a.md", ("A", "newer walrus")), item("b.md", ("B", "narwhal")),
+         item("b.md", ("B", "second copy"))]
+    )  # fmt: skip
+    assert added == 1
+    assert paths(store.search('"original"', 10)) == ["a.md"]
+    assert store.search('"newer"', 10) == [] and store.search('"copy"', 10) == []
+    assert paths(store.search('"narwhal"', 10)) == ["b.md"]
+    assert store.add_files([]) == 0
+
+
+def test_meta_values(store: IndexStore) -> None:
+    if not hasattr(store, "get_meta"):
+        pytest.skip("this store predates batched cold builds")
+    assert store.get_meta("build") is None
+    store.set_meta("build", "in progress")
+    store.set_meta("build", "again")
+    assert store.get_meta("build") == "again"
+    store.set_meta("build", None)
+    store.set_meta("never", None)
+    assert store.get_meta("build") is None
+    store.set_meta("build", "x")
+    store.reset()
+    assert store.get_meta("build") is None
+
+
 # -- search ------------------------------------------------------------------------
 
 
@@ -408,6 +438,10 @@ def test_namespaces_never_see_each_others_rows(pg_url: str) -> None:
         two.prune_vectors("m")
         assert sorted(one.file_states()) == ["a.md", "b.md", "c.md"]
         assert len(one.get_vectors("m", k1.values())) == 4
+        one.set_meta("k", "one")
+        assert two.get_meta("k") is None
+        two.set_meta("k", "two")
+        assert one.get_meta("k") == "one"
         two.replace_all([item("z.md", ("Z", "zebra"))])
         two.touch_file("a.md", FileState(1, 1, "x"))
         two.reset()

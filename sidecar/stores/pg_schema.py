@@ -81,6 +81,18 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        3,
+        "meta: small values kept with a namespace's index",
+        """
+        CREATE TABLE meta (
+            namespace text NOT NULL,
+            key text NOT NULL,
+            value text NOT NULL,
+            PRIMARY KEY (namespace, key)
+        );
+        """,
+    ),
 ]
 
 # Applied only where the pgvector extension can be created: the chunk's whole-text

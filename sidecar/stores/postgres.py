@@ -288,7 +288,7 @@ class PostgresStore:
         """Drop this namespace's rows (and migrate, if the tables are gone)."""
         self._ready = False
         with self._transaction() as conn:
-            for table in ("postings", "chunks", "files", "vectors"):
+            for table in ("postings", "chunks", "files", "vectors", "meta"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
         self._generation += 1
 
@@ -488,6 +488,49 @@ class PostgresStore:
                 chunks = [c for c in item.chunks if c.text]
                 for start in range(0, len(chunks), _BATCH):
                     self._insert_chunks(conn, item.path, chunks[start : start + _BATCH])
+
+    def add_files(self, items: Iterable[IndexedFile]) -> int:
+        """Insert files the index does not hold yet, in one transaction (a cold build's
+        batch); a path already indexed is left as it is. Returns how many were added."""
+        batch = list(items)
+        if not batch:
+            return 0
+        now = time.time()
+        with self._transaction() as conn:
+            held = {
+                p
+                for (p,) in conn.execute(
+                    "SELECT path FROM files WHERE namespace = %s AND path = ANY(%s)",
+                    (self.namespace, [i.path for i in batch]),
+                )
+            }
+            fresh: dict[str, IndexedFile] = {}
+            for item in batch:
+                if item.path not in held:
+                    fresh.setdefault(item.path, item)
+            for item in fresh.values():
+                self._upsert_file(conn, item, now)
+                self._insert_chunks(conn, item.path, [c for c in item.chunks if c.text])
+        return len(fresh)
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._rows(
+            "SELECT value FROM meta WHERE namespace = %s AND key = %s", (self.namespace, key)
+        )
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        with self._transaction() as conn:
+            if value is None:
+                conn.execute(
+                    "DELETE FROM meta WHERE namespace = %s AND key = %s", (self.namespace, key)
+                )
+            else:
+                conn.execute(
+                    "INSERT INTO meta (namespace, key, value) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value",
+                    (self.namespace, key, value),
+                )
 
     def put_vectors(self, model_id: str, items: Iterable[tuple[str, bytes]]) -> None:
         rows = [(self.namespace, model_id, key, blob) for key, blob in items]
