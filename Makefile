@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 9119
 LOCOMO ?= ../shared/bench/locomo
 
-.PHONY: run test bench lint clean
+.PHONY: run test bench lint conformance clean
 
 $(STAMP): pyproject.toml requirements.lock requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench --locomo $(LOCOMO)
+
+# The official MCP conformance suite (Node, through npx) against a live daemon on temp
+# folders; prints a line and succeeds without running anything when npx is missing.
+conformance: $(STAMP)
+	$(BIN)/python -m tests.conformance
 
 lint: $(STAMP)
 	$(BIN)/ruff check sidecar tests bench

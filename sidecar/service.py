@@ -33,6 +33,7 @@ from sidecar.learnings.learnings import Learnings
 from sidecar.llm.client import LLMClient
 from sidecar.llm.factory import make_client
 from sidecar.notes import routes as notes_routes
+from sidecar.notes.browse import Browser
 from sidecar.notes.notes import Notes
 from sidecar.operators import routes as operators_routes
 from sidecar.operators.operators import Operators
@@ -62,6 +63,7 @@ class MemoryService:
         self.embeddings = Embeddings(settings, self.indexes)
         self.search = Search(self.indexes, self.embeddings, self.lead)
         self.notes = Notes(settings, self.indexes)
+        self.files = Browser(settings, self.indexes, self.notes.read)  # MCP resources
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead)
         self.learnings = Learnings(settings, self.indexes, self.notes, self.embeddings, self.lead)
         llm = _llm(settings)
@@ -82,6 +84,7 @@ class MemoryService:
         """Each capability registers its own HTTP routes."""
         search_routes.add_routes(app, self.search)
         notes_routes.add_routes(app, self.notes)
+        notes_routes.add_browse_routes(app, self.files)
         journal_routes.add_routes(app, self.journal)
         learnings_routes.add_routes(app, self.learnings)
         facts_routes.add_routes(app, self.facts)

@@ -19,6 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from sidecar.api.mcp.maintenance import REINDEX
 from sidecar.facts.tools import FACTS
 from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
@@ -27,7 +28,7 @@ from sidecar.retrieval.tools import SEARCH
 from sidecar.working.tools import REMEMBER
 from tests.sidecar_process import SidecarProcess
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
 TIMEOUT = 15.0
 
 

@@ -18,6 +18,7 @@ from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
 from sidecar.api.http import create_app
+from sidecar.api.mcp.maintenance import REINDEX
 from sidecar.api.mcp.mount import MCP_MOUNT
 from sidecar.config import Settings
 from sidecar.facts.tools import FACTS
@@ -28,7 +29,7 @@ from sidecar.retrieval.tools import SEARCH
 from sidecar.service import MemoryService
 from sidecar.working.tools import REMEMBER
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

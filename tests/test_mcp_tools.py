@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
+from sidecar.api.mcp.maintenance import REINDEX
 from sidecar.api.mcp.tools import TOOLS, MemoryTools, check_arguments
 from sidecar.errors import ApiError
 from sidecar.facts.tools import FACTS
@@ -26,7 +27,7 @@ from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 from sidecar.working.tools import REMEMBER
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
 
 
 class FakeBackend:
@@ -375,15 +376,21 @@ async def test_legacy_client_hears_list_changed_both_ways(
     tools: MemoryTools, fake: FakeBackend
 ) -> None:
     seen: asyncio.Queue[Any] = asyncio.Queue()
+    # Tools, prompts and resources are gated together, so all three lists change.
+    lists = {
+        types.ToolListChangedNotification,
+        types.PromptListChangedNotification,
+        types.ResourceListChangedNotification,
+    }
     async with connect(tools, "legacy", seen) as client:
         fake.health = (False, "daemon down")
         await tools.refresh_health()
-        assert isinstance(await next_message(seen), types.ToolListChangedNotification)
+        assert {type(await next_message(seen)) for _ in lists} == lists
         assert (await client.list_tools()).tools == []
         assert await tools.refresh_health() is False  # no change, no notice
         fake.health = (True, None)
         await tools.refresh_health()
-        assert isinstance(await next_message(seen), types.ToolListChangedNotification)
+        assert {type(await next_message(seen)) for _ in lists} == lists
         assert [t.name for t in (await client.list_tools()).tools] == NAMES
     assert seen.empty()
 

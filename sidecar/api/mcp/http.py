@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -78,6 +79,29 @@ class ServiceBackend:
     async def write_health(self) -> tuple[bool, str | None]:
         return await self.service.notes.write_health()
 
+    async def list_files(self, scope: str) -> list[dict[str, Any]]:
+        return await self.service.files.list(scope)
+
+    async def read_file(self, scope: str, file: str) -> dict[str, Any]:
+        return await self.service.files.read(scope, file)
+
+    async def file_changes(self) -> AsyncIterator[dict[str, Any]]:
+        async with self.service.files.follow() as changes:
+            yield {"ready": True}
+            while (change := await changes.get()) is not None:
+                yield change.to_json()
+
+    async def context(
+        self, budget: int, query: str | None, user_id: str | None, workspace_id: str | None
+    ) -> str:
+        return (await self.service.context.build(budget, query, user_id, workspace_id)).text
+
+    async def reindex(self, scope: str) -> dict[str, Any]:
+        return await self.service.reindex(scope)
+
+    async def status(self, scope: str) -> dict[str, Any]:
+        return await self.service.status(scope)
+
 
 class McpEndpoint:
     """The session manager, the health monitor and the aiohttp handler for ``/mcp``."""
@@ -96,6 +120,7 @@ class McpEndpoint:
         self._stop = asyncio.Event()
         self._sessions: asyncio.Task[None] | None = None
         self._monitor: asyncio.Task[None] | None = None
+        self._follow: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -111,6 +136,7 @@ class McpEndpoint:
         self._sessions = asyncio.create_task(self._run_manager(ready), name="mcp-sessions")
         await ready
         self._monitor = asyncio.create_task(self.tools.monitor(self.poll_interval))
+        self._follow = asyncio.create_task(self.tools.resources.follow(), name="mcp-files")
 
     async def _run_manager(self, ready: asyncio.Future[None]) -> None:
         try:
@@ -128,9 +154,10 @@ class McpEndpoint:
             return
         self._stop.set()
         self.tools.listen.close()
-        if self._monitor is not None:
-            self._monitor.cancel()
-        for task in (self._monitor, self._sessions):
+        for task in (self._monitor, self._follow):
+            if task is not None:
+                task.cancel()
+        for task in (self._monitor, self._follow, self._sessions):
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -133,6 +135,48 @@ class HttpBackend:
     async def facts(self, body: dict[str, Any]) -> dict[str, Any]:
         return await self._call("POST", "/memory/facts", CALL_TIMEOUT, json=body)
 
+    async def list_files(self, scope: str) -> list[dict[str, Any]]:
+        body = await self._call("GET", "/memory/files", CALL_TIMEOUT, params={"scope": scope})
+        return list(body.get("files") or [])
+
+    async def read_file(self, scope: str, file: str) -> dict[str, Any]:
+        params = {"scope": scope, "file": file}
+        return await self._call("GET", "/memory/files/read", CALL_TIMEOUT, params=params)
+
+    async def file_changes(self) -> AsyncIterator[dict[str, Any]]:
+        """The daemon's NDJSON change stream, line by line, for as long as it stays open."""
+        timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT)
+        async with self._http().get(self.url + "/memory/files/changes", timeout=timeout) as resp:
+            if resp.status != 200:
+                raise RuntimeError(f"the change stream answered {resp.status}")
+            async for line in resp.content:
+                if line.strip():
+                    yield json.loads(line)
+
+    async def context(
+        self, budget: int, query: str | None, user_id: str | None, workspace_id: str | None
+    ) -> str:
+        given = {"budget": str(budget), "query": query, "user_id": user_id,
+                 "workspace_id": workspace_id}  # fmt: skip
+        params = {k: v for k, v in given.items() if v is not None}
+        async with self._http().get(
+            self.url + "/memory/context", params=params, headers={"Accept": "text/plain"}
+        ) as resp:
+            if resp.status < 400:
+                return await resp.text()
+            try:
+                body = await resp.json(content_type=None)
+            except ValueError:
+                body = {}
+        raise ApiError(resp.status, str(body.get("error", "http_error")),
+                       str(body.get("detail", f"HTTP {resp.status}")))  # fmt: skip
+
+    async def reindex(self, scope: str) -> dict[str, Any]:
+        return await self._call("POST", f"/memory/reindex?scope={scope}", CALL_TIMEOUT, json={})
+
+    async def status(self, scope: str) -> dict[str, Any]:
+        return await self._call("GET", "/memory/status", CALL_TIMEOUT, params={"scope": scope})
+
     async def write_health(self) -> tuple[bool, str | None]:
         """Healthy means the daemon answers ``/healthz`` and reports its write path ok."""
         try:
@@ -158,14 +202,16 @@ async def serve_stdio(url: str, poll_interval: float = 1.0) -> None:
             why = {"url": url, "reason": tools.reason}
             log.warning("memory sidecar not ready; tools stay hidden until it is", extra=why)
         monitor = asyncio.create_task(tools.monitor(poll_interval), name="mcp-health")
+        follow = asyncio.create_task(tools.resources.follow(), name="mcp-files")
         try:
             async with stdio_server() as (read_stream, write_stream):
                 await tools.server.run(
                     read_stream, write_stream, tools.server.create_initialization_options()
                 )
         finally:
-            monitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await monitor
+            for task in (monitor, follow):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
     finally:
         await backend.close()

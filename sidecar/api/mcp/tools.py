@@ -32,9 +32,18 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ToolsListChanged,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from sidecar.api.mcp import maintenance, notices
+from sidecar.api.mcp.maintenance import ReindexBackend
+from sidecar.api.mcp.prompts import MemoryPrompts, PromptsBackend
+from sidecar.api.mcp.resources import MemoryResources, ResourcesBackend
 from sidecar.errors import ApiError, json_type
 from sidecar.facts import tools as facts_tools
 from sidecar.facts.tools import FactsBackend
@@ -63,6 +72,9 @@ class MemoryBackend(
     WorkingBackend,
     LearningsBackend,
     FactsBackend,
+    ResourcesBackend,
+    PromptsBackend,
+    ReindexBackend,
     Protocol,
 ):
     """What the tools need from a memory daemon: each capability's methods, and health.
@@ -84,6 +96,7 @@ SPECS = {
         *working_tools.TOOLS,
         *learnings_tools.TOOLS,
         *facts_tools.TOOLS,
+        *maintenance.TOOLS,
     )
 }
 TOOLS = [spec.definition for spec in SPECS.values()]
@@ -188,7 +201,10 @@ class _Server(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options
+            or NotificationOptions(
+                tools_changed=True, resources_changed=True, prompts_changed=True
+            ),
             experimental_capabilities,
             extensions,
         )
@@ -223,8 +239,11 @@ class MemoryTools:
             name,
             version=_version(),
             instructions=INSTRUCTIONS,
-            # The list changes with health: never let a client treat it as fresh.
-            cache_hints={"tools/list": CacheHint(ttl_ms=0)},
+            # The lists change with health, the files under them: never fresh for long.
+            cache_hints={
+                method: CacheHint(ttl_ms=0)
+                for method in ("tools/list", "resources/list", "resources/read", "prompts/list")
+            },
             get_tool_input_schema=lambda tool: (
                 SPECS[tool].definition.input_schema if tool in SPECS else None
             ),
@@ -233,6 +252,17 @@ class MemoryTools:
             on_subscriptions_listen=self.listen,
         )
         self.server.middleware.append(self._track_connection)
+        # Resources, prompts, completion and logging: each in its own module.
+        self.resources = MemoryResources(
+            backend, self.bus, lambda: list(self._connections), self._withheld
+        )
+        self.resources.install(self.server)
+        MemoryPrompts(backend, self.resources).install(self.server)
+        notices.install(self.server)
+
+    def _withheld(self) -> str | None:
+        """Why resources and prompts are withheld with the tools, or None."""
+        return None if self.healthy else self.reason
 
     # -- health gating -------------------------------------------------------------
 
@@ -253,6 +283,7 @@ class MemoryTools:
             else:
                 log.warning("memory tools withdrawn", extra={"reason": self.reason})
             await self.notify_tools_changed()
+            await self.resources.list_changed()
         return changed
 
     async def monitor(self, interval: float) -> None:
@@ -263,6 +294,7 @@ class MemoryTools:
 
     async def notify_tools_changed(self) -> None:
         await self.bus.publish(ToolsListChanged())
+        await self.bus.publish(PromptsListChanged())
         for connection in list(self._connections):
             if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
                 continue  # 2026 clients hear it on their listen stream, published above
@@ -271,6 +303,7 @@ class MemoryTools:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(NOTIFY_TIMEOUT):
                     await connection.send_tool_list_changed()
+                    await connection.send_prompt_list_changed()
 
     async def _track_connection(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -293,7 +326,13 @@ class MemoryTools:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await self.call(params.name, params.arguments)
+        token = maintenance.PROGRESS.set(ctx.session.report_progress)
+        try:
+            answer = await self.call(params.name, params.arguments)
+        finally:
+            maintenance.PROGRESS.reset(token)
+        await notices.after_tool(ctx, params.name, answer)
+        return answer
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Run one tool call; every failure becomes an ``isError`` result."""

@@ -1,0 +1,277 @@
+"""Memory files as MCP resources: ``memory://{tier}/{path}``, listed, read, completed and
+followed, for both transports.
+
+The backend lists and reads through the daemon's ``Browser`` (``notes/browse.py``), so a
+resource read is ``memory.read``: confined, hard links refused, flagged text withheld.
+Changes arrive from the daemon's watcher and fan out two ways: 2026-07-28 clients hear
+them on their ``subscriptions/listen`` stream (the SDK filters by URI); handshake-era
+clients get ``notifications/resources/updated`` for the URIs they subscribed to, and
+every one of them ``notifications/resources/list_changed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Protocol
+from urllib.parse import unquote
+
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, SubscriptionBus
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from sidecar.api.mcp import notices
+from sidecar.errors import ApiError
+from sidecar.mcp_results import withhold_flagged
+
+log = logging.getLogger(__name__)
+
+SCHEME = "memory://"
+TEMPLATE = "memory://{tier}/{path}"
+TIERS = ("agent", "crew")
+PAGE_SIZE = 50
+SUBSCRIBED = "memory_subscriptions"  # key in a handshake-era Connection.state
+NOTIFY_TIMEOUT = 1.0
+READY_TIMEOUT = 5.0  # how long a subscribe waits for the change feed to be in place
+MIME = {"journal": "application/jsonl"}
+DESCRIBE = {
+    "note": "memory notes",
+    "learning": "learnings (lessons, ranked by prominence)",
+    "journal": "one UTC day of the episodic journal, one JSON event a line (read-only)",
+    "facts": "facts distilled from the journal (read-only, regenerated)",
+}
+
+
+class ResourcesBackend(Protocol):
+    """Raises ``ApiError`` for failures the caller can act on."""
+
+    async def list_files(self, scope: str) -> list[dict[str, Any]]: ...
+
+    async def read_file(self, scope: str, file: str) -> dict[str, Any]: ...
+
+    def file_changes(self) -> AsyncIterator[dict[str, Any]]:
+        """``{"ready": True}`` once following, then ``{"scope", "file", "change"}`` items."""
+        ...
+
+
+def uri(scope: str, file: str) -> str:
+    return f"{SCHEME}{scope}/{file}"
+
+
+def parse_uri(text: str) -> tuple[str, str]:
+    """(tier, tier-relative path) of a ``memory://`` URI; the path is percent-decoded, so a
+    client that expanded the template with encoding reaches the same file."""
+    if not text.startswith(SCHEME):
+        raise _invalid(f"{text!r} is not a memory:// URI; resources look like {TEMPLATE}")
+    tier, _, path = text[len(SCHEME) :].partition("/")
+    if tier not in TIERS or not path:
+        raise _invalid(f"{text!r} names no file of a tier; resources look like {TEMPLATE}")
+    return tier, unquote(path)
+
+
+def _invalid(message: str, data: dict[str, Any] | None = None) -> MCPError:
+    return MCPError(types.INVALID_PARAMS, message, data)
+
+
+def api_failure(exc: ApiError) -> MCPError:
+    """An ``ApiError`` as the protocol error a resource or prompt request answers with."""
+    code = types.INVALID_PARAMS if exc.status < 500 else types.INTERNAL_ERROR
+    return MCPError(code, f"{exc.error}: {exc.detail}", {"status": exc.status, **exc.to_json()})
+
+
+def resource(scope: str, item: dict[str, Any]) -> types.Resource:
+    kind = str(item.get("kind") or "note")
+    return types.Resource(
+        uri=uri(scope, item["file"]),
+        name=f"{scope}/{item['file']}",
+        title=f"{scope} memory: {item['file']}",
+        description=f"{scope} tier, {DESCRIBE.get(kind, kind)}",
+        mime_type=MIME.get(kind, "text/markdown"),
+        size=item.get("bytes"),
+        annotations=types.Annotations(last_modified=item.get("modified")),
+    )
+
+
+def _page(cursor: str | None, total: int) -> int:
+    if cursor is None:
+        return 0
+    try:
+        start = int(cursor)
+    except ValueError:
+        start = -1
+    if not 0 <= start <= total:
+        raise _invalid(f"unknown cursor {cursor!r}; list again from the start")
+    return start
+
+
+class MemoryResources:
+    """The resource handlers of one MCP server, and the fan-out of file changes."""
+
+    def __init__(
+        self,
+        backend: ResourcesBackend,
+        bus: SubscriptionBus,
+        connections: Callable[[], Iterable[Connection]],
+        healthy: Callable[[], str | None],
+    ) -> None:
+        self.backend = backend
+        self.bus = bus
+        self.connections = connections  # the handshake-era connections seen so far
+        self.unhealthy = healthy  # why resources are withheld, or None
+        self.following = asyncio.Event()
+
+    def install(self, server: Any) -> None:
+        server.add_request_handler(
+            "resources/list", types.PaginatedRequestParams, self._list_resources
+        )
+        server.add_request_handler(
+            "resources/templates/list", types.PaginatedRequestParams, self._list_templates
+        )
+        server.add_request_handler("resources/read", types.ReadResourceRequestParams, self._read)
+        server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self._sub)
+        server.add_request_handler(
+            "resources/unsubscribe", types.UnsubscribeRequestParams, self._unsub
+        )
+
+    # -- listing and reading -----------------------------------------------------------
+
+    async def all_files(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every tier's files; a tier this sidecar cannot list is left out, not an error."""
+        found: list[tuple[str, dict[str, Any]]] = []
+        for scope in TIERS:
+            try:
+                found += [(scope, item) for item in await self.backend.list_files(scope)]
+            except ApiError as exc:
+                log.debug("tier not listed", extra={"tier": scope, "error": exc.detail})
+        return found
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        if self.unhealthy() is not None:
+            return types.ListResourcesResult(resources=[])
+        found = await self.all_files()
+        start = _page(params.cursor if params else None, len(found))
+        page = found[start : start + PAGE_SIZE]
+        more = start + PAGE_SIZE < len(found)
+        return types.ListResourcesResult(
+            resources=[resource(scope, item) for scope, item in page],
+            next_cursor=str(start + PAGE_SIZE) if more else None,
+        )
+
+    async def _list_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(
+            uri_template=TEMPLATE,
+            name="memory-file",
+            title="A memory file",
+            description="tier: agent or crew; path: AGENT.md, CREW.md, daily/YYYY-MM-DD.md, "
+            "topics/<slug>.md, users/<slug>.md, learnings/<slug>.md, "
+            "journal/YYYY-MM-DD.jsonl or facts/FACTS.md (paths complete as you type)",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template])
+
+    async def read(self, text: str) -> tuple[types.ReadResourceResult, dict[str, Any]]:
+        """The resource's contents, and the backend's answer (``flagged`` and all)."""
+        why = self.unhealthy()
+        if why is not None:
+            raise MCPError(types.INTERNAL_ERROR, f"memory sidecar unavailable ({why})")
+        scope, file = parse_uri(text)
+        try:
+            body = await self.backend.read_file(scope, file)
+        except ApiError as exc:
+            raise api_failure(exc) from None
+        shown = withhold_flagged(body)
+        mime = MIME.get(str(body.get("kind")), "text/markdown")
+        contents = types.TextResourceContents(uri=text, mime_type=mime, text=shown["content"])
+        return types.ReadResourceResult(contents=[contents]), body
+
+    async def _read(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        result, body = await self.read(params.uri)
+        await notices.after_read(ctx, params.uri, body)
+        return result
+
+    # -- subscriptions (handshake era) -----------------------------------------------------
+
+    async def _sub(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        parse_uri(params.uri)
+        connection = getattr(ctx.session, "_connection", None)
+        if isinstance(connection, Connection):
+            connection.state.setdefault(SUBSCRIBED, set()).add(params.uri)
+        # Answer once changes are followed, so an edit right after this is reported.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(READY_TIMEOUT):
+                await self.following.wait()
+        return types.EmptyResult()
+
+    async def _unsub(
+        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        connection = getattr(ctx.session, "_connection", None)
+        if isinstance(connection, Connection):
+            connection.state.get(SUBSCRIBED, set()).discard(params.uri)
+        return types.EmptyResult()
+
+    # -- following changes -----------------------------------------------------------
+
+    async def follow(self, retry: float = 1.0) -> None:
+        """Fan file changes out to clients forever; reconnect when the feed drops."""
+        while True:
+            try:
+                async for item in self.backend.file_changes():
+                    if item.get("ready"):
+                        self.following.set()
+                    elif "file" in item:
+                        await self.changed(item["scope"], item["file"], item["change"])
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("file change feed dropped", extra={"error": repr(exc)})
+            self.following.clear()
+            await asyncio.sleep(retry)
+
+    async def changed(self, scope: str, file: str, change: str) -> None:
+        target = uri(scope, file)
+        await self.bus.publish(ResourceUpdated(target))
+        if change != "changed":
+            await self.bus.publish(ResourcesListChanged())
+        for connection in self._legacy():
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(NOTIFY_TIMEOUT):
+                    if target in connection.state.get(SUBSCRIBED, ()):
+                        await connection.send_resource_updated(target)
+                    if change != "changed":
+                        await connection.send_resource_list_changed()
+
+    async def list_changed(self) -> None:
+        """Health flipped: the listing appears or vanishes for every client."""
+        await self.bus.publish(ResourcesListChanged())
+        for connection in self._legacy():
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(NOTIFY_TIMEOUT):
+                    await connection.send_resource_list_changed()
+
+    def _legacy(self) -> list[Connection]:
+        return [c for c in self.connections() if c.protocol_version not in MODERN_PROTOCOL_VERSIONS]
+
+    # -- completion ------------------------------------------------------------------
+
+    async def complete(self, argument: str, value: str, context: dict[str, str]) -> list[str]:
+        """Values for the template's ``tier`` or ``path`` that start with what was typed."""
+        if argument == "tier":
+            return [t for t in TIERS if t.startswith(value)]
+        if argument != "path" or self.unhealthy() is not None:
+            return []
+        tiers = [context["tier"]] if context.get("tier") in TIERS else list(TIERS)
+        paths = [item["file"] for scope, item in await self.all_files() if scope in tiers]
+        return sorted({p for p in paths if p.startswith(value)})
