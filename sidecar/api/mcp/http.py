@@ -230,13 +230,20 @@ class McpEndpoint:
 
 def _api_error(start: dict[str, Any], body: bytes) -> web.Response:
     """The transport's own HTTP error (a bad Accept header, an unknown session) in the
-    API's ``{"error", "detail"}`` shape, with the transport's reason as the detail."""
+    API's ``{"error", "detail"}`` shape, with the transport's reason as the detail; a
+    JSON-RPC error answering a request passes through."""
     status = start["status"]
     try:
-        detail = json.loads(body)["error"]["message"]
+        parsed = json.loads(body)
+        detail = parsed["error"]["message"]
     except (ValueError, KeyError, TypeError):
-        detail = body.decode("utf-8", errors="replace").strip() or f"HTTP {status}"
-    response = error_response(status, HTTP_CODES.get(status, "mcp_transport_error"), detail)
+        parsed, detail = None, body.decode("utf-8", errors="replace").strip() or f"HTTP {status}"
+    if isinstance(parsed, dict) and parsed.get("jsonrpc") and parsed.get("id") is not None:
+        # A method's own error (a refused resource URI, say): 2026-07-28 answers it with
+        # a 4xx status, and the client needs the JSON-RPC body to read it. Left as is.
+        response = web.Response(status=status, body=body, content_type="application/json")
+    else:
+        response = error_response(status, HTTP_CODES.get(status, "mcp_transport_error"), detail)
     for name, value in start.get("headers", ()):
         key = name.decode("latin-1")
         if key.lower() not in ("content-type", "content-length"):

@@ -208,11 +208,15 @@ class MemoryResources:
         connection = getattr(ctx.session, "_connection", None)
         if isinstance(connection, Connection):
             connection.state.setdefault(SUBSCRIBED, set()).add(params.uri)
-        # Answer once changes are followed, so an edit right after this is reported.
+        await self.ready()
+        return types.EmptyResult()
+
+    async def ready(self) -> None:
+        """Wait (briefly) until file changes are followed, so that a subscription answered
+        after this hears of an edit made right after it."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(READY_TIMEOUT):
                 await self.following.wait()
-        return types.EmptyResult()
 
     async def _unsub(
         self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams

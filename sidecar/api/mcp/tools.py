@@ -249,7 +249,7 @@ class MemoryTools:
             ),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_subscriptions_listen=self.listen,
+            on_subscriptions_listen=self._listen,
         )
         self.server.middleware.append(self._track_connection)
         # Resources, prompts, completion and logging: each in its own module.
@@ -259,6 +259,12 @@ class MemoryTools:
         self.resources.install(self.server)
         MemoryPrompts(backend, self.resources).install(self.server)
         notices.install(self.server)
+
+    async def _listen(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        await self.resources.ready()  # a listen stream hears of every edit after its ack
+        return await self.listen(ctx, params)
 
     def _withheld(self) -> str | None:
         """Why resources and prompts are withheld with the tools, or None."""
