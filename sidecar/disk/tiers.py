@@ -28,8 +28,16 @@ OWN_FORMAT_DIRS = frozenset({"learnings", "facts"})
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
 
 
+# Every byte but the ones that can start a control character once decoded (C0, DEL, CR,
+# and 0xC2, the lead byte of the C1 range): bytes left after deleting these need the regex.
+_PLAIN_BYTES = bytes(range(0x20, 0x7F)) + bytes(range(0x80, 0xC2)) + bytes(range(0xC3, 0x100))
+_PLAIN_BYTES += b"\t\n"
+
+
 def decode_text(data: bytes) -> str:
     """A memory file's bytes as text: invalid UTF-8 and control characters become U+FFFD."""
+    if not data.translate(None, _PLAIN_BYTES):  # nothing to replace: skip the slow regex
+        return data.decode("utf-8", errors="replace")
     return _CONTROL.sub("\ufffd", data.decode("utf-8", errors="replace"))
 
 

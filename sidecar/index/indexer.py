@@ -6,11 +6,12 @@ the offline CLI calls them directly.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from sidecar.disk.tiers import (
     UnsafePath,
     decode_text,
     is_indexable_name,
+    open_confined,
+    read_fd,
     read_regular,
     split_relative,
     walk_markdown,
@@ -68,21 +71,112 @@ def _read(root: Path, rel: str, skipped: Skipped | None) -> tuple[bytes, FileSta
     limit, unreadable) is recorded in ``skipped`` with the reason, so status can
     name it; the size is checked before a byte is read.
     """
+    return _settle(rel, _checked(rel, lambda: read_regular(root, rel, MAX_FILE_BYTES)), skipped)
+
+
+# What reading one file gave: its bytes and state, why it is refused, or None (gone, or
+# not a regular file: never a note).
+ReadResult = tuple[bytes, FileState] | str | None
+
+
+def _checked(rel: str, read: Callable[[], tuple[bytes, os.stat_result] | None]) -> ReadResult:
     try:
-        got = read_regular(root, rel, MAX_FILE_BYTES)
+        got = read()
     except UnsafePath as exc:
-        if not isinstance(exc, HardLinked):
-            return None  # a symlink or not a regular file: never a note, as in a tree scan
-        return _skip(rel, str(exc), skipped)
-    except (TooLarge, PermissionError) as exc:
-        reason = str(exc) if not isinstance(exc, PermissionError) else "permission denied"
-        return _skip(rel, reason, skipped)
-    if skipped is not None:
-        skipped.pop(rel, None)
+        return str(exc) if isinstance(exc, HardLinked) else None
+    except TooLarge as exc:
+        return str(exc)
+    except PermissionError:
+        return "permission denied"
     if got is None:
         return None
     data, st = got
     return data, FileState(st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+
+
+def record_skip(rel: str, why: str | None, skipped: Skipped | None) -> None:
+    """What a build's read of ``rel`` found: refused (and why), or fine after all."""
+    if why is not None:
+        _skip(rel, why, skipped)
+    elif skipped is not None:
+        skipped.pop(rel, None)
+
+
+def count_notes(root: Path, sub: str = "") -> int:
+    """How many files a full build below ``root/sub`` will look at (for its progress)."""
+    return sum(1 for _ in walk_markdown(root, sub))
+
+
+def _settle(rel: str, got: ReadResult, skipped: Skipped | None) -> tuple[bytes, FileState] | None:
+    """Record a refusal in ``skipped`` (or clear an old one); the bytes if any."""
+    if isinstance(got, str):
+        return _skip(rel, got, skipped)
+    if skipped is not None:
+        skipped.pop(rel, None)
+    return got
+
+
+def _read_in(dir_fd: int, name: str, rel: str) -> tuple[bytes, os.stat_result] | None:
+    """``read_regular`` for a file in a folder already opened confined."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=dir_fd)  # fmt: skip
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+            raise UnsafePath(f"{rel}: a symlink or non-directory is on the path") from exc
+        raise
+    return read_fd(fd, rel, MAX_FILE_BYTES)
+
+
+def read_many(root: Path, rels: Iterable[str]) -> Iterator[tuple[str, ReadResult]]:
+    """Read many files, each as ``_read`` would, opening each folder once for all of its
+    files in a row (a build lists them folder by folder) rather than once per file."""
+    dir_fd: int | None = None
+    folder: str | None = None
+    try:
+        for rel in rels:
+            parent, _, name = rel.rpartition("/")
+            if parent != folder:
+                if dir_fd is not None:
+                    os.close(dir_fd)
+                    dir_fd = None
+                folder = parent
+                try:
+                    dir_fd = (
+                        open_confined(root, parent, os.O_RDONLY | os.O_DIRECTORY)
+                        if parent
+                        else os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                    )
+                except OSError:
+                    dir_fd = None  # gone or not a plain folder now: read each file alone
+            if dir_fd is None:
+                yield rel, _checked(rel, lambda r=rel: read_regular(root, r, MAX_FILE_BYTES))
+            else:
+                yield rel, _checked(rel, lambda d=dir_fd, n=name, r=rel: _read_in(d, n, r))
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
+
+
+# One file of a build, read and parsed: (path, what it holds, why it is refused); both
+# None when it is gone or is not a regular file.
+Parsed = tuple[str, IndexedFile | None, str | None]
+
+
+def read_parsed(root: Path, rels: Iterable[str], max_chars: int) -> list[Parsed]:
+    """Read and parse files as notes for a build: in the daemon's own process, or in a
+    parser worker process (``parse_pool``)."""
+    out: list[Parsed] = []
+    for rel, got in read_many(root, rels):
+        if isinstance(got, str):
+            out.append((rel, None, got))
+        elif got is None:
+            out.append((rel, None, None))
+        else:
+            out.append((rel, parse_note(rel, *got, max_chars), None))
+    return out
 
 
 def parse_note(rel: str, data: bytes, state: FileState, max_chars: int) -> IndexedFile:
@@ -162,23 +256,48 @@ def sync_tree(
     Files whose size and mtime match the index are skipped without reading;
     the rest are hashed; indexed paths no longer on disk are removed.
     """
+    plan = plan_tree(store, root, sub, skipped)
+    result = SyncResult(unchanged=plan.unchanged)
+    for rel in [*plan.changed, *plan.new]:
+        result.add(sync_file(store, root, rel, max_chars, skipped, parse))
+    if plan.vanished:
+        result.removed += store.remove_files(plan.vanished)
+    return result
+
+
+@dataclass(slots=True)
+class TreePlan:
+    """What a reconcile below one folder has to do, before it reads any file."""
+
+    new: list[str]  # on disk, not in the index: a build indexes these in bulk
+    changed: list[str]  # in the index, but size or mtime differ (or too recent to tell)
+    vanished: list[str]  # in the index, no longer on disk
+    unchanged: int
+
+
+def plan_tree(
+    store: IndexStore, root: Path, sub: str = "", skipped: Skipped | None = None
+) -> TreePlan:
+    """Walk below ``sub`` and compare with the index. New files come in walk order (folder
+    by folder), which is what lets ``read_many`` open each folder once."""
     prefix = f"{sub}/" if sub else ""
     known = {p: s for p, s in store.file_states().items() if not sub or p.startswith(prefix)}
-    result = SyncResult()
+    plan = TreePlan([], [], [], 0)
     seen: set[str] = set()
     for rel, st in walk_markdown(root, sub):
         seen.add(rel)
-        if _stat_unchanged(known.get(rel), st):
-            result.unchanged += 1
-            continue
-        result.add(sync_file(store, root, rel, max_chars, skipped, parse))
+        state = known.get(rel)
+        if state is None:
+            plan.new.append(rel)
+        elif _stat_unchanged(state, st):
+            plan.unchanged += 1
+        else:
+            plan.changed.append(rel)
     if skipped is not None:
         for rel in [p for p in skipped if (not sub or p.startswith(prefix)) and p not in seen]:
             del skipped[rel]  # gone, or no longer markdown
-    vanished = [p for p in known if p not in seen]
-    if vanished:
-        result.removed += store.remove_files(vanished)
-    return result
+    plan.vanished = [p for p in known if p not in seen]
+    return plan
 
 
 def load_tree(

@@ -25,6 +25,7 @@ from sidecar.index.store import FileState, Hit, IndexedFile, QuerySyntaxError, S
 log = logging.getLogger(__name__)
 
 _BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
+_BULK_FILES = 500  # files per executemany round of a rebuild
 
 
 def text_key(text: str) -> str:
@@ -463,13 +464,100 @@ class SQLiteStore:
 
     def replace_all(self, items: Iterable[IndexedFile]) -> None:
         now = time.time()
-        with self._transaction() as conn:
+        with self._bulk(), self._transaction() as conn:
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM files")
+            batch: list[IndexedFile] = []
             for item in items:
-                self._upsert_file(conn, item, now)
-                self._insert_chunks(conn, item.path, (c for c in item.chunks if c.text))
+                batch.append(item)
+                if len(batch) >= _BULK_FILES:
+                    self._insert_files(conn, batch, now)
+                    batch = []
+            self._insert_files(conn, batch, now)
+
+    def add_files(self, items: Iterable[IndexedFile]) -> int:
+        """Insert files the index does not hold yet, in one transaction; a path already
+        indexed is left as it is (whoever indexed it read the file later). Returns how
+        many were added. A cold build commits its batches this way, so searches see
+        its progress and a crash loses at most the batch in flight."""
+        batch = list(items)
+        if not batch:
+            return 0
+        with self._bulk(), self._transaction() as conn:
+            held: set[str] = set()
+            wanted = [i.path for i in batch]
+            for start in range(0, len(wanted), _BATCH):
+                part = wanted[start : start + _BATCH]
+                marks = ",".join("?" * len(part))
+                rows = conn.execute(f"SELECT path FROM files WHERE path IN ({marks})", part)
+                held.update(p for (p,) in rows)
+            seen: set[str] = set()
+            fresh = []
+            for item in batch:
+                if item.path not in held and item.path not in seen:
+                    seen.add(item.path)
+                    fresh.append(item)
+            self._insert_files(conn, fresh, time.time())
+        return len(fresh)
+
+    @staticmethod
+    def _insert_files(conn: sqlite3.Connection, items: list[IndexedFile], now: float) -> None:
+        """Many new files with one executemany per table: per-row statements dominate a
+        build otherwise. The paths must not be in the index."""
+        if not items:
+            return
+        (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
+        files = []
+        chunks = []
+        for item in items:
+            st = item.state
+            meta = json.dumps(item.metadata, default=str, skipkeys=True)
+            files.append((item.path, st.size, st.mtime_ns, st.sha256, meta, now))
+            for c in item.chunks:
+                if c.text:
+                    last += 1
+                    chunks.append(
+                        (last, item.path, c.start_line, c.end_line, c.heading, c.text,
+                         text_key(c.text))
+                    )  # fmt: skip
+        conn.executemany(
+            "INSERT INTO files(path, size, mtime_ns, sha256, metadata, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            files,
+        )
+        conn.executemany(
+            "INSERT INTO chunks(id, path, start_line, end_line, heading, body, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            chunks,
+        )
+        conn.executemany(
+            "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
+            [(r[0], r[4], r[5]) for r in chunks],
+        )
+
+    @contextmanager
+    def _bulk(self) -> Iterator[None]:
+        """No fsync while a build writes: the index is derived, and a torn one is detected
+        and rebuilt; a process crash loses nothing committed either way."""
+        with self._write_lock:
+            self._writer.execute("PRAGMA synchronous = OFF")
+        try:
+            yield
+        finally:
+            with self._write_lock:
+                self._writer.execute("PRAGMA synchronous = NORMAL")
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._reader().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row else None
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        with self._transaction() as conn:
+            if value is None:
+                conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     def put_vectors(self, model_id: str, items: Iterable[tuple[str, bytes]]) -> None:
         with self._transaction() as conn:

@@ -77,6 +77,20 @@ class IndexStore(Protocol):
         """Swap the whole index in one transaction; readers see the old one until it ends."""
         ...
 
+    def add_files(self, items: Iterable[IndexedFile]) -> int:
+        """Insert a batch of files in one transaction, leaving alone any path the index
+        already holds; returns how many were added. A cold build commits batch by batch
+        this way, so searches see its progress and a crash keeps what was committed."""
+        ...
+
+    def get_meta(self, key: str) -> str | None:
+        """A small value kept with the index (the cold build's in-progress marker)."""
+        ...
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Set (or, with None, delete) a value kept with the index, in one transaction."""
+        ...
+
     def search(self, match: str, limit: int) -> list[Hit]: ...
 
     def hits(self, chunk_ids: Iterable[int]) -> dict[int, Hit]:
