@@ -67,7 +67,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             tf_heading smallint NOT NULL,
             tf_body smallint NOT NULL,
             doc_len integer NOT NULL,
-            PRIMARY KEY (namespace, lexeme, chunk_id)
+            -- covering: a search reads the index alone (after a vacuum)
+            PRIMARY KEY (namespace, lexeme, chunk_id) INCLUDE (tf_heading, tf_body, doc_len)
         );
         CREATE INDEX postings_by_chunk ON postings (namespace, chunk_id);
         -- Keyed by content, like the SQLite store: float32 rows, the whole chunk
@@ -91,6 +92,40 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             value text NOT NULL,
             PRIMARY KEY (namespace, key)
         );
+        """,
+    ),
+    (
+        4,
+        "namespace_stats: chunk and token counts BM25 needs, kept by triggers",
+        """
+        CREATE TABLE namespace_stats (
+            namespace text PRIMARY KEY,
+            chunks bigint NOT NULL,
+            tokens bigint NOT NULL
+        );
+        CREATE FUNCTION sidecar_count_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                INSERT INTO namespace_stats AS s (namespace, chunks, tokens)
+                SELECT namespace, count(*), sum(doc_len) FROM new_rows GROUP BY namespace
+                ON CONFLICT (namespace) DO UPDATE
+                    SET chunks = s.chunks + excluded.chunks, tokens = s.tokens + excluded.tokens;
+            ELSE
+                UPDATE namespace_stats AS s SET chunks = s.chunks - d.n, tokens = s.tokens - d.t
+                FROM (SELECT namespace, count(*) AS n, sum(doc_len) AS t
+                      FROM old_rows GROUP BY namespace) AS d
+                WHERE s.namespace = d.namespace;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER chunks_counted_insert AFTER INSERT ON chunks
+            REFERENCING NEW TABLE AS new_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION sidecar_count_chunks();
+        CREATE TRIGGER chunks_counted_delete AFTER DELETE ON chunks
+            REFERENCING OLD TABLE AS old_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION sidecar_count_chunks();
+        INSERT INTO namespace_stats
+            SELECT namespace, count(*), sum(doc_len) FROM chunks GROUP BY namespace;
         """,
     ),
 ]

@@ -104,36 +104,54 @@ WITH q AS (
          WITH ORDINALITY AS t(word, prefix, wa, wb, idx),
          LATERAL unnest(to_tsvector('{TS_CONFIG}', t.word)) AS l
 ),
-m AS (
+m AS MATERIALIZED (  -- one index range scan per term: never a scan of the table
     SELECT q.idx, p.chunk_id, q.wa * p.tf_heading + q.wb * p.tf_body AS f, p.doc_len
-    FROM q JOIN postings AS p
-      ON p.namespace = %(ns)s AND p.lexeme >= q.lo AND p.lexeme <= q.hi
+    FROM q CROSS JOIN LATERAL (
+        SELECT chunk_id, tf_heading, tf_body, doc_len FROM postings
+        WHERE namespace = %(ns)s AND lexeme >= q.lo AND lexeme <= q.hi
+    ) AS p
 ),
-df AS (SELECT idx, count(DISTINCT chunk_id)::float8 AS n FROM m GROUP BY idx),
-tf AS (
-    SELECT idx, chunk_id, sum(f) AS f, max(doc_len)::float8 AS dl FROM m GROUP BY idx, chunk_id
+tf AS (  -- n: the term's document frequency, counted over the same groups
+    SELECT idx, chunk_id, sum(f) AS f, max(doc_len)::float8 AS dl,
+           (count(*) OVER (PARTITION BY idx))::float8 AS n
+    FROM m GROUP BY idx, chunk_id
 ),
 st AS (
-    SELECT count(*)::float8 AS total, coalesce(avg(doc_len), 0)::float8 AS avgdl
-    FROM chunks WHERE namespace = %(ns)s
+    SELECT coalesce(max(chunks), 0)::float8 AS total,
+           coalesce(max(tokens)::float8 / nullif(max(chunks), 0), 0) AS avgdl
+    FROM namespace_stats WHERE namespace = %(ns)s
 ),
 scored AS (
     SELECT tf.chunk_id AS id, sum(
-        greatest(ln((st.total - df.n + 0.5) / (df.n + 0.5)), 1e-6)
+        greatest(ln((st.total - tf.n + 0.5) / (tf.n + 0.5)), 1e-6)
         * tf.f * {K1 + 1} / (tf.f + {K1} * (1 - {B} + {B} * tf.dl / greatest(st.avgdl, 1e-9)))
     ) AS score
-    FROM tf JOIN df USING (idx) CROSS JOIN st
+    FROM tf CROSS JOIN st
     WHERE tf.f > 0
     GROUP BY tf.chunk_id
 )
+"""
+# An OR of words: the best ids first, then only their rows are read.
+_SEARCH_WORDS = (
+    _SCORE
+    + """
+, top AS (SELECT id, score FROM scored ORDER BY score DESC, id LIMIT %(limit)s)
+SELECT c.path, c.start_line, c.end_line, c.heading, c.body, s.score, c.hash
+FROM top AS s JOIN chunks AS c ON c.namespace = %(ns)s AND c.id = s.id
+ORDER BY s.score DESC, c.id
+"""
+)
+# Anything else: candidates must also match the tsquery (phrases, AND, NOT, columns).
+_SEARCH_FILTERED = (
+    _SCORE
+    + f"""
 SELECT c.path, c.start_line, c.end_line, c.heading, c.body, s.score, c.hash
 FROM scored AS s JOIN chunks AS c ON c.namespace = %(ns)s AND c.id = s.id
-{{filter}}
+WHERE c.tsv @@ to_tsquery('{TS_CONFIG}', %(tsq)s)
 ORDER BY s.score DESC, c.id
 LIMIT %(limit)s
 """
-_SEARCH_WORDS = _SCORE.format(filter="")
-_SEARCH_FILTERED = _SCORE.format(filter=f"WHERE c.tsv @@ to_tsquery('{TS_CONFIG}', %(tsq)s)")
+)
 
 # New chunks, their tsvector and token count, and their postings, in one statement.
 _INSERT_CHUNKS = f"""
@@ -372,8 +390,8 @@ class PostgresStore:
 
     def stats(self) -> StoreStats:
         ((files, size, indexed_at, chunks),) = self._rows(
-            "SELECT count(*), coalesce(sum(size), 0), max(indexed_at),"
-            " (SELECT count(*) FROM chunks WHERE namespace = %(ns)s)"
+            "SELECT count(*), coalesce(sum(size), 0), max(indexed_at), coalesce("
+            " (SELECT chunks FROM namespace_stats WHERE namespace = %(ns)s), 0)"
             " FROM files WHERE namespace = %(ns)s",
             {"ns": self.namespace},
         )
@@ -553,10 +571,10 @@ class PostgresStore:
             )
 
     def optimize(self) -> None:
-        """Refresh the planner's statistics: postings grow and shrink with every write."""
+        """Refresh the planner's statistics and the visibility map (postings grow and shrink
+        with every write), so a search's term lookups read the covering index alone."""
         with self._conn() as conn:
-            conn.execute("ANALYZE postings")
-            conn.execute("ANALYZE chunks")
+            conn.execute("VACUUM (ANALYZE) postings, chunks")
 
     def close(self) -> None:
         self._pool.close()
