@@ -535,3 +535,37 @@ def test_writers_of_one_namespace_take_turns(pg_url: str) -> None:
     finally:
         one.close()
         two.close()
+
+
+@pytest.mark.parametrize("use_pgvector", [True, False], ids=["pgvector", "bytea"])
+def test_nearest_by_whole_chunk_vector(pg_url: str, use_pgvector: bool) -> None:
+    """Dense search in the store: pgvector's HNSW index, or scored in process from bytea."""
+    import numpy as np
+
+    store = PostgresStore(pg_url, namespace(), use_pgvector=use_pgvector)
+    other = PostgresStore(pg_url, namespace(), use_pgvector=use_pgvector)
+    try:
+        assert store.vector_backend == ("pgvector" if use_pgvector else "bytea")
+        rng = np.random.default_rng(7)
+        rows = rng.standard_normal((40, 3, 8)).astype(np.float32)  # whole chunk, then lines
+        rows /= np.linalg.norm(rows, axis=2, keepdims=True)
+        keys = [f"k{i:02d}" for i in range(40)]
+        blobs = [(k, r.tobytes()) for k, r in zip(keys, rows, strict=True)]
+        store.put_vectors("m", blobs[:20])
+        other.put_vectors("m", [(k, rows[0].tobytes()) for k in ("theirs",)])
+        query = rows[5][0]
+        got = store.nearest("m", query.tolist(), 5)
+        # Stored after the store learned the width: indexed at once.
+        store.put_vectors(
+            "m", [(k, r.tobytes()) for k, r in zip(keys[20:], rows[20:], strict=True)]
+        )
+        sims = rows[:, 0] @ query
+        want = sorted(range(20), key=lambda i: -sims[i])[:5]
+        assert [h for h, _ in got] == [keys[i] for i in want]
+        assert got[0][1] == pytest.approx(1.0, abs=1e-5)
+        best = store.nearest("m", rows[33][0].tolist(), 3)
+        assert best[0][0] == "k33" and all(h != "theirs" for h, _ in best)
+        assert store.nearest("other-model", query.tolist(), 5) == []
+    finally:
+        store.close()
+        other.close()

@@ -187,7 +187,13 @@ class PostgresStore:
     """One namespace of the shared tables, through a small connection pool."""
 
     def __init__(
-        self, url: str, namespace: str, *, connect_timeout: float = 5.0, max_connections: int = 4
+        self,
+        url: str,
+        namespace: str,
+        *,
+        connect_timeout: float = 5.0,
+        max_connections: int = 4,
+        use_pgvector: bool = True,
     ) -> None:
         if not namespace:
             raise ValueError("a PostgreSQL store needs a namespace")
@@ -198,6 +204,9 @@ class PostgresStore:
         self._generation = 0
         self._ready = False
         self._pgvector = False
+        self._use_pgvector = use_pgvector
+        self._dims: dict[str, int] = {}  # model id -> vector width, once a query told it
+        self._hnsw: set[int] = set()  # widths whose HNSW index this process has ensured
         self.last_error: str | None = None
         self._pool = ConnectionPool(
             url,
@@ -224,7 +233,7 @@ class PostgresStore:
             return
         try:
             with self._pool.connection() as conn:
-                self._pgvector = migrate(conn)
+                self._pgvector = migrate(conn) and self._use_pgvector
         except SchemaTooNew as exc:
             self.last_error = str(exc)
             raise StoreUnavailable(str(exc)) from exc
@@ -554,12 +563,85 @@ class PostgresStore:
         rows = [(self.namespace, model_id, key, blob) for key, blob in items]
         if not rows:
             return
+        dims = self._dims.get(model_id) if self._pgvector else None
         with self._transaction() as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO vectors (namespace, model_id, hash, vec) VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT (namespace, model_id, hash) DO UPDATE SET vec = excluded.vec",
                 rows,
             )
+            if dims is not None:
+                self._set_embeddings(cur, model_id, dims, [(k, b) for _, _, k, b in rows])
+
+    def _set_embeddings(
+        self, cur: psycopg.Cursor[Any], model_id: str, dims: int, blobs: list[tuple[str, bytes]]
+    ) -> None:
+        """Each blob's whole-chunk row (its first) as a pgvector value, for the HNSW index."""
+        cur.executemany(
+            "UPDATE vectors SET dims = %s, embedding = %s::vector "
+            "WHERE namespace = %s AND model_id = %s AND hash = %s",
+            [(dims, _literal(first_row(b, dims)), self.namespace, model_id, k)
+             for k, b in blobs if len(b) >= 4 * dims],
+        )  # fmt: skip
+
+    def nearest(self, model_id: str, query: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """The ``k`` stored texts whose whole-chunk vector is closest to ``query`` (unit
+        length), as (content hash, cosine), best first: by the HNSW index in PostgreSQL
+        with pgvector, else scored here from the bytea column."""
+        dims = len(query)
+        if not self._pgvector:
+            return self._nearest_here(model_id, query, k)
+        if self._dims.get(model_id) != dims:
+            self._prepare_pgvector(model_id, dims)
+        q = _literal(query)
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = conn.execute(
+                f"SELECT hash, 1 - (embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim "
+                "FROM vectors WHERE namespace = %(ns)s AND model_id = %(m)s "
+                f"AND dims = {dims} ORDER BY embedding::vector({dims}) <=> %(q)s::vector({dims}) "
+                "LIMIT %(k)s",
+                {"q": q, "ns": self.namespace, "m": model_id, "k": k},
+            ).fetchall()
+        return sorted(((h, float(sim)) for h, sim in rows), key=lambda r: -r[1])
+
+    def _prepare_pgvector(self, model_id: str, dims: int) -> None:
+        """Learn the model's width from a query: make sure an HNSW index for that width
+        exists, and fill the pgvector column of vectors stored before it was known."""
+        if dims not in self._hnsw:
+            with self._conn() as conn:
+                conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS vectors_hnsw_{dims} ON vectors "
+                    f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+                    f"WHERE dims = {dims}"
+                )
+            self._hnsw.add(dims)
+        self._dims[model_id] = dims
+        with self._transaction() as conn, conn.cursor() as cur:
+            todo = conn.execute(
+                "SELECT hash, vec FROM vectors WHERE namespace = %s AND model_id = %s "
+                "AND (dims IS NULL OR dims <> %s)",
+                (self.namespace, model_id, dims),
+            ).fetchall()
+            self._set_embeddings(cur, model_id, dims, [(h, bytes(v)) for h, v in todo])
+
+    def _nearest_here(
+        self, model_id: str, query: Sequence[float], k: int
+    ) -> list[tuple[str, float]]:
+        import numpy as np  # only a store without pgvector scores vectors in process
+
+        rows = self._rows(
+            "SELECT hash, vec FROM vectors WHERE namespace = %s AND model_id = %s",
+            (self.namespace, model_id),
+        )
+        dims = len(query)
+        rows = [(h, v) for h, v in rows if len(v) >= 4 * dims]
+        if not rows:
+            return []
+        matrix = np.stack([np.frombuffer(bytes(v), np.float32, dims) for _, v in rows])
+        sims = matrix @ np.asarray(query, dtype=np.float32)
+        order = np.argsort(-sims)[:k]
+        return [(rows[i][0], float(sims[i])) for i in order]
 
     def prune_vectors(self, model_id: str) -> None:
         with self._transaction() as conn:
@@ -616,6 +698,11 @@ def diff_chunks(
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def _literal(vector: Iterable[float]) -> str:
+    """A vector in pgvector's text form."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
 def first_row(blob: bytes, dims: int) -> list[float]:
