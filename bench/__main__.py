@@ -25,6 +25,7 @@ from types import FrameType
 from typing import Any
 
 from bench import (
+    cold_start,
     crew,
     crossval,
     dense,
@@ -54,6 +55,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     latency.NAME: (latency.run, "search latency at 10k/100k chunks vs bare FTS5"),
     hybrid_speed.NAME: (hybrid_speed.run, "hybrid vs sparse search p50 at 10k chunks"),
     indexing.NAME: (indexing.run, "full and incremental indexing of 2,000 notes"),
+    cold_start.NAME: (cold_start.run, "cold start until searchable at 1k/10k(/50k) files vs bare"),
     freshness.NAME: (freshness.run, "time from a file write to searchable"),
     memory.NAME: (memory.run, "idle resident memory of the daemon"),
     writes.NAME: (writes.run, "durable append latency and throughput"),

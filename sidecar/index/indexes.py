@@ -15,17 +15,22 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
+from sidecar import metrics
 from sidecar.disk import durable
-from sidecar.disk.tiers import SCOPES, Tier
+from sidecar.disk.tiers import SCOPES, Tier, walk_markdown
 from sidecar.errors import ApiError
 from sidecar.index import indexer, watcher
+from sidecar.index.build import BUILD_MIN_FILES, BUILDING, POOL_MIN_FILES, Build
+from sidecar.index.parse_pool import ParsePool
+from sidecar.index.progress import BuildProgress
 from sidecar.index.queue import (
+    BUILD,
     FILE,
     HEAL,
     OPTIMIZE,
@@ -56,6 +61,10 @@ class TierState:
     # Files present but not indexed, and why (hard links, over the size limit, ...).
     skipped: dict[str, str] = field(default_factory=dict)
     broken: str | None = None  # why the index is unusable, until the rebuild answers
+    build: Build | None = None  # a cold build under way, between its steps
+    # The last full build (cold, reindex or heal): status shows it while it runs, and a
+    # metrics scrape may read it from any thread.
+    progress: BuildProgress | None = None
 
 
 class Change(Protocol):
@@ -117,6 +126,7 @@ class TierIndexes:
         self.on_file: list[Callable[[str, str], None]] = []
         # Told (on the event loop) of every watcher event below a tier root: MCP resources.
         self.on_event: list[Callable[[str, str], None]] = []
+        self._pool: ParsePool | None = None  # parser workers, while a cold build needs them
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -130,6 +140,28 @@ class TierIndexes:
             if stale:
                 log.warning("removed temp files left by a crash", extra={"files": stale})
             self.tiers[tier.name] = TierState(tier, store)
+        await loop.run_in_executor(self._writer, self._prestart_pool)
+
+    def _prestart_pool(self) -> None:
+        """Start the parser workers now, while the rest of the daemon starts, if a tier's
+        index is empty (or an interrupted build's) and its folder holds enough files
+        for the cold build to want them. On the writer thread."""
+        for state in self.tiers.values():
+            try:
+                unfinished = state.store.get_meta(BUILDING) is not None
+                empty = state.store.stats().total_files == 0
+            except Exception:  # a broken index: the reconcile finds out and says so
+                continue
+            files = itertools.islice(walk_markdown(state.tier.root), POOL_MIN_FILES)
+            if (empty or unfinished) and sum(1 for _ in files) >= POOL_MIN_FILES:
+                self._pool = ParsePool()
+                return
+
+    def _release_pool(self) -> None:
+        """Stop the parser workers once no build needs them (they hold memory)."""
+        if self._pool is not None and all(s.build is None for s in self.tiers.values()):
+            self._pool.close()
+            self._pool = None
 
     async def start(self) -> None:
         """Reconcile every tier against the index it has (never a rebuild), then watch."""
@@ -155,8 +187,11 @@ class TierIndexes:
         await self.queue.drain_and_stop()
 
     async def close(self) -> None:
+        loop = asyncio.get_running_loop()
         for state in self.tiers.values():
-            await asyncio.get_running_loop().run_in_executor(self._writer, state.store.close)
+            state.build = None  # unfinished: the next start completes it
+            await loop.run_in_executor(self._writer, state.store.close)
+        await loop.run_in_executor(self._writer, self._release_pool)
         self._writer.shutdown()
         self._readers.shutdown()
 
@@ -235,7 +270,7 @@ class TierIndexes:
             except Exception:
                 self._retry_heal(key.tier)
                 raise
-        if state.broken is not None and key.kind in (FILE, TREE, OPTIMIZE):
+        if state.broken is not None and key.kind in (FILE, TREE, OPTIMIZE, BUILD):
             return None  # the rebuild under way reads every file anyway
         try:
             return self._run(state, key)
@@ -245,26 +280,35 @@ class TierIndexes:
 
     def _run(self, state: TierState, key: JobKey) -> indexer.SyncResult | Change | None:
         root, store, cap = state.tier.root, state.store, self.chunk_chars
+        if state.build is not None and key.kind in (FILE, WRITE):
+            state.build.touch(key.path)  # this job reads the file later than the build's walk
         if key.kind == FILE:
             result = indexer.sync_file(store, root, key.path, cap, state.skipped)
+        elif key.kind == TREE and not key.path:
+            if state.build is not None:
+                return None  # the build under way covers the whole tier
+            reconciled = self._reconcile(state)
+            if reconciled is None:
+                return None  # a cold build started
+            result = reconciled
         elif key.kind == TREE:
+            if state.build is not None:
+                state.build.touch(key.path, tree=True)
             result = indexer.sync_tree(store, root, key.path, cap, state.skipped)
-            if not key.path:
-                state.reconciled = True
-                state.last_reconcile = time.time()
+        elif key.kind == BUILD:
+            if state.build is not None:
+                self._build_step(state)
+            return None
         elif key.kind == REBUILD:
             log.info("index rebuild started; searches use the old index until it is done",
                      extra={"tier": key.tier})  # fmt: skip
-            started = time.monotonic()
-            store.replace_all(indexer.load_tree(root, cap, state.skipped))
-            state.reconciled = True
+            progress = self._begin(state, "reindex")
+            store.replace_all(self._counted(indexer.load_tree(root, cap, state.skipped), progress))
+            self._finish(state, progress)
             state.changes_since_optimize = 0
             self._optimize(store)
             self._changed()
-            log.info(
-                "index rebuilt",
-                extra={"tier": key.tier, "seconds": round(time.monotonic() - started, 3)},
-            )
+            log.info("index rebuilt", extra=progress.log_fields())
             return None
         elif key.kind == WRITE:
             done = self._writes.pop(key)(state)
@@ -286,6 +330,98 @@ class TierIndexes:
             log.debug("reindexed", extra={"tier": key.tier, "path": key.path, "kind": key.kind})
         return result
 
+    def _reconcile(self, state: TierState) -> indexer.SyncResult | None:
+        """The whole tier against its index. Many files the index does not hold (a cold
+        start, or a build a crash interrupted) start a build in steps instead of being
+        indexed one transaction each; returns None then."""
+        store, root, cap = state.store, state.tier.root, self.chunk_chars
+        unfinished = store.get_meta(BUILDING)
+        plan = indexer.plan_tree(store, root, "", state.skipped)
+        bulk = len(plan.new) >= BUILD_MIN_FILES or unfinished is not None
+        result = indexer.SyncResult(unchanged=plan.unchanged)
+        for rel in plan.changed if bulk else [*plan.changed, *plan.new]:
+            result.add(indexer.sync_file(store, root, rel, cap, state.skipped))
+        if plan.vanished:
+            result.removed += store.remove_files(plan.vanished)
+        if not bulk:
+            self._release_pool()
+            state.reconciled = True
+            state.last_reconcile = time.time()
+            return result
+        if result.changed:
+            self._changed()
+        name = state.tier.name
+        if unfinished is not None:
+            log.warning("completing an index build that was interrupted",
+                        extra={"tier": name, "started": unfinished})  # fmt: skip
+        store.set_meta(BUILDING, iso(time.time()))
+        progress = self._begin(state, "cold", len(plan.new))
+        if len(plan.new) >= POOL_MIN_FILES and self._pool is None:
+            self._pool = ParsePool()
+        pool = self._pool if len(plan.new) >= POOL_MIN_FILES else None
+        state.build = Build(progress, root, plan.new, cap, pool)
+        workers = pool.workers if pool is not None else 0
+        log.info("index build started; searches answer from the files indexed so far",
+                 extra={**progress.log_fields(), "workers": workers})  # fmt: skip
+        self._build_step(state)
+        return None
+
+    def _build_step(self, state: TierState) -> None:
+        """One step of the cold build; queue the next one behind the jobs that came in
+        meanwhile, or finish it."""
+        build = state.build
+        assert build is not None
+        try:
+            done = build.step(state.store, state.skipped)
+            # Go on while no other job waits (the running one is this): each hop through
+            # the event loop costs time the loop may be spending on the daemon's start.
+            while not done and self.queue.depth() <= 1 and not self._stop.is_set():
+                done = build.step(state.store, state.skipped)
+        except BaseException:
+            state.build = None  # the marker stays: the next reconcile starts it again
+            build.progress.finish("failed")
+            self._release_pool()
+            raise
+        if not done:
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self._continue_build, state.tier.name)
+            return
+        state.store.set_meta(BUILDING, None)
+        state.build = None
+        self._release_pool()
+        self._finish(state, build.progress)
+        state.changes_since_optimize += build.added
+        self._changed()
+        log.info("index build done; every file is searchable", extra=build.progress.log_fields())
+
+    def _continue_build(self, tier: str) -> None:
+        """On the event loop. When stopping, the build is left as it is: the marker
+        makes the next start complete it."""
+        if not self._stop.is_set():
+            with contextlib.suppress(RuntimeError):
+                self.queue.submit(JobKey(tier, BUILD))
+
+    def _begin(self, state: TierState, kind: str, total: int | None = None) -> BuildProgress:
+        if total is None:
+            total = indexer.count_notes(state.tier.root)
+        state.progress = BuildProgress(state.tier.name, kind, total)
+        return state.progress
+
+    @staticmethod
+    def _counted(items: Iterator[T], progress: BuildProgress) -> Iterator[T]:
+        for item in items:
+            yield item
+            progress.advance(1)
+
+    def _finish(self, state: TierState, progress: BuildProgress) -> None:
+        """A full build is done: every file searchable. Record it for /metrics."""
+        progress.finish()
+        state.build = None
+        state.reconciled = True
+        state.last_reconcile = time.time()
+        metrics.INDEX_BUILDS.labels(tier=progress.tier, kind=progress.kind).inc()
+        metrics.INDEX_BUILD_SECONDS.labels(tier=progress.tier).observe(progress.seconds)
+
     def _report_damage(self, state: TierState, exc: BaseException) -> None:
         """On the writer thread: if ``exc`` shows the index is unusable, mark it broken."""
         reason = state.store.problem(exc)
@@ -298,18 +434,19 @@ class TierIndexes:
         name = state.tier.name
         log.warning("rebuilding an unusable index from markdown",
                     extra={"tier": name, "reason": state.broken})  # fmt: skip
-        started = time.monotonic()
         os.makedirs(state.tier.root, 0o755, exist_ok=True)
+        state.build = None  # the reset drops it; this rebuild reads every file
+        self._release_pool()
         state.store.reset()
-        state.store.replace_all(indexer.load_tree(state.tier.root, self.chunk_chars, state.skipped))
+        progress = self._begin(state, "heal")
+        items = indexer.load_tree(state.tier.root, self.chunk_chars, state.skipped)
+        state.store.replace_all(self._counted(items, progress))
         state.store.stats()  # answers, or the job fails and the tier stays broken
         state.broken = None
-        state.reconciled = True
-        state.last_reconcile = time.time()
+        self._finish(state, progress)
         state.changes_since_optimize = 0
         self._changed()
-        seconds = round(time.monotonic() - started, 3)
-        log.warning("index healed", extra={"tier": name, "seconds": seconds})
+        log.warning("index healed", extra=progress.log_fields())
 
     def _retry_heal(self, tier: str) -> None:
         """A rebuild failed (the disk full, the index path a directory): try again later,
@@ -432,7 +569,25 @@ class TierIndexes:
         }
         if state.broken is not None:
             body["broken"] = state.broken
+        progress = state.progress
+        if progress is not None and progress.state == "building":
+            body["build"] = progress.to_json()
         return body
+
+    # -- read by a metrics scrape, from any thread ---------------------------------
+
+    def queue_depth(self, tier: str) -> int:
+        """Reindex jobs of ``tier`` waiting or running."""
+        return self.queue.depth(tier)
+
+    def oldest_job_age(self, tier: str) -> float | None:
+        """Seconds the oldest job of ``tier`` waiting or running has been queued."""
+        return self.queue.oldest_age(tier)
+
+    def build_progress(self, tier: str) -> BuildProgress | None:
+        """The tier's last full build (``state`` says whether it still runs)."""
+        state = self.tiers.get(tier)
+        return state.progress if state is not None else None
 
     def health(self, reasons: list[str]) -> dict[str, Any]:
         """Each local tier's state, adding every reason it is degraded to ``reasons``."""

@@ -26,6 +26,7 @@ REBUILD = "rebuild"  # replace the whole tier index in one transaction
 OPTIMIZE = "optimize"  # merge FTS5 segments
 WRITE = "write"  # an API write and its reindex, as one job (one per file at a time)
 HEAL = "heal"  # the index is unusable (corrupt, gone): start it afresh and rebuild
+BUILD = "build"  # the next step of a cold build (indexes.py), after the jobs queued meanwhile
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +82,19 @@ class ReindexQueue:
         return True
 
     def depth(self, tier: str | None = None) -> int:
-        """Jobs waiting or running, optionally only those of one tier."""
+        """Jobs waiting or running, optionally only those of one tier. Any thread: the
+        copy of the waiting keys is one C-level step."""
         keys = list(self._waiting)
-        if self._running is not None:
-            keys.append(self._running)
+        running = self._running
+        if running is not None:
+            keys.append(running)
         return sum(1 for k in keys if tier is None or k.tier == tier)
 
     def oldest_age(self, tier: str) -> float | None:
         """Seconds since the oldest job of ``tier`` still waiting or running was asked for:
         a queue that is stuck shows as an age that keeps growing, not only as depth."""
-        times = [t for k, t in self._queued_at.items() if k.tier == tier]
+        # One C-level copy first: a metrics scrape calls this from another thread.
+        times = [t for k, t in list(self._queued_at.items()) if k.tier == tier]
         return time.monotonic() - min(times) if times else None
 
     def pending(self, tier: str, kind: str) -> bool:

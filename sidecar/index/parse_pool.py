@@ -1,0 +1,272 @@
+"""Parser worker processes for large index builds.
+
+Parsing markdown into chunks is pure Python and holds the GIL, so on a cold build
+of thousands of files it, not SQLite, sets the pace. A few worker processes read
+and parse files ahead of the index writer, which only inserts what they return.
+
+Workers are plain ``python -m sidecar.index.parse_pool`` children speaking pickle
+over their stdin/stdout (not ``multiprocessing``, whose spawned children import the
+parent's ``__main__``: the whole daemon). Any failure of a worker falls back to
+parsing in the calling thread, so a build never depends on them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from sidecar.index.chunking import Chunk
+from sidecar.index.indexer import Parsed, read_parsed
+from sidecar.index.store import FileState, IndexedFile
+
+log = logging.getLogger(__name__)
+
+BATCH_FILES = 64  # files per request: small enough to keep every worker busy
+AHEAD = 4  # requests in flight per worker: how far parsing runs ahead of the writer
+MAX_FD = 65536  # a forked worker closes every descriptor from 3 up to this
+
+
+def default_workers() -> int:
+    """One per core, at most four: the writer and the event loop need a core too."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class _Worker:
+    """One child process and the thread that reads its answers.
+
+    Forked where the OS can (milliseconds, with every module already imported: a
+    fresh interpreter costs a tenth of a second of CPU before it parses anything),
+    else a fresh ``python -m sidecar.index.parse_pool``. A forked child closes every
+    descriptor it inherited but its two pipes, so it holds no socket or database of
+    the daemon's, and never touches the state it inherited beyond the parser.
+    """
+
+    def __init__(self, pool: ParsePool) -> None:
+        self._pool = pool
+        self.pid = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        if hasattr(os, "fork"):
+            to_child, from_child = self._fork()
+            self.stdin: IO[bytes] = os.fdopen(to_child, "wb")
+            out: IO[bytes] = os.fdopen(from_child, "rb")
+        else:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "sidecar.index.parse_pool"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
+            )  # fmt: skip
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            self.stdin, out = self.proc.stdin, self.proc.stdout
+        self._reader = threading.Thread(
+            target=self._read, args=(out,), name="sidecar-parse-reader", daemon=True
+        )
+        self._reader.start()
+
+    def _fork(self) -> tuple[int, int]:
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # the daemon decides when to stop
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.dup2(req_r, 0)
+                os.dup2(res_w, 1)
+                os.closerange(3, MAX_FD)
+                serve(os.fdopen(0, "rb"), os.fdopen(1, "wb"))
+                code = 0
+            finally:
+                os._exit(code)
+        self.pid = pid
+        os.close(req_r)
+        os.close(res_w)
+        return req_w, res_r
+
+    def send(self, ticket: int, root: Path, rels: list[str], max_chars: int) -> None:
+        pickle.dump((ticket, str(root), rels, max_chars), self.stdin, pickle.HIGHEST_PROTOCOL)
+        self.stdin.flush()
+
+    def _read(self, out: IO[bytes]) -> None:
+        try:
+            with out:
+                while True:
+                    ticket, rows = pickle.load(out)
+                    self._pool._answer(ticket, [_restore(row) for row in rows])
+        except Exception:  # EOF (it exited) or a broken answer: nothing more from it
+            self._pool._lost(self)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.stdin.close()  # EOF: the worker exits when its current request is done
+        if self.proc is not None:
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+            return
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(self.pid, os.WNOHANG)[0] != 0:
+                    return
+            time.sleep(0.005)
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+
+
+class ParsePool:
+    """Worker processes parsing notes for builds; ``parse`` yields results in order.
+
+    Thread-safe: builds of two tiers may interleave their requests on the same workers.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        self._lock = threading.Condition()
+        self._answers: dict[int, list[Parsed] | None] = {}
+        self._tickets = itertools.count(1)
+        self._workers: list[_Worker] = []
+        self._broken = False
+        self._next = 0
+        try:
+            for _ in range(workers or default_workers()):
+                self._workers.append(_Worker(self))
+        except OSError as exc:
+            log.warning("parser workers unavailable; parsing in process",
+                        extra={"error": str(exc)})  # fmt: skip
+            self._broken = True
+
+    @property
+    def workers(self) -> int:
+        return len(self._workers)
+
+    @property
+    def usable(self) -> bool:
+        return not self._broken and bool(self._workers)
+
+    def _answer(self, ticket: int, parsed: list[Parsed]) -> None:
+        with self._lock:
+            if ticket in self._answers:
+                self._answers[ticket] = parsed
+                self._lock.notify_all()
+
+    def _lost(self, worker: _Worker) -> None:
+        with self._lock:
+            if not self._broken and worker in self._workers:
+                log.warning("a parser worker exited; parsing in process")
+            self._broken = True
+            self._lock.notify_all()
+
+    def _submit(self, root: Path, rels: list[str], max_chars: int) -> int | None:
+        """Send one request; its ticket, or None if no worker can take it."""
+        with self._lock:
+            if self._broken or not self._workers:
+                return None
+            ticket = next(self._tickets)
+            self._answers[ticket] = None
+            worker = self._workers[self._next % len(self._workers)]
+            self._next += 1
+        try:
+            worker.send(ticket, root, rels, max_chars)
+        except (OSError, ValueError, pickle.PicklingError):
+            self._lost(worker)
+            return None
+        return ticket
+
+    def _take(self, ticket: int | None) -> list[Parsed] | None:
+        """The answer to ``ticket``; None if the workers failed before giving it."""
+        if ticket is None:
+            return None
+        with self._lock:
+            while self._answers.get(ticket) is None and not self._broken:
+                self._lock.wait()
+            return self._answers.pop(ticket, None)
+
+    def parse(self, root: Path, rels: list[str], max_chars: int) -> Iterator[Parsed]:
+        """Every file of ``rels``, read and parsed, in order; workers keep ``AHEAD``
+        requests each in flight while the caller inserts what came back."""
+        batches = [rels[i : i + BATCH_FILES] for i in range(0, len(rels), BATCH_FILES)]
+        window = AHEAD * max(1, len(self._workers))
+        flight: deque[tuple[int | None, list[str]]] = deque()
+        sent = 0
+        try:
+            while flight or sent < len(batches):
+                while sent < len(batches) and len(flight) < window:
+                    flight.append((self._submit(root, batches[sent], max_chars), batches[sent]))
+                    sent += 1
+                ticket, batch = flight.popleft()
+                answer = self._take(ticket)
+                yield from answer if answer is not None else read_parsed(root, batch, max_chars)
+        finally:
+            with self._lock:  # answers still to come for a build that stopped early
+                for ticket, _ in flight:
+                    if ticket is not None:
+                        self._answers.pop(ticket, None)
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._workers = self._workers, []
+            self._broken = True
+            self._lock.notify_all()
+        for worker in workers:
+            worker.close()
+
+
+# Parsed files cross the pipe as plain tuples: unpickling frozen dataclasses one field at
+# a time cost more than the parse it saved.
+_Row = tuple[str, str | None, tuple[Any, ...] | None]
+_CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk))
+
+
+def _flatten(parsed: Parsed) -> _Row:
+    rel, item, why = parsed
+    if item is None:
+        return rel, why, None
+    st = item.state
+    chunks = [tuple(getattr(c, f) for f in _CHUNK_FIELDS) for c in item.chunks]
+    return rel, why, (st.size, st.mtime_ns, st.sha256, item.metadata, chunks)
+
+
+def _restore(row: _Row) -> Parsed:
+    rel, why, body = row
+    if body is None:
+        return rel, None, why
+    size, mtime_ns, sha, metadata, chunks = body
+    state = FileState(size, mtime_ns, sha)
+    return rel, IndexedFile(rel, state, metadata, [Chunk(*c) for c in chunks]), why
+
+
+def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    """The worker's loop: parse each request, answer it, exit at EOF."""
+    while True:
+        try:
+            ticket, root, rels, max_chars = pickle.load(stdin)
+        except EOFError:
+            return
+        rows = [_flatten(p) for p in read_parsed(Path(root), rels, max_chars)]
+        pickle.dump((ticket, rows), stdout, pickle.HIGHEST_PROTOCOL)
+        stdout.flush()
+
+
+def _main() -> None:
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+        serve(sys.stdin.buffer, sys.stdout.buffer)
+
+
+if __name__ == "__main__":
+    _main()
