@@ -78,7 +78,7 @@ class MemoryService:
     def _open_store(self, tier: Tier) -> IndexStore:
         """The tier's index where the settings put it: its SQLite file, or PostgreSQL."""
         location, namespace = self.settings.store_for(tier)
-        return open_store(location, namespace, default=tier.index_path)
+        return open_store(location, namespace, default=tier.index_path, single_writer=True)
 
     def add_routes(self, app: web.Application) -> None:
         """Each capability registers its own HTTP routes."""

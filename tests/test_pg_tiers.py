@@ -3,8 +3,11 @@ the degraded state an unreachable server leaves the tier in."""
 
 from __future__ import annotations
 
+import subprocess
+import urllib.error
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +15,7 @@ from sidecar.config import Settings
 from sidecar.disk.tiers import Tier
 from sidecar.service import MemoryService
 from tests.conftest import eventually
-from tests.sidecar_process import SidecarProcess
+from tests.sidecar_process import SidecarProcess, wait_for
 
 
 def test_store_for_each_tier(tmp_path: Path) -> None:
@@ -96,3 +99,50 @@ async def test_an_unreachable_store_degrades_its_tier_only(tmp_path: Path) -> No
         assert [r.hit.path for r in found.results] == ["AGENT.md"]
     finally:
         await svc.stop()
+
+
+def crew_store(proc: SidecarProcess) -> dict[str, Any]:
+    return dict(proc.get("/healthz")["tiers"]["crew"]["store"])
+
+
+def test_a_second_lead_stands_by_and_takes_over_when_the_first_dies(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Two leads of one crew namespace: one writes, the other serves searches from the
+    same index and starts writing once the first is gone (SIGKILL: no goodbye)."""
+    crew = tmp_path / "crew"
+    (crew / "topics").mkdir(parents=True)
+    (crew / "topics" / "infra.md").write_text("# Infra\n\nStaging runs on zeppelins.\n")
+    extra = ["--crew-store", pg_url, "--namespace", f"lease-{tmp_path.name}",
+             "--reconcile-interval", "0.2"]  # fmt: skip
+    first = SidecarProcess(tmp_path / "a1" / "agent", crew, extra=extra).start()
+    second = SidecarProcess(tmp_path / "a2" / "agent", crew, extra=extra)
+    try:
+        assert crew_store(first)["writer"] == "lead"
+        second.proc = subprocess.Popen(second.args, env=second.env, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)  # fmt: skip
+        wait_for(lambda: _answers(second) and crew_store(second)["writer"] == "standby",
+                 timeout=20, what="the second lead to stand by")  # fmt: skip
+        # The standby answers from the index the lead keeps.
+        (crew / "topics" / "db.md").write_text("# DB\n\nBilling lives in the quokka cluster.\n")
+        wait_for(lambda: bool(second.search("quokka", scope="crew")), what="the lead's update")
+        assert crew_store(second)["writer"] == "standby"
+        first.kill()
+        wait_for(lambda: crew_store(second)["writer"] == "lead", timeout=20,
+                 what="the standby to take the writer lease")  # fmt: skip
+        (crew / "topics" / "ops.md").write_text("# Ops\n\nPager rotation uses wombats.\n")
+        wait_for(lambda: bool(second.search("wombats", scope="crew")), what="the new lead's index")
+        health = second.get("/healthz")["tiers"]["crew"]
+        assert health["state"] == "ready"
+        assert second.get("/memory/status?scope=crew")["total_files"] == 3
+    finally:
+        first.kill()
+        second.kill()
+
+
+def _answers(proc: SidecarProcess) -> bool:
+    try:
+        proc.get("/healthz")
+    except (urllib.error.URLError, ConnectionError):
+        return False
+    return True

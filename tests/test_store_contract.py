@@ -24,7 +24,7 @@ from sidecar.index.store import (
 )
 from sidecar.stores import describe, open_store
 from sidecar.stores.pg_schema import LATEST
-from sidecar.stores.postgres import PostgresStore, StoreUnavailable
+from sidecar.stores.postgres import NotWriter, PostgresStore, StoreUnavailable
 from tests.pg_server import namespace
 from tests.test_store import item, lines_item, paths
 
@@ -569,3 +569,26 @@ def test_nearest_by_whole_chunk_vector(pg_url: str, use_pgvector: bool) -> None:
     finally:
         store.close()
         other.close()
+
+
+def test_one_writer_per_namespace_the_other_stands_by(pg_url: str) -> None:
+    ns = namespace()
+    lead = PostgresStore(pg_url, ns, single_writer=True)
+    standby = PostgresStore(pg_url, ns, single_writer=True)
+    try:
+        lead.replace_file(item("a.md", ("A", "walrus")))
+        assert lead.writer == "lead"
+        with pytest.raises(NotWriter):
+            standby.replace_file(item("b.md", ("B", "narwhal")))
+        assert standby.writer == "standby" and describe(standby)["writer"] == "standby"
+        assert standby.problem(NotWriter("x")) is None  # not damage: nothing to rebuild
+        assert paths(standby.search('"walrus"', 10)) == ["a.md"]  # reads the lead's index
+        assert standby.problem() is None and standby.writer == "standby"
+        lead.close()  # its session, and the lease with it, ends
+        assert standby.problem() is None  # a health probe takes the free lease
+        assert standby.writer == "lead"
+        standby.replace_file(item("b.md", ("B", "narwhal")))
+        assert sorted(standby.file_states()) == ["a.md", "b.md"]
+    finally:
+        lead.close()
+        standby.close()

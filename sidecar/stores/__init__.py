@@ -31,14 +31,20 @@ def validate(location: str) -> None:
 
 
 def open_store(
-    location: str | Path, namespace: str, default: Path | None = None, **options: Any
+    location: str | Path,
+    namespace: str,
+    default: Path | None = None,
+    single_writer: bool = False,
+    **options: Any,
 ) -> IndexStore:
     """The store at ``location``: PostgreSQL (under ``namespace``) or a SQLite file;
-    an empty location (or ``sqlite``) is the ``default`` file."""
+    an empty location (or ``sqlite``) is the ``default`` file. ``single_writer``: of
+    the sidecars sharing the namespace, only one writes, the others stand by (a SQLite
+    file is one sidecar's anyway)."""
     if is_postgres(location):
         from sidecar.stores.postgres import PostgresStore  # psycopg only when asked for
 
-        return PostgresStore(str(location), namespace, **options)
+        return PostgresStore(str(location), namespace, single_writer=single_writer, **options)
     if location in ("", "sqlite"):
         if default is None:
             raise ValueError("no SQLite file to open: give a path or a postgresql:// URL")

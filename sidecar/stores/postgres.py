@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -51,6 +51,13 @@ Conn = psycopg.Connection[tuple[Any, ...]]
 
 class StoreUnavailable(RuntimeError):
     """The PostgreSQL server cannot be reached (or its schema cannot be used)."""
+
+
+class NotWriter(RuntimeError):
+    """Another sidecar holds the namespace's writer lease; this one is its standby.
+
+    Not damage: the index is fine and searches read it. The standby's next write
+    attempt (a reconcile, at the latest) takes the lease once its holder is gone."""
 
 
 def _tsquery(node: fts5.Node) -> str | None:
@@ -194,6 +201,7 @@ class PostgresStore:
         connect_timeout: float = 5.0,
         max_connections: int = 4,
         use_pgvector: bool = True,
+        single_writer: bool = False,
     ) -> None:
         if not namespace:
             raise ValueError("a PostgreSQL store needs a namespace")
@@ -208,6 +216,11 @@ class PostgresStore:
         self._dims: dict[str, int] = {}  # model id -> vector width, once a query told it
         self._hnsw: set[int] = set()  # widths whose HNSW index this process has ensured
         self.last_error: str | None = None
+        # With single_writer, only the sidecar holding a session advisory lock on the
+        # namespace writes; the lock lives (and dies) with this dedicated connection.
+        self._single_writer = single_writer
+        self._lease: Conn | None = None
+        self._lease_lock = threading.Lock()
         self._pool = ConnectionPool(
             url,
             min_size=1,
@@ -260,9 +273,53 @@ class PostgresStore:
             raise
         cm.__exit__(None, None, None)
 
+    def _hold_lease(self) -> None:
+        """Check this sidecar still holds the namespace's writer lease, or take it now;
+        NotWriter while another sidecar holds it."""
+        with self._lease_lock:
+            if self._lease is not None:
+                try:
+                    self._lease.execute("SELECT 1")
+                    return
+                except psycopg.Error:  # the connection, and with it the lock, is gone
+                    self._drop_lease()
+            try:
+                conn = psycopg.connect(
+                    self.url, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
+                )
+            except psycopg.Error as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {_describe(exc)}") from exc
+            (held,) = conn.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, 1))", (self.namespace,)
+            ).fetchone()  # type: ignore[misc]
+            if not held:
+                conn.close()
+                raise NotWriter(
+                    f"another sidecar writes namespace {self.namespace!r}; this one is its "
+                    "standby and takes over when that one stops"
+                )
+            self._lease = conn
+            log.warning("writer lease taken", extra={"namespace": self.namespace})
+
+    def _drop_lease(self) -> None:
+        if self._lease is not None:
+            with suppress(psycopg.Error):
+                self._lease.close()
+            self._lease = None
+
+    @property
+    def writer(self) -> str:
+        """``lead`` (holds the writer lease), ``standby`` (another sidecar does), or
+        ``shared`` (no lease: writers of the namespace just take turns)."""
+        if not self._single_writer:
+            return "shared"
+        return "lead" if self._lease is not None else "standby"
+
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:
         """One write transaction; writers of this namespace, in any process, take turns."""
+        if self._single_writer:
+            self._hold_lease()
         with self._write_lock, self._conn() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self.namespace,))
             yield conn
@@ -287,6 +344,7 @@ class PostgresStore:
             "location": where,
             "namespace": self.namespace,
             "vectors": self.vector_backend,
+            "writer": self.writer,
         }
 
     def problem(self, exc: BaseException | None = None) -> str | None:
@@ -305,6 +363,11 @@ class PostgresStore:
             return f"index store unreachable (PostgreSQL: {_describe(err)})"
         if not self._ready:
             return f"index store not ready ({self.last_error})"
+        if self._single_writer:
+            # Health probes run every reconcile interval: a standby takes the lease here
+            # once its holder is gone, even when no file changes to make it write.
+            with suppress(NotWriter, StoreUnavailable):
+                self._hold_lease()
         return None
 
     @property
@@ -659,6 +722,8 @@ class PostgresStore:
             conn.execute("VACUUM (ANALYZE) postings, chunks")
 
     def close(self) -> None:
+        with self._lease_lock:
+            self._drop_lease()
         self._pool.close()
 
 
