@@ -112,6 +112,9 @@ async def read_state(service: MemoryService) -> Reading:
         reading.queue_depth[name] = info["queue_depth"]
         reading.index_state[name] = info["state"]
         reading.oldest_job_s[name] = indexes.queue.oldest_age(name) or 0.0
+        progress = indexes.tiers[name].progress
+        if progress is not None and progress.state == "building":
+            reading.build_done[name] = (progress.files_done, progress.files_total)
     vectors = service.embeddings.vectors
     if vectors is not None:
         reading.embedding_lag = {name: tier.pending for name, tier in vectors.tiers.items()}
