@@ -34,6 +34,7 @@ from sidecar.facts import cli as facts_cli
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.indexes import stats_json
+from sidecar.index.progress import tracked
 from sidecar.index.sqlite import SQLiteStore
 from sidecar.journal import cli as journal_cli
 from sidecar.learnings import cli as learnings_cli
@@ -523,7 +524,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     store = _open(args)
     try:
-        store.replace_all(indexer.load_tree(args.path.expanduser(), args.chunk_chars))
+        root = args.path.expanduser()
+        items = indexer.load_tree(root, args.chunk_chars)
+        store.replace_all(tracked(items, indexer.count_notes(root), "reindex"))  # bar on a tty
         store.optimize()
         stats = store.stats()
     finally:

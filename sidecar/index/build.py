@@ -71,10 +71,10 @@ class Build:
                 return False
         return True
 
-    def step(self, store: IndexStore, skipped: Skipped, budget_s: float = STEP_S) -> bool:
-        """Insert what the next ``budget_s`` of parsing yields, one transaction per
-        ``COMMIT_FILES``; True once every file is done."""
-        deadline = time.monotonic() + budget_s
+    def step(self, store: IndexStore, skipped: Skipped, budget_s: float | None = None) -> bool:
+        """Insert what the next ``budget_s`` (``STEP_S``) of parsing yields, one transaction
+        per ``COMMIT_FILES``; True once every file is done."""
+        deadline = time.monotonic() + (STEP_S if budget_s is None else budget_s)
         while True:
             items: list[IndexedFile] = []
             seen = 0

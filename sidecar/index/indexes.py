@@ -127,6 +127,8 @@ class TierIndexes:
         # Told (on the event loop) of every watcher event below a tier root: MCP resources.
         self.on_event: list[Callable[[str, str], None]] = []
         self._pool: ParsePool | None = None  # parser workers, while a cold build needs them
+        self._cold = False  # a cold build is coming: watch once it is done
+        self._build_done = asyncio.Event()  # set (on the loop) as each build finishes
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -140,22 +142,27 @@ class TierIndexes:
             if stale:
                 log.warning("removed temp files left by a crash", extra={"files": stale})
             self.tiers[tier.name] = TierState(tier, store)
-        await loop.run_in_executor(self._writer, self._prestart_pool)
+        self._cold = await loop.run_in_executor(self._writer, self._survey)
 
-    def _prestart_pool(self) -> None:
-        """Start the parser workers now, while the rest of the daemon starts, if a tier's
-        index is empty (or an interrupted build's) and its folder holds enough files
-        for the cold build to want them. On the writer thread."""
+    def _survey(self) -> bool:
+        """Whether a tier faces a cold build: its index empty (or an interrupted build's)
+        and its folder holding enough files. If the build will want the parser workers,
+        start them now, while the rest of the daemon starts. On the writer thread."""
+        cold = False
         for state in self.tiers.values():
             try:
                 unfinished = state.store.get_meta(BUILDING) is not None
                 empty = state.store.stats().total_files == 0
             except Exception:  # a broken index: the reconcile finds out and says so
                 continue
-            files = itertools.islice(walk_markdown(state.tier.root), POOL_MIN_FILES)
-            if (empty or unfinished) and sum(1 for _ in files) >= POOL_MIN_FILES:
+            if not (empty or unfinished):
+                continue
+            limit = max(BUILD_MIN_FILES, POOL_MIN_FILES)
+            files = sum(1 for _ in itertools.islice(walk_markdown(state.tier.root), limit))
+            cold = cold or files >= BUILD_MIN_FILES
+            if files >= POOL_MIN_FILES and self._pool is None:
                 self._pool = ParsePool()
-                return
+        return cold
 
     def _release_pool(self) -> None:
         """Stop the parser workers once no build needs them (they hold memory)."""
@@ -166,10 +173,31 @@ class TierIndexes:
     async def start(self) -> None:
         """Reconcile every tier against the index it has (never a rebuild), then watch."""
         self.queue.start()
-        for name in self.tiers:
-            self.queue.submit(JobKey(name, TREE, ""))
-        self._tasks.append(asyncio.create_task(self._watch(), name="watcher"))
+        initial = [self.queue.submit(JobKey(name, TREE, "")) for name in self.tiers]
         self._tasks.append(asyncio.create_task(self._reconcile_timer(), name="reconcile"))
+        if self._cold:
+            self._tasks.append(asyncio.create_task(self._watch_after(initial), name="watcher"))
+            return
+        self._tasks.append(asyncio.create_task(self._watch(), name="watcher"))
+        await self._probe_watcher()
+
+    async def _watch_after(self, initial: list[asyncio.Future[Any]]) -> None:
+        """Start watching once the cold builds are done. Every page a build writes to the
+        index beside the notes is an inotify event the watcher has to read and drop (it
+        made a 10k-file build half as slow again); what changed meanwhile is found by the
+        reconcile queued here, and writes through the API index themselves."""
+        await asyncio.gather(*initial, return_exceptions=True)
+        while any(s.build is not None for s in self.tiers.values()):
+            self._build_done.clear()
+            await self._build_done.wait()
+        for name in self.tiers:
+            with contextlib.suppress(RuntimeError):
+                self.queue.submit(JobKey(name, TREE, ""))
+        probe = asyncio.create_task(self._probe_watcher(), name="probe")
+        self._tasks.append(probe)
+        await self._watch()
+
+    async def _probe_watcher(self) -> None:
         if not await watcher.probe([s.tier for s in self.tiers.values()], self.watcher_ready):
             log.warning(
                 "file watcher not confirmed; direct edits are picked up by the reconcile scan",
@@ -381,6 +409,7 @@ class TierIndexes:
             state.build = None  # the marker stays: the next reconcile starts it again
             build.progress.finish("failed")
             self._release_pool()
+            self._build_ended()
             raise
         if not done:
             if self._loop is not None:
@@ -421,6 +450,11 @@ class TierIndexes:
         state.last_reconcile = time.time()
         metrics.INDEX_BUILDS.labels(tier=progress.tier, kind=progress.kind).inc()
         metrics.INDEX_BUILD_SECONDS.labels(tier=progress.tier).observe(progress.seconds)
+        self._build_ended()
+
+    def _build_ended(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._build_done.set)
 
     def _report_damage(self, state: TierState, exc: BaseException) -> None:
         """On the writer thread: if ``exc`` shows the index is unusable, mark it broken."""

@@ -1,0 +1,314 @@
+"""Cold builds: an unindexed tier is indexed in committed batches that searches see at
+once, writes are answered between them, progress shows in status and the log, a build
+killed half way is completed on the next start, and the CLI's bar stays off pipes."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sidecar.config import Settings
+from sidecar.index import build, indexer, indexes
+from sidecar.index.parse_pool import ParsePool
+from sidecar.index.progress import BuildProgress, ProgressBar, tracked
+from sidecar.index.sqlite import SQLiteStore
+from sidecar.service import MemoryService
+from tests.conftest import eventually
+from tests.sidecar_process import SidecarProcess, wait_for
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def make_tree(root: Path, files: int, words: int = 40) -> None:
+    """``files`` notes, each findable by its own word ``uniqNNNNN``."""
+    for i in range(files):
+        folder = root / f"notes/f{i % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        body = " ".join(f"w{(i * 7 + k) % 500}" for k in range(words))
+        (folder / f"n{i:05d}.md").write_text(f"# Note {i}\n\nuniq{i:05d} {body}\n")
+
+
+def word_of(rel: str) -> str:
+    """The word only the note at ``rel`` (written by ``make_tree``) holds."""
+    return f"uniq{rel[-8:-3]}"
+
+
+async def indexed_and_not(svc: MemoryService) -> tuple[list[str], list[str]]:
+    """The agent tier's notes the index holds, and those it does not hold yet."""
+    state = svc.indexes.tiers["agent"]
+    held = await svc.indexes.read(state.store.file_states)
+    on_disk = sorted(rel for rel, _ in indexer.walk_markdown(state.tier.root))
+    return sorted(held), [rel for rel in on_disk if rel not in held]
+
+
+class Gate:
+    """Lets the build parse one batch per permit, so a test sees it half done."""
+
+    def __init__(self) -> None:
+        self.permits = threading.Semaphore(0)
+        self.blocked = threading.Event()  # a parse is waiting for a permit
+        self.open = False
+
+    def allow(self, batches: int = 1) -> None:
+        for _ in range(batches):
+            self.permits.release()
+
+    def release_all(self) -> None:
+        self.open = True
+        self.allow(10_000)
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    """Builds parse in process, one commit and one step per file, each batch behind the
+    gate; the first batch passes at once."""
+    gate = Gate()
+    real = indexer.read_parsed
+    calls = 0
+
+    def gated(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls > 1 and not gate.open:
+            gate.blocked.set()
+            assert gate.permits.acquire(timeout=20), "the test never let the build go on"
+            gate.blocked.clear()
+        return real(*args)
+
+    monkeypatch.setattr(indexer, "read_parsed", gated)
+    monkeypatch.setattr(indexes, "BUILD_MIN_FILES", 20)
+    monkeypatch.setattr(indexes, "POOL_MIN_FILES", 10**9)
+    monkeypatch.setattr(build, "STEP_S", 0.0)
+    monkeypatch.setattr(build, "COMMIT_FILES", 1)
+    yield gate
+    gate.release_all()
+
+
+@pytest.fixture
+async def cold_service(settings: Settings, gate: Gate) -> AsyncIterator[MemoryService]:
+    make_tree(settings.agent_dir, 200)
+    svc = MemoryService(settings)
+    await svc.start()
+    try:
+        yield svc
+    finally:
+        gate.release_all()
+        await svc.stop()
+
+
+async def test_status_shows_the_build_and_searches_see_what_is_committed(
+    cold_service: MemoryService, gate: Gate
+) -> None:
+    svc = cold_service
+    await asyncio.to_thread(gate.blocked.wait, 10)
+    status = await svc.status("agent")
+    assert status["indexing"] is True and status["search_ready"] is False
+    progress = status["build"]
+    assert progress["state"] == "building" and progress["kind"] == "cold"
+    assert progress["files_total"] == 200
+    assert 0 < progress["files_done"] < 200
+    assert status["total_files"] == progress["files_done"]  # every batch committed
+    assert set(progress) == {"state", "kind", "files_done", "files_total", "rate_per_s",
+                             "started_at"}  # fmt: skip
+    # What is committed is searchable now; what is not parsed yet is not.
+    done, waiting = await indexed_and_not(svc)
+    assert len(done) == progress["files_done"]
+    hits = (await svc.search.search(word_of(done[0]), "agent", 10)).to_json()
+    assert [r["file"] for r in hits["results"]] == [done[0]]
+    hits = (await svc.search.search(word_of(waiting[0]), "agent", 10)).to_json()
+    assert hits["results"] == []
+    health = await svc.health()
+    assert health["tiers"]["agent"]["state"] == "indexing"
+
+    gate.release_all()
+    await svc.indexes.queue.wait_idle()
+    done = await svc.status("agent")
+    assert "build" not in done and done["total_files"] == 200 and done["indexing"] is False
+    last = (await svc.search.search(word_of(waiting[-1]), "agent", 10)).to_json()
+    assert [r["file"] for r in last["results"]] == [waiting[-1]]
+    progress_of = svc.indexes.build_progress("agent")
+    assert progress_of is not None and progress_of.state == "done"
+    assert progress_of.files_done == 200
+
+
+async def test_a_write_is_answered_between_build_steps(
+    cold_service: MemoryService, gate: Gate
+) -> None:
+    svc = cold_service
+    await asyncio.to_thread(gate.blocked.wait, 10)
+    write = asyncio.create_task(
+        svc.notes.write("agent", "daily/2026-01-01.md", "- the kumquat shipment arrived", "append")
+    )
+    await eventually(
+        lambda: asyncio.sleep(0, svc.indexes.queue.depth("agent") == 2), "the write queued"
+    )
+    gate.allow(1)  # one more batch: the step ends, and the write goes before the next
+    answer = await asyncio.wait_for(write, 10)
+    assert answer["indexed"] is True
+    status = await svc.status("agent")
+    assert status["build"]["state"] == "building"  # the write did not wait for the build
+    hits = (await svc.search.search("kumquat", "agent", 10)).to_json()
+    assert [r["file"] for r in hits["results"]] == ["daily/2026-01-01.md"]
+
+    gate.release_all()
+    await svc.indexes.queue.wait_idle()
+    status = await svc.status("agent")
+    assert status["total_files"] == 201 and "build" not in status
+
+
+async def test_an_edit_during_the_build_is_not_overwritten_by_it(
+    cold_service: MemoryService, gate: Gate
+) -> None:
+    """The build read the file before the edit; the edit's own job read it after."""
+    svc = cold_service
+    await asyncio.to_thread(gate.blocked.wait, 10)
+    _, waiting = await indexed_and_not(svc)
+    late = waiting[-1]  # in a batch still to come
+    (svc.settings.agent_dir / late).write_text("# Rewritten\n\nrewritten with quince\n")
+    await svc.indexes.queue.submit(indexes.JobKey("agent", indexes.FILE, late))
+    gate.release_all()
+    await svc.indexes.queue.wait_idle()
+    hits = (await svc.search.search("quince", "agent", 10)).to_json()
+    assert [r["file"] for r in hits["results"]] == [late]
+    old = (await svc.search.search(word_of(late), "agent", 10)).to_json()
+    assert old["results"] == []
+
+
+def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: Path) -> None:
+    root = tmp_path / "tier"
+    make_tree(root, 300)
+    (root / "notes/f0/skipped.md").write_text("x")
+    os.link(root / "notes/f0/skipped.md", tmp_path / "second-link")
+    plan_store = SQLiteStore(tmp_path / "plan.sqlite")
+    rels = indexer.plan_tree(plan_store, root).new
+    plan_store.close()
+    pool = ParsePool(2)
+    try:
+        assert pool.usable
+        assert list(pool.parse(root, rels, 650)) == indexer.read_parsed(root, rels, 650)
+        # A worker that dies mid-build: what it had not answered is parsed in process.
+        os.kill(pool._workers[0].pid, signal.SIGKILL)
+        assert list(pool.parse(root, rels, 650)) == indexer.read_parsed(root, rels, 650)
+    finally:
+        pool.close()
+    ((rel, item, why),) = [p for p in indexer.read_parsed(root, rels, 650) if p[1] is None]
+    assert rel == "notes/f0/skipped.md" and item is None and "2 hard links" in str(why)
+
+
+def test_progress_reports_a_rate_and_logs_at_most_every_few_seconds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    progress = BuildProgress("agent", "cold", 10)
+    with caplog.at_level("INFO", logger="sidecar.index.progress"):
+        progress.advance(3)  # just started: nothing logged yet
+        progress._logged -= 10  # as if the last line were ten seconds old
+        progress.advance(2)
+    lines = [r for r in caplog.records if r.getMessage() == "index build progress"]
+    assert len(lines) == 1
+    assert (lines[0].files_done, lines[0].files_total) == (5, 10)  # type: ignore[attr-defined]
+    assert progress.rate_per_s > 0
+    progress.finish()
+    assert progress.to_json()["state"] == "done"
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_draws_on_a_terminal_only() -> None:
+    tty, pipe = Tty(), io.StringIO()
+    assert list(tracked(range(5), 5, "reindex", tty)) == [0, 1, 2, 3, 4]
+    assert list(tracked(range(5), 5, "reindex", pipe)) == [0, 1, 2, 3, 4]
+    assert "5/5 files" in tty.getvalue() and tty.getvalue().endswith("\n")
+    assert pipe.getvalue() == ""
+    bar = ProgressBar("x", pipe)
+    bar.update(1, 2, force=True)
+    bar.close()
+    assert pipe.getvalue() == ""
+
+
+def test_cli_reindex_piped_prints_no_bar(tmp_path: Path) -> None:
+    make_tree(tmp_path, 30)
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar", "reindex", "-p", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert done.stdout.strip() == "indexed 30 files, 30 chunks"
+    assert "\r" not in done.stderr and "files" not in done.stderr
+
+
+# -- a build killed half way, in a real process ----------------------------------------
+
+
+def status_of(proc: SidecarProcess) -> dict[str, Any] | None:
+    try:
+        return dict(proc.get("/memory/status?scope=agent"))
+    except (urllib.error.URLError, ConnectionError):
+        return None
+
+
+def test_a_build_killed_half_way_is_completed_on_the_next_start(tmp_path: Path) -> None:
+    agent, crew = tmp_path / "agent", tmp_path / "crew"
+    crew.mkdir(parents=True)
+    files = 8000
+    make_tree(agent, files, words=120)
+    proc = SidecarProcess(agent, crew)
+    proc.proc = subprocess.Popen(proc.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env=proc.env)  # fmt: skip
+    seen: dict[str, Any] = {}
+    try:
+
+        def half_built() -> bool:
+            assert proc.proc is not None and proc.proc.poll() is None, "the daemon exited"
+            status = status_of(proc)
+            if status is None or "build" not in status:
+                assert status is None or status["total_files"] < files, "built before seen"
+                return False
+            seen.update(status)
+            return 0 < status["build"]["files_done"] < files - 2000
+
+        wait_for(half_built, 60, "a build under way")
+        proc.kill()  # SIGKILL: no chance to finish the batch in flight or clear the marker
+    finally:
+        proc.kill()
+    assert 0 < seen["total_files"] < files
+    index = SQLiteStore(agent / "index.sqlite")
+    try:
+        assert index.get_meta(build.BUILDING) is not None  # the unfinished build says so
+        partial = index.stats().total_files
+    finally:
+        index.close()
+    assert 0 < partial < files
+
+    again = SidecarProcess(agent, crew)
+    try:
+        again.start(timeout=120)  # ready: every tier reconciled
+        status = again.get("/memory/status?scope=agent")
+        assert status["total_files"] == files and status["indexing"] is False
+        assert {r["file"] for r in again.search("uniq07999")} == {"notes/f5/n07999.md"}
+        assert {r["file"] for r in again.search("uniq00000")} == {"notes/f0/n00000.md"}
+    finally:
+        again.kill()
+    log = [json.loads(line) for line in again.log_path.read_text().splitlines() if line[:1] == "{"]
+    resumed = [e for e in log if e["msg"] == "completing an index build that was interrupted"]
+    assert resumed and resumed[0]["tier"] == "agent"
+    done = [e for e in log if e["msg"] == "index build done; every file is searchable"]
+    assert done and done[0]["files_total"] == files - partial
+    index = SQLiteStore(agent / "index.sqlite")
+    try:
+        assert index.get_meta(build.BUILDING) is None
+    finally:
+        index.close()
