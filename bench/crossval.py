@@ -7,13 +7,14 @@ conversation it was not made on. A change that raises the plain dev figure but n
 this one fitted the dev data and is to be reverted.
 
 Grids, through ``bench/locomo_inprocess.py`` (the sidecar's own chunker, store and
-fusion): the chunk cap, the chunker's target fraction and its lead-in rule (sparse,
-where they act alone), and the dense share ALPHA (hybrid). The plain FTS5 chunk
+fusion): the chunk cap, the neighbouring text indexed as each chunk's context and its
+BM25 weight, and the dense share ALPHA (hybrid, the shipped ranking); the chunker's
+target fraction and its lead-in rule (sparse, where they act alone). The plain FTS5 chunk
 baseline of the evaluation script goes through the same protocol (it has nothing to
 choose, so its figure is its dev figure).
 
 Reproduce one cell: ``python ../shared/bench/locomo/locomo_eval.py --split dev
---retriever bench/locomo_inprocess.py:factory --arg mode=sparse --arg max_chars=650
+--retriever bench/locomo_inprocess.py:factory --arg mode=sparse --arg max_chars=400
 --samples 2``.
 """
 
@@ -34,7 +35,24 @@ SAMPLES = (0, 1, 2, 3, 4)
 RETRIEVER = "bench/locomo_inprocess.py:factory"
 GRIDS: dict[str, tuple[str, list[str], str, dict[str, str]]] = {
     # name: (parameter, values, shipped value, fixed args)
-    "chunk cap (sparse)": ("max_chars", ["450", "550", "650", "800"], "650", {"mode": "sparse"}),
+    "chunk cap (hybrid)": (
+        "max_chars",
+        ["325", "400", "450", "550", "650"],
+        "400",
+        {"mode": "hybrid"},
+    ),
+    "context either side of a chunk, characters (hybrid; 0 = none)": (
+        "context_chars",
+        ["0", "200", "400", "600"],
+        "400",
+        {"mode": "hybrid"},
+    ),
+    "BM25 weight of the context (hybrid)": (
+        "context_weight",
+        ["0.25", "0.5", "1.0"],
+        "0.5",
+        {"mode": "hybrid"},
+    ),
     "chunk target, fraction of the cap (sparse)": (
         "target",
         ["0.6", "0.8", "1.0"],

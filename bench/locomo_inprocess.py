@@ -16,8 +16,10 @@ and runs this in every mode, so the README's comparison of fusions reproduces.
 run in another mode looks its vectors up instead of embedding them again.
 ``--arg alpha=X`` sets the dense leg's share in hybrid (``modes.ALPHA``); ``--arg
 target=X`` and ``--arg lead_in_cost=X`` set the chunker's target fraction of the cap and
-the cost of cutting after a lead-in line: for the cross-validation of those constants
-(``bench/crossval.py``).
+the cost of cutting after a lead-in line, ``--arg context_chars=N`` the neighbouring
+characters folded into each side of a chunk's indexed context (``chunking.CONTEXT_CHARS``,
+0 = none) and ``--arg context_weight=X`` their BM25 weight (``sqlite.CONTEXT_WEIGHT``):
+for the cross-validation of those constants (``bench/crossval.py``).
 ``--arg store=pgserver`` keeps each sample's index in a throwaway PostgreSQL cluster
 (``pgserver``), one namespace per sample; ``--arg store=postgresql://...`` in that
 server instead: the PostgreSQL store against the SQLite one on the same questions.
@@ -53,6 +55,8 @@ class InProcessRetriever:
         alpha: str = "",
         target: str = "",
         lead_in_cost: str = "",
+        context_chars: str = "",
+        context_weight: str = "",
         store: str = "",
     ) -> None:
         if mode not in MODES:
@@ -69,6 +73,12 @@ class InProcessRetriever:
             chunking._TARGET = float(target)
         if lead_in_cost:
             chunking._LEAD_IN_COST = float(lead_in_cost)
+        if context_chars != "":
+            chunking.CONTEXT_CHARS = int(context_chars)
+        if context_weight:
+            from sidecar.index import sqlite
+
+            sqlite.CONTEXT_WEIGHT = float(context_weight)
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-idx-")
         self._server = None
         self._url = store

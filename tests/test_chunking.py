@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sidecar.index.chunking import (
+    CONTEXT_CHARS,
     DEFAULT_MAX_CHARS,
     Chunk,
     ParsedFile,
@@ -551,7 +552,8 @@ def test_appends_only_move_chunks_near_the_old_end(
     sizes: list[int], appended: int, cut: float, max_chars: int
 ) -> None:
     """Every chunk starting more than two caps before the old end of a section (of lines
-    without blank ones, like a log) survives an append unchanged."""
+    without blank ones, like a log) keeps its cut through an append, and its context too
+    when it ends more than CONTEXT_CHARS before the old end."""
     words = itertools.cycle(["alpha", "beta?", "gamma", "delta:", "epsilon", "zeta"])
     lines = ["# Log", *(" ".join(next(words) for _ in range(1 + n // 7))[:n] for n in sizes)]
     old_n = max(2, int(len(lines) * cut))
@@ -559,7 +561,10 @@ def test_appends_only_move_chunks_near_the_old_end(
     offsets = list(itertools.accumulate(len(line) + 1 for line in old))
     old_end = offsets[-1]
     after = section_chunks(new, max_chars)
+    cuts = [replace(c, context="") for c in after]
     for c in section_chunks(old, max_chars):
         starts_at = offsets[c.start_line - 2] if c.start_line > 1 else 0
         if old_end - starts_at > 2 * max_chars:
-            assert c in after, (c, old_end - starts_at)
+            assert replace(c, context="") in cuts, (c, old_end - starts_at)
+            if old_end - offsets[c.end_line - 1] > CONTEXT_CHARS:
+                assert c in after, (c, old_end - offsets[c.end_line - 1])

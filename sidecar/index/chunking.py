@@ -13,13 +13,14 @@ import math
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
 import yaml
 
-DEFAULT_MAX_CHARS = 650
+DEFAULT_MAX_CHARS = 400
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -39,6 +40,8 @@ _LEAD_IN_COST = 1.5
 # the old end of the section.
 _HORIZON = 2.0
 _WINDOW = 32  # units either side of the best-sized chunk start that _pack tries
+# Characters of neighbouring text folded into each side of a chunk's ``context``.
+CONTEXT_CHARS = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,9 @@ class Chunk:
     end_line: int  # 1-based, inclusive
     heading: str  # breadcrumb, e.g. "Decisions > Database"
     text: str  # the body text that is indexed
+    # Text of the lines around the chunk (see ``_with_context``): indexed with a low
+    # weight so the chunk is found by what its neighbours say, never shown or charged.
+    context: str = ""
 
 
 @dataclass(slots=True)
@@ -311,7 +317,8 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
     lines = split_lines(text)
     fm_lines, metadata = parse_front_matter(lines)
     chunks: list[Chunk] = []
-    for s_lo, s_hi, crumb in _sections(lines, fm_lines):
+    sections = _sections(lines, fm_lines)
+    for s_lo, s_hi, crumb in sections:
         for a, b in _pack(lines, s_lo, s_hi, max_chars):
             if b - a == 1 and len(lines[a]) > max_chars:
                 chunks.extend(
@@ -321,7 +328,62 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
             else:
                 chunks.append(Chunk(a + 1, b, crumb, "\n".join(lines[a:b]).strip()))
     chunks = _fold_bare_headings(chunks, lines, max_chars)
-    return ParsedFile(metadata, _absorb_blank_chunks(chunks, len(lines)), len(lines))
+    chunks = _absorb_blank_chunks(chunks, len(lines))
+    return ParsedFile(metadata, _with_context(chunks, lines, sections), len(lines))
+
+
+def _with_context(
+    chunks: list[Chunk], lines: list[str], sections: list[tuple[int, int, str]]
+) -> list[Chunk]:
+    """Give each chunk the ``CONTEXT_CHARS`` of text either side of it in its section.
+
+    A small chunk is cheap for a reader with a budget, but alone it often lacks the
+    words a question uses: a reply without the question it answers, an entry without
+    the line naming its subject. Indexing its neighbours' words with a low weight finds
+    it by them while its line range stays its own. Context stops at a heading (a new
+    topic) and skips blank lines; a cut drops the partial word at its far end.
+    """
+    if CONTEXT_CHARS <= 0 or len(chunks) < 2 or not sections:
+        return chunks
+    body_start = sections[0][0]
+    section_of = [0] * len(lines)  # index in ``sections`` of the section holding each line
+    for k, (lo, hi, _) in enumerate(sections):
+        section_of[lo:hi] = [k] * (hi - lo)
+    # where each section's text starts: after its heading line, if it has one
+    text_from = [lo + (_heading_of(lines[lo]) is not None) for lo, _, _ in sections]
+    out: list[Chunk] = []
+    for c in chunks:
+        first, last = max(c.start_line - 1, body_start), c.end_line - 1
+        if not c.text or first > last:
+            out.append(c)
+            continue
+        lo = text_from[section_of[first]]
+        end = sections[section_of[last]][1]
+        before = _gather(lines, range(first - 1, lo - 1, -1), backwards=True)
+        after = _gather(lines, range(last + 1, end), backwards=False)
+        context = "\n".join(p for p in (before, after) if p)
+        out.append(Chunk(c.start_line, c.end_line, c.heading, c.text, context))
+    return out
+
+
+def _gather(lines: list[str], order: Iterable[int], backwards: bool) -> str:
+    """Non-blank lines taken outward in ``order`` up to CONTEXT_CHARS, in file order."""
+    taken: list[str] = []
+    room = CONTEXT_CHARS
+    for i in order:
+        line = lines[i].strip()
+        if not line:
+            continue
+        if len(line) > room:  # keep the end nearest the chunk, in whole words
+            part = line[len(line) - room :] if backwards else line[:room]
+            words = part.split(" ")
+            part = " ".join(words[1:] if backwards else words[:-1]).strip()
+            if part:
+                taken.append(part)
+            break
+        taken.append(line)
+        room -= len(line) + 1
+    return "\n".join(taken[::-1] if backwards else taken)
 
 
 def _fold_bare_headings(chunks: list[Chunk], lines: list[str], max_chars: int) -> list[Chunk]:

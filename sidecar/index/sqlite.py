@@ -33,12 +33,17 @@ def text_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-SCHEMA_VERSION = 8  # 8: no heading-only chunks; 7: chunk hashes, vectors; 6: append-stable cuts
+# 9: chunk context; 8: no heading-only chunks; 7: chunk hashes, vectors; 6: append-stable cuts
+SCHEMA_VERSION = 9
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # BM25 column weights (heading, body): a term in the breadcrumb says more about
 # a chunk than the same term somewhere in its prose.
 HEADING_WEIGHT = 2.0
 BODY_WEIGHT = 1.0
+# A chunk's context (its neighbours' text, ``Chunk.context``) counts for less than its
+# own words: it finds the chunk, it does not make it about that. Cross-validated on
+# LoCoMo (README, "Validated on conversations a choice was not made on").
+CONTEXT_WEIGHT = 0.5
 
 _SCHEMA = f"""
 CREATE TABLE files (
@@ -56,6 +61,7 @@ CREATE TABLE chunks (
     end_line INTEGER NOT NULL,
     heading TEXT NOT NULL,
     body TEXT NOT NULL,
+    context TEXT NOT NULL,
     hash TEXT NOT NULL
 );
 CREATE INDEX chunks_by_path ON chunks(path);
@@ -69,7 +75,7 @@ CREATE TABLE vectors (
     PRIMARY KEY (model_id, hash)
 ) WITHOUT ROWID;
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
-    heading, body, content='chunks', content_rowid='id', tokenize='{TOKENIZER}'
+    heading, body, context, content='chunks', content_rowid='id', tokenize='{TOKENIZER}'
 );
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 PRAGMA user_version = {SCHEMA_VERSION};
@@ -270,7 +276,8 @@ class SQLiteStore:
         # ``rank`` column, which FTS5 resolves through an extra function lookup.
         sql = f"""
             SELECT c.path, c.start_line, c.end_line, c.heading, c.body, f.score, c.hash
-            FROM (SELECT rowid, bm25(chunks_fts, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS score
+            FROM (SELECT rowid, bm25(chunks_fts, {HEADING_WEIGHT}, {BODY_WEIGHT}, {CONTEXT_WEIGHT})
+                  AS score
                   FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) AS f
             JOIN chunks AS c ON c.id = f.rowid
             ORDER BY f.score
@@ -332,8 +339,8 @@ class SQLiteStore:
         # External-content FTS5 needs the old values to delete; the chunks
         # table is indexed by path, so this never scans the FTS index.
         conn.execute(
-            "INSERT INTO chunks_fts(chunks_fts, rowid, heading, body) "
-            "SELECT 'delete', id, heading, body FROM chunks WHERE path = ?",
+            "INSERT INTO chunks_fts(chunks_fts, rowid, heading, body, context) "
+            "SELECT 'delete', id, heading, body, context FROM chunks WHERE path = ?",
             (path,),
         )
         conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
@@ -344,20 +351,21 @@ class SQLiteStore:
         # Ids are assigned here (as SQLite would: one past the largest) so that both
         # tables can be filled with one executemany each.
         rows = [
-            (path, c.start_line, c.end_line, c.heading, c.text, text_key(c.text)) for c in chunks
+            (path, c.start_line, c.end_line, c.heading, c.text, c.context, text_key(c.text))
+            for c in chunks
         ]
         if not rows:
             return
         (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
         ids = range(last + 1, last + 1 + len(rows))
         conn.executemany(
-            "INSERT INTO chunks(id, path, start_line, end_line, heading, body, hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks(id, path, start_line, end_line, heading, body, context, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(i, *r) for i, r in zip(ids, rows, strict=True)],
         )
         conn.executemany(
-            "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
-            [(i, r[3], r[4]) for i, r in zip(ids, rows, strict=True)],
+            "INSERT INTO chunks_fts(rowid, heading, body, context) VALUES (?, ?, ?, ?)",
+            [(i, r[3], r[4], r[5]) for i, r in zip(ids, rows, strict=True)],
         )
 
     @staticmethod
@@ -389,14 +397,15 @@ class SQLiteStore:
         stages its index update this way while its own fsync runs, and the new text
         becomes searchable only after the file itself is in place.
 
-        A row whose (start_line, end_line, heading, body) is still wanted is kept as is; a row
-        whose heading and body are still wanted on other lines (text inserted above it) only
-        gets its line range updated, since the FTS index holds no line numbers. The rest is
-        deleted, and what is left of the new chunks is inserted.
+        A row whose (start_line, end_line, heading, body, context) is still wanted is kept as
+        is; a row whose heading, body and context are still wanted on other lines (text
+        inserted above it) only gets its line range updated, since the FTS index holds no
+        line numbers. The rest is deleted, and what is left of the new chunks is inserted.
         """
         with self._transaction() as conn:
             rows = conn.execute(
-                "SELECT id, start_line, end_line, heading, body FROM chunks WHERE path = ?",
+                "SELECT id, start_line, end_line, heading, body, context FROM chunks "
+                "WHERE path = ?",
                 (item.path,),
             ).fetchall()
             fresh = self._diff_chunks(conn, rows, [c for c in item.chunks if c.text])
@@ -405,39 +414,43 @@ class SQLiteStore:
 
     @staticmethod
     def _diff_chunks(
-        conn: sqlite3.Connection, rows: list[tuple[int, int, int, str, str]], chunks: list[Chunk]
+        conn: sqlite3.Connection,
+        rows: list[tuple[int, int, int, str, str, str]],
+        chunks: list[Chunk],
     ) -> list[Chunk]:
         """Keep, move or delete the existing rows of one file; return the chunks to insert."""
-        wanted: dict[tuple[int, int, str, str], list[int]] = {}
+        wanted: dict[tuple[int, int, str, str, str], list[int]] = {}
         for k, c in enumerate(chunks):
-            wanted.setdefault((c.start_line, c.end_line, c.heading, c.text), []).append(k)
+            key = (c.start_line, c.end_line, c.heading, c.text, c.context)
+            wanted.setdefault(key, []).append(k)
         placed = [False] * len(chunks)
-        leftover: list[tuple[int, str, str]] = []
-        for row_id, start, end, heading, body in rows:
-            same = wanted.get((start, end, heading, body))
+        leftover: list[tuple[int, str, str, str]] = []
+        for row_id, start, end, heading, body, context in rows:
+            same = wanted.get((start, end, heading, body, context))
             if same:
                 placed[same.pop()] = True
             else:
-                leftover.append((row_id, heading, body))
+                leftover.append((row_id, heading, body, context))
         if leftover:
-            by_text: dict[tuple[str, str], list[int]] = {}
+            by_text: dict[tuple[str, str, str], list[int]] = {}
             for k in range(len(chunks) - 1, -1, -1):  # popped from the end: file order
                 if not placed[k]:
-                    by_text.setdefault((chunks[k].heading, chunks[k].text), []).append(k)
+                    c = chunks[k]
+                    by_text.setdefault((c.heading, c.text, c.context), []).append(k)
             moved: list[tuple[int, int, int]] = []
-            stale: list[tuple[int, str, str]] = []
-            for row_id, heading, body in leftover:
-                same = by_text.get((heading, body))
+            stale: list[tuple[int, str, str, str]] = []
+            for row_id, heading, body, context in leftover:
+                same = by_text.get((heading, body, context))
                 if same:
                     k = same.pop()
                     placed[k] = True
                     moved.append((chunks[k].start_line, chunks[k].end_line, row_id))
                 else:
-                    stale.append((row_id, heading, body))
+                    stale.append((row_id, heading, body, context))
             if stale:
                 conn.executemany(
-                    "INSERT INTO chunks_fts(chunks_fts, rowid, heading, body) "
-                    "VALUES ('delete', ?, ?, ?)",
+                    "INSERT INTO chunks_fts(chunks_fts, rowid, heading, body, context) "
+                    "VALUES ('delete', ?, ?, ?, ?)",
                     stale,
                 )
                 conn.executemany("DELETE FROM chunks WHERE id = ?", [(r[0],) for r in stale])
@@ -519,7 +532,7 @@ class SQLiteStore:
                     last += 1
                     chunks.append(
                         (last, item.path, c.start_line, c.end_line, c.heading, c.text,
-                         text_key(c.text))
+                         c.context, text_key(c.text))
                     )  # fmt: skip
         conn.executemany(
             "INSERT INTO files(path, size, mtime_ns, sha256, metadata, indexed_at) "
@@ -527,13 +540,13 @@ class SQLiteStore:
             files,
         )
         conn.executemany(
-            "INSERT INTO chunks(id, path, start_line, end_line, heading, body, hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks(id, path, start_line, end_line, heading, body, context, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             chunks,
         )
         conn.executemany(
-            "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
-            [(r[0], r[4], r[5]) for r in chunks],
+            "INSERT INTO chunks_fts(rowid, heading, body, context) VALUES (?, ?, ?, ?)",
+            [(r[0], r[4], r[5], r[6]) for r in chunks],
         )
 
     @contextmanager
