@@ -92,7 +92,7 @@ class Embeddings:
 
         assert self.embedder is not None
         stores = {n: s.store for n, s in self.indexes.tiers.items()} | self.stores
-        tiers = {n: TierVectors(store, self.embedder) for n, store in stores.items()}
+        tiers = {n: TierVectors(store, self.embedder, n) for n, store in stores.items()}
         self.vectors = VectorSync(self.embedder, tiers, self._embedding)
         self.indexes.vector_model = self.embedder.model_id
         self.indexes.on_change.append(self.vectors.notify)
@@ -176,6 +176,7 @@ class Embeddings:
             "vectors": len(tier.index),
             "pending": lag,
             "embedded_since_start": tier.embedded,
+            "backlog": tier.backlog_json(),  # this catch-up's chunks embedded / to embed
             "state": "failed" if error else "embedding" if lag else "ready",
         }
         if tier.refused:  # searchable by their words only

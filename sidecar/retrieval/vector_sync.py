@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 EMBED_BATCH = 32  # chunks per inference call: short enough to stop promptly
 LOOKUP_BATCH = 500
 RETRY_SECONDS = 30.0
+BACKLOG_LOG_S = 5.0  # at most one progress line per tier this often while embedding
 
 
 def texts_to_embed(body: str) -> list[str]:
@@ -60,9 +62,10 @@ def _batches(items: Sequence[int], size: int) -> Iterable[Sequence[int]]:
 class TierVectors:
     """One tier's vector index and how far it lags behind the chunks."""
 
-    def __init__(self, store: IndexStore, embedder: Embedder) -> None:
+    def __init__(self, store: IndexStore, embedder: Embedder, name: str = "") -> None:
         self.store = store
         self.embedder = embedder
+        self.name = name  # the tier (or store) in progress lines
         self._generation = store.generation
         self.index = VectorIndex(embedder.dim)
         self.pending = 0  # chunks known to need a vector, as of the last look
@@ -70,6 +73,25 @@ class TierVectors:
         # Texts the embedder refuses while it embeds others (content hash -> its error):
         # searchable by their words only, and not asked for again until they change.
         self.refused: dict[str, str] = {}
+        # The catch-up under way: chunks to embed in this pass, how many are done, since
+        # when. A first index of many files is a long backlog; status and the log show it.
+        self.backlog_total = 0
+        self.backlog_done = 0
+        self._backlog_started = time.monotonic()
+        self._logged = time.monotonic()
+
+    def backlog_json(self) -> dict[str, float | int]:
+        seconds = time.monotonic() - self._backlog_started
+        rate = self.backlog_done / seconds if seconds > 0 and self.backlog_done else 0.0
+        return {"embedded": self.backlog_done, "total": self.backlog_total,
+                "rate_per_s": round(rate, 1)}  # fmt: skip
+
+    def _advance(self, chunks: int) -> None:
+        self.backlog_done += chunks
+        now = time.monotonic()
+        if now - self._logged >= BACKLOG_LOG_S and self.backlog_done < self.backlog_total:
+            self._logged = now
+            log.info("embedding backlog", extra={"tier": self.name, **self.backlog_json()})
 
     def lag(self) -> int:
         """Chunks without a current vector right now (exact, unlike ``pending``)."""
@@ -102,6 +124,9 @@ class TierVectors:
                 self.index.upsert(found, hashes, rows)
                 self.pending -= len(found)
             todo += [i for i in part if keys[i] not in blobs]
+        if todo:
+            self.backlog_total, self.backlog_done = len(todo), 0
+            self._backlog_started = self._logged = time.monotonic()
         for part in _batches(todo, EMBED_BATCH):
             if stop():
                 return
@@ -110,6 +135,7 @@ class TierVectors:
             except EmbedderRefused:
                 self._embed_one_by_one(part, keys, stop)
             self.pending -= len(part)
+            self._advance(len(part))
 
     def _embed_one_by_one(
         self, ids: Sequence[int], keys: dict[int, str], stop: Callable[[], bool]
