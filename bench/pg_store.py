@@ -12,6 +12,7 @@ interleaved, query by query, so a busy machine slows them alike.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -94,7 +95,8 @@ def run(ctx: Context) -> BenchResult:
         replicator = Replicator(source_files(loc.dev_corpora()), tmp / "corpus")
         grown = replicator.grow_to(SIZE)
         progress(NAME, f"{grown.chunks:,} chunks in {grown.files:,} files; indexing both")
-        server = pg_cluster(Path(tempfile.mkdtemp(prefix="sidecar-bench-pg-")))
+        pg_base = Path(tempfile.mkdtemp(prefix="sidecar-bench-pg-"))
+        server = pg_cluster(pg_base)
         stores = {
             "SQLite": open_store(tmp / "index.sqlite", "unused"),
             "PostgreSQL": open_store(server.get_uri(), "bench/pg_store"),
@@ -115,6 +117,7 @@ def run(ctx: Context) -> BenchResult:
             for store in stores.values():
                 store.close()
             server.cleanup()
+            shutil.rmtree(pg_base, ignore_errors=True)
     result.tables.append(
         Table(f"BM25 search at {chunks:,} chunks, in process (top {LIMIT})",
               [*LATENCY_HEADERS, "build s"],

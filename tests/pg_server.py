@@ -9,6 +9,7 @@ the directory is made world-traversable here, under a root-owned parent.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 import warnings
@@ -25,11 +26,14 @@ def cluster() -> Iterator[str]:
 
     base = tempfile.mkdtemp(prefix="sidecar-pg-")
     os.chmod(base, 0o755)  # the pgserver user (when run as root) must reach its data
-    server = pgserver.get_server(os.path.join(base, "data"), cleanup_mode="delete")
     try:
-        yield server.get_uri()
+        server = pgserver.get_server(os.path.join(base, "data"), cleanup_mode="delete")
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()
     finally:
-        server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def namespace(prefix: str = "test") -> str:
