@@ -331,6 +331,23 @@ def test_invalid_fts5_syntax_raises_query_syntax_error(store: IndexStore, match:
         store.search(match, 10)
 
 
+def test_context_finds_a_chunk_but_weighs_less(store: IndexStore) -> None:
+    """A chunk's neighbouring text (``Chunk.context``) finds it, below a chunk that holds
+    the word itself; a ``context:`` filter asks for it alone."""
+    state = FileState(1, 1, "0" * 64)
+    store.replace_file(IndexedFile("own.md", state, {}, [Chunk(1, 1, "N", "wombat here", "")]))
+    store.replace_file(
+        IndexedFile("near.md", state, {}, [Chunk(1, 1, "N", "other words", "wombat near")])
+    )
+    for i in range(6):
+        store.replace_file(item(f"f{i}.md", ("N", f"filler {i}")))
+    hits = store.search('"wombat"', 10)
+    assert paths(hits) == ["own.md", "near.md"] and hits[0].score > hits[1].score
+    assert hits[1].text == "other words"  # the chunk's own text, never its context
+    assert paths(store.search("context: wombat", 10)) == ["near.md"]
+    assert paths(store.search("body: wombat", 10)) == ["own.md"]
+
+
 # -- chunks for the vector index -------------------------------------------------------
 
 
@@ -401,7 +418,9 @@ def test_both_stores_rank_alike(tmp_path: Path, pg_url: str) -> None:
         for s in (lite, pg):
             for i in range(30):
                 body = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 7))
-                s.replace_file(item(f"n{i}.md", (words[i % len(words)], body)))
+                around = " ".join(words[(i + k) % len(words)] for k in range(i % 4))
+                chunk = Chunk(1, 1, words[i % len(words)], body, around)
+                s.replace_file(IndexedFile(f"n{i}.md", FileState(1, 1, "0" * 64), {}, [chunk]))
         for q in ['"kiwi"', '"mango" OR "plum"', '"lemon" OR "cherry" OR "kiwi"', "grape melon"]:
             a, b = lite.search(q, 10), pg.search(q, 10)
             assert [h.score for h in a] == pytest.approx([h.score for h in b], rel=1e-6)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sidecar.index.store import QuerySyntaxError
 
-COLUMNS = ("heading", "body")
+COLUMNS = ("heading", "body", "context")  # the SQLite store's FTS5 columns
 _TOKEN = re.compile(r"[^\W_]+")
 # FTS5 barewords: letters, digits, underscore and anything outside ASCII.
 _BAREWORD = re.compile(r"[\w\u0080-\U0010ffff]+")

@@ -128,6 +128,17 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             SELECT namespace, count(*), sum(doc_len) FROM chunks GROUP BY namespace;
         """,
     ),
+    (
+        5,
+        "chunk context: neighbouring text, a third weighted column (C)",
+        """
+        ALTER TABLE chunks ADD COLUMN context text NOT NULL DEFAULT '';
+        ALTER TABLE postings ADD COLUMN tf_context smallint NOT NULL DEFAULT 0;
+        ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+        ALTER TABLE postings ADD PRIMARY KEY (namespace, lexeme, chunk_id)
+            INCLUDE (tf_heading, tf_body, tf_context, doc_len);
+        """,
+    ),
 ]
 
 # Applied only where the pgvector extension can be created: the chunk's whole-text

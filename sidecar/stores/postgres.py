@@ -32,8 +32,9 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from sidecar.index import sqlite
 from sidecar.index.chunking import Chunk
-from sidecar.index.sqlite import BODY_WEIGHT, HEADING_WEIGHT, text_key
+from sidecar.index.sqlite import text_key
 from sidecar.index.store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
 from sidecar.stores import fts5
 from sidecar.stores.pg_schema import TS_CONFIG, SchemaTooNew, migrate
@@ -47,6 +48,10 @@ _BATCH = 500  # chunks per INSERT statement in a rebuild
 _TOP = chr(0x10FFFF)  # sorts after every lexeme that starts with a given prefix
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+# Each column's weight letter in a chunk's tsvector.
+_WEIGHT = {"heading": "A", "body": "B", "context": "C"}
 
 
 class StoreUnavailable(RuntimeError):
@@ -65,8 +70,8 @@ def _tsquery(node: fts5.Node) -> str | None:
     if isinstance(node, fts5.Phrase):
         if not node.words or not node.columns:
             return None
-        weight = "" if node.columns == frozenset(fts5.COLUMNS) else (
-            "A" if "heading" in node.columns else "B"
+        weight = "" if node.columns == frozenset(fts5.COLUMNS) else "".join(
+            _WEIGHT[c] for c in fts5.COLUMNS if c in node.columns
         )  # fmt: skip
         marks = [weight] * len(node.words)
         if node.prefix:
@@ -85,19 +90,19 @@ def _tsquery(node: fts5.Node) -> str | None:
     return "(" + " | ".join(kept) + ")" if kept else None
 
 
-def _terms(node: fts5.Node) -> tuple[list[str], list[bool], list[float], list[float]]:
-    """The words BM25 scores, each with its prefix flag and column weights."""
-    words: list[str] = []
-    prefix: list[bool] = []
-    wa: list[float] = []
-    wb: list[float] = []
+def _terms(node: fts5.Node) -> dict[str, list[Any]]:
+    """The words BM25 scores, each with its prefix flag and column weights (the SQLite
+    store's, read when asked: a benchmark may set them)."""
+    weights = {"heading": sqlite.HEADING_WEIGHT, "body": sqlite.BODY_WEIGHT,
+               "context": sqlite.CONTEXT_WEIGHT}  # fmt: skip
+    out: dict[str, list[Any]] = {"words": [], "prefix": [], "wa": [], "wb": [], "wc": []}
     for phrase in fts5.phrases(node):
         for k, word in enumerate(phrase.words):
-            words.append(word)
-            prefix.append(phrase.prefix and k == len(phrase.words) - 1)
-            wa.append(HEADING_WEIGHT if "heading" in phrase.columns else 0.0)
-            wb.append(BODY_WEIGHT if "body" in phrase.columns else 0.0)
-    return words, prefix, wa, wb
+            out["words"].append(word)
+            out["prefix"].append(phrase.prefix and k == len(phrase.words) - 1)
+            for key, column in (("wa", "heading"), ("wb", "body"), ("wc", "context")):
+                out[key].append(weights[column] if column in phrase.columns else 0.0)
+    return out
 
 
 # One search: the query's lexemes (stemmed by the same configuration as the text),
@@ -106,15 +111,17 @@ _SCORE = f"""
 WITH q AS (
     SELECT t.idx, l.lexeme COLLATE "C" AS lo,
            (CASE WHEN t.prefix THEN l.lexeme || %(top)s ELSE l.lexeme END) COLLATE "C" AS hi,
-           t.wa, t.wb
-    FROM unnest(%(words)s::text[], %(prefix)s::bool[], %(wa)s::float8[], %(wb)s::float8[])
-         WITH ORDINALITY AS t(word, prefix, wa, wb, idx),
+           t.wa, t.wb, t.wc
+    FROM unnest(%(words)s::text[], %(prefix)s::bool[], %(wa)s::float8[], %(wb)s::float8[],
+                %(wc)s::float8[])
+         WITH ORDINALITY AS t(word, prefix, wa, wb, wc, idx),
          LATERAL unnest(to_tsvector('{TS_CONFIG}', t.word)) AS l
 ),
 m AS MATERIALIZED (  -- one index range scan per term: never a scan of the table
-    SELECT q.idx, p.chunk_id, q.wa * p.tf_heading + q.wb * p.tf_body AS f, p.doc_len
+    SELECT q.idx, p.chunk_id,
+           q.wa * p.tf_heading + q.wb * p.tf_body + q.wc * p.tf_context AS f, p.doc_len
     FROM q CROSS JOIN LATERAL (
-        SELECT chunk_id, tf_heading, tf_body, doc_len FROM postings
+        SELECT chunk_id, tf_heading, tf_body, tf_context, doc_len FROM postings
         WHERE namespace = %(ns)s AND lexeme >= q.lo AND lexeme <= q.hi
     ) AS p
 ),
@@ -165,22 +172,27 @@ _INSERT_CHUNKS = f"""
 WITH src AS (
     SELECT s.*,
            setweight(to_tsvector('{TS_CONFIG}', s.hnorm), 'A')
-           || setweight(to_tsvector('{TS_CONFIG}', s.bnorm), 'B') AS tsv
+           || setweight(to_tsvector('{TS_CONFIG}', s.bnorm), 'B')
+           || setweight(to_tsvector('{TS_CONFIG}', s.cnorm), 'C') AS tsv
     FROM unnest(%(path)s::text[], %(start)s::int[], %(end)s::int[], %(heading)s::text[],
-                %(body)s::text[], %(hash)s::text[], %(hnorm)s::text[], %(bnorm)s::text[])
-         WITH ORDINALITY AS s(path, start_line, end_line, heading, body, hash, hnorm, bnorm, k)
+                %(body)s::text[], %(context)s::text[], %(hash)s::text[], %(hnorm)s::text[],
+                %(bnorm)s::text[], %(cnorm)s::text[])
+         WITH ORDINALITY AS s(path, start_line, end_line, heading, body, context, hash,
+                              hnorm, bnorm, cnorm, k)
 ),
 ins AS (
-    INSERT INTO chunks (namespace, path, start_line, end_line, heading, body, hash, tsv, doc_len)
-    SELECT %(ns)s, path, start_line, end_line, heading, body, hash, tsv,
+    INSERT INTO chunks (namespace, path, start_line, end_line, heading, body, context, hash,
+                        tsv, doc_len)
+    SELECT %(ns)s, path, start_line, end_line, heading, body, context, hash, tsv,
            (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(tsv) AS u)
     FROM src ORDER BY k
     RETURNING id, tsv, doc_len
 )
-INSERT INTO postings (namespace, lexeme, chunk_id, tf_heading, tf_body, doc_len)
+INSERT INTO postings (namespace, lexeme, chunk_id, tf_heading, tf_body, tf_context, doc_len)
 SELECT %(ns)s, u.lexeme, ins.id,
        cardinality(array_positions(u.weights, 'A')),
        cardinality(array_positions(u.weights, 'B')),
+       cardinality(array_positions(u.weights, 'C')),
        ins.doc_len
 FROM ins, LATERAL unnest(ins.tsv) AS u
 """
@@ -407,11 +419,8 @@ class PostgresStore:
 
     def search(self, match: str, limit: int) -> list[Hit]:
         tree = fts5.parse(match)
-        words, prefix, wa, wb = _terms(tree)
-        params: dict[str, Any] = {
-            "ns": self.namespace, "top": _TOP, "limit": limit,
-            "words": words, "prefix": prefix, "wa": wa, "wb": wb,
-        }  # fmt: skip
+        params: dict[str, Any] = {"ns": self.namespace, "top": _TOP, "limit": limit,
+                                  **_terms(tree)}  # fmt: skip
         if fts5.is_bag_of_words(tree):
             sql = _SEARCH_WORDS
         else:
@@ -419,7 +428,7 @@ class PostgresStore:
             if params["tsq"] is None:
                 return []
             sql = _SEARCH_FILTERED
-        if not words:
+        if not params["words"]:
             return []
         try:
             rows = self._rows(sql, params)
@@ -483,9 +492,11 @@ class PostgresStore:
                 "end": [c.end_line for c in chunks],
                 "heading": [c.heading for c in chunks],
                 "body": [c.text for c in chunks],
+                "context": [c.context for c in chunks],
                 "hash": [text_key(c.text) for c in chunks],
                 "hnorm": [_norm(c.heading) for c in chunks],
                 "bnorm": [_norm(c.text) for c in chunks],
+                "cnorm": [_norm(c.context) for c in chunks],
             },
         )
 
@@ -526,7 +537,7 @@ class PostgresStore:
         keep their ids (and so their place in the vector index)."""
         with self._transaction() as conn:
             rows = conn.execute(
-                "SELECT id, start_line, end_line, heading, body FROM chunks "
+                "SELECT id, start_line, end_line, heading, body, context FROM chunks "
                 "WHERE namespace = %s AND path = %s ORDER BY id",
                 (self.namespace, item.path),
             ).fetchall()
@@ -728,29 +739,31 @@ class PostgresStore:
 
 
 def diff_chunks(
-    rows: Sequence[tuple[int, int, int, str, str]], chunks: list[Chunk]
+    rows: Sequence[tuple[int, int, int, str, str, str]], chunks: list[Chunk]
 ) -> tuple[list[Chunk], list[int], list[tuple[int, int, int]]]:
     """Which rows of one file to keep, move (new line range) or delete, and which chunks
     to insert: (fresh chunks, stale ids, moves as (start, end, id))."""
-    wanted: dict[tuple[int, int, str, str], list[int]] = {}
+    wanted: dict[tuple[int, int, str, str, str], list[int]] = {}
     for k, c in enumerate(chunks):
-        wanted.setdefault((c.start_line, c.end_line, c.heading, c.text), []).append(k)
+        key = (c.start_line, c.end_line, c.heading, c.text, c.context)
+        wanted.setdefault(key, []).append(k)
     placed = [False] * len(chunks)
-    leftover: list[tuple[int, str, str]] = []
-    for row_id, start, end, heading, body in rows:
-        same = wanted.get((start, end, heading, body))
+    leftover: list[tuple[int, str, str, str]] = []
+    for row_id, start, end, heading, body, context in rows:
+        same = wanted.get((start, end, heading, body, context))
         if same:
             placed[same.pop()] = True
         else:
-            leftover.append((row_id, heading, body))
-    by_text: dict[tuple[str, str], list[int]] = {}
+            leftover.append((row_id, heading, body, context))
+    by_text: dict[tuple[str, str, str], list[int]] = {}
     for k in range(len(chunks) - 1, -1, -1):  # popped from the end: file order
         if not placed[k]:
-            by_text.setdefault((chunks[k].heading, chunks[k].text), []).append(k)
+            c = chunks[k]
+            by_text.setdefault((c.heading, c.text, c.context), []).append(k)
     moved: list[tuple[int, int, int]] = []
     stale: list[int] = []
-    for row_id, heading, body in leftover:
-        same = by_text.get((heading, body))
+    for row_id, heading, body, context in leftover:
+        same = by_text.get((heading, body, context))
         if same:
             k = same.pop()
             placed[k] = True
