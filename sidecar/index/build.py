@@ -15,7 +15,7 @@ the build's walk, and any change after that queues another job of its own.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sidecar.index import indexer
@@ -26,8 +26,9 @@ from sidecar.index.store import IndexedFile, IndexStore
 
 BUILD_MIN_FILES = 100  # fewer new files than this are indexed one by one, as edits are
 POOL_MIN_FILES = 400  # from this many new files on, worker processes parse them
-STEP_S = 0.25  # writer-thread time per step before queued jobs get their turn
-COMMIT_FILES = 1000  # files per transaction at most
+STEP_S = 1.0  # a step commits at least this often, so searches see the build progress
+COMMIT_FILES = 4000  # files per transaction at most: each commit flushes an FTS5 segment
+YIELD_CHECK_FILES = 32  # how often a step asks whether another job is waiting
 BUILDING = "build_started"  # meta key present while a build is unfinished
 
 
@@ -71,9 +72,16 @@ class Build:
                 return False
         return True
 
-    def step(self, store: IndexStore, skipped: Skipped, budget_s: float | None = None) -> bool:
+    def step(
+        self,
+        store: IndexStore,
+        skipped: Skipped,
+        waiting: Callable[[], bool] = lambda: False,
+        budget_s: float | None = None,
+    ) -> bool:
         """Insert what the next ``budget_s`` (``STEP_S``) of parsing yields, one transaction
-        per ``COMMIT_FILES``; True once every file is done."""
+        per ``COMMIT_FILES``, ending early (after committing) as soon as ``waiting()`` says
+        another job wants the writer; True once every file is done."""
         deadline = time.monotonic() + (STEP_S if budget_s is None else budget_s)
         while True:
             items: list[IndexedFile] = []
@@ -85,8 +93,13 @@ class Build:
                     indexer.record_skip(rel, why, skipped)
                     if item is not None:
                         items.append(item)
-                if len(items) >= COMMIT_FILES or time.monotonic() >= deadline:
+                if (
+                    len(items) >= COMMIT_FILES
+                    or time.monotonic() >= deadline
+                    or (seen % YIELD_CHECK_FILES == 0 and waiting())
+                ):
                     finished = False
+                    deadline = 0.0  # end the step after this commit
                     break
             if items:
                 self.added += store.add_files(items)

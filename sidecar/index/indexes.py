@@ -399,12 +399,16 @@ class TierIndexes:
         meanwhile, or finish it."""
         build = state.build
         assert build is not None
+
+        def waiting() -> bool:  # another job is queued (the running one is this), or stop
+            return self.queue.depth() > 1 or self._stop.is_set()
+
         try:
-            done = build.step(state.store, state.skipped)
-            # Go on while no other job waits (the running one is this): each hop through
-            # the event loop costs time the loop may be spending on the daemon's start.
-            while not done and self.queue.depth() <= 1 and not self._stop.is_set():
-                done = build.step(state.store, state.skipped)
+            done = build.step(state.store, state.skipped, waiting)
+            # Go on while no other job waits: each hop through the event loop costs time
+            # the loop may be spending on the daemon's start.
+            while not done and not waiting():
+                done = build.step(state.store, state.skipped, waiting)
         except BaseException:
             state.build = None  # the marker stays: the next reconcile starts it again
             build.progress.finish("failed")
