@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import unicodedata
 from dataclasses import dataclass, replace
 
@@ -21,6 +22,7 @@ from sidecar.index.chunking import (
 )
 
 CAP = 40
+HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 
 
 def headings(parsed: ParsedFile) -> list[str]:
@@ -45,7 +47,13 @@ def assert_partition(parsed: ParsedFile, lines: list[str], max_chars: int) -> No
     assert chunks[-1].end_line == len(lines)
     for c in chunks:
         assert 1 <= c.start_line <= c.end_line <= len(lines), c
-        assert len(c.text) <= max_chars, c
+        # Only bare headings joined to the chunk they introduce may take it past the cap,
+        # by at most one more cap.
+        titles = sum(
+            len(ln) + 1 for ln in c.text.split("\n") if HEADING.match(ln) or not ln.strip()
+        )
+        assert len(c.text) - titles <= max_chars, c
+        assert len(c.text) <= 2 * max_chars + 1, c
     for prev, nxt in itertools.pairwise(chunks):
         if nxt.start_line == prev.end_line:
             # Only pieces of one over-long line may share a line number.
@@ -223,6 +231,20 @@ def test_no_chunk_is_only_headings() -> None:
     ]  # fmt: skip
     alone = chunk_markdown("# Only a title\n", DEFAULT_MAX_CHARS)
     assert [c.text for c in alone.chunks] == ["# Only a title"]  # nothing else to fold into
+
+
+def test_a_bare_heading_joins_a_chunk_even_near_the_cap() -> None:
+    """Heading and line together are past the cap: the heading still joins its line, not
+    left as a chunk of its own that a search could return."""
+    line = "word " * 75 + "end"  # 378 characters
+    parsed = chunk_markdown(f"# Log\n## A heading of some length\n{line}\n", 400)
+    assert [(c.start_line, c.end_line) for c in parsed.chunks] == [(1, 3)]
+    assert parsed.chunks[0].text.startswith("# Log\n## A heading")
+    # before a line too long for one chunk, the heading joins the line's first piece
+    long = "word " * 100 + "end"
+    pieces = chunk_markdown(f"## Title\n{long}\n", 400).chunks
+    assert [(c.start_line, c.end_line) for c in pieces] == [(1, 2), (2, 2)]
+    assert pieces[0].text.startswith("## Title\nword") and len(pieces[0].text) <= 409
 
 
 @pytest.mark.parametrize(
@@ -496,8 +518,10 @@ def test_chunks_partition_the_file_and_keep_every_line(
         # Bare headings folded into the chunk they introduce: its breadcrumb is its content's.
         content = [i for i in own if model[i].heading is None] or own
         assert c.heading == crumbs[content[0]] or c.heading == crumbs[own[0]], c
-        if len(own) == 1 and len(lines[own[0]]) > max_chars:
-            cut_pieces.setdefault(own[0], []).append(c.text)
+        if len(lines[own[-1]]) > max_chars:  # a piece, perhaps after the headings above it
+            head = "\n".join(lines[own[0] : own[-1]]).strip()
+            assert c.text.startswith(head), c
+            cut_pieces.setdefault(own[-1], []).append(c.text[len(head) + bool(head) :])
         else:
             assert c.text == "\n".join(lines[own[0] : own[-1] + 1]).strip(), c
     for i, pieces in cut_pieces.items():

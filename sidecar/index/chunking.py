@@ -374,6 +374,8 @@ def _gather(lines: list[str], order: Iterable[int], backwards: bool) -> str:
         line = lines[i].strip()
         if not line:
             continue
+        if room <= 0:
+            break
         if len(line) > room:  # keep the end nearest the chunk, in whole words
             part = line[len(line) - room :] if backwards else line[:room]
             words = part.split(" ")
@@ -389,8 +391,10 @@ def _gather(lines: list[str], order: Iterable[int], backwards: bool) -> str:
 def _fold_bare_headings(chunks: list[Chunk], lines: list[str], max_chars: int) -> list[Chunk]:
     """A chunk that is only headings carries no evidence, yet a hit on it costs budget: it
     joins the chunk it introduces (trailing ones join the chunk before them), whose text
-    then starts with those headings, as context for ranking. Only when the joined text
-    still fits the cap; a file of nothing but headings keeps them."""
+    then starts with those headings, as context for ranking. The headings may take the
+    joined text past the cap by their own length, up to one more cap: with small chunks
+    the one a heading introduces is often near the cap already, and a heading line costs
+    little. Headings longer than that, or in a file of nothing else, stay on their own."""
     out: list[Chunk] = []
     waiting: list[Chunk] = []  # bare-heading chunks waiting for their section
     for c in chunks:
@@ -399,17 +403,26 @@ def _fold_bare_headings(chunks: list[Chunk], lines: list[str], max_chars: int) -
             waiting.append(c)  # bare headings, and the blank lines among them
             continue
         if waiting and any(w.text.strip() for w in waiting):
-            text = "\n".join(lines[waiting[0].start_line - 1 : c.end_line]).strip()
-            if len(text) <= max_chars:
+            # the first piece of an over-long line takes the headings before its own text
+            end = c.start_line - 1 if _is_piece(c, lines, max_chars) else c.end_line
+            text = "\n".join(lines[waiting[0].start_line - 1 : end]).strip()
+            if end < c.end_line:
+                text += "\n" + c.text
+            if len(text) <= len(c.text) + max_chars:
                 c, waiting = Chunk(waiting[0].start_line, c.end_line, c.heading, text), []
         out += [*waiting, c]
         waiting = []
     if waiting and out and out[-1].text.strip():
         last = out[-1]
         text = "\n".join(lines[last.start_line - 1 : waiting[-1].end_line]).strip()
-        if len(text) <= max_chars:
+        if len(text) <= len(last.text) + max_chars and not _is_piece(last, lines, max_chars):
             out[-1], waiting = Chunk(last.start_line, waiting[-1].end_line, last.heading, text), []
     return out + waiting
+
+
+def _is_piece(c: Chunk, lines: list[str], max_chars: int) -> bool:
+    """Whether ``c`` is one piece of an over-long line (its text is not its whole line)."""
+    return c.start_line == c.end_line and len(lines[c.start_line - 1]) > max_chars
 
 
 def _absorb_blank_chunks(chunks: list[Chunk], line_count: int) -> list[Chunk]:

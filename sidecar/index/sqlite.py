@@ -33,8 +33,9 @@ def text_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-# 9: chunk context; 8: no heading-only chunks; 7: chunk hashes, vectors; 6: append-stable cuts
-SCHEMA_VERSION = 9
+# 10: headings join a chunk past the cap; 9: chunk context; 8: no heading-only chunks;
+# 7: chunk hashes, vectors; 6: append-stable cuts
+SCHEMA_VERSION = 10
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # BM25 column weights (heading, body): a term in the breadcrumb says more about
 # a chunk than the same term somewhere in its prose.
