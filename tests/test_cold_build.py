@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from sidecar import metrics
 from sidecar.config import Settings
 from sidecar.index import build, indexer, indexes
 from sidecar.index.parse_pool import ParsePool
@@ -131,9 +132,16 @@ async def test_status_shows_the_build_and_searches_see_what_is_committed(
     assert hits["results"] == []
     health = await svc.health()
     assert health["tiers"]["agent"]["state"] == "indexing"
+    # What a metrics scrape reads, from any thread: the build job is running.
+    assert await asyncio.to_thread(svc.indexes.queue_depth, "agent") == 1
+    age = await asyncio.to_thread(svc.indexes.oldest_job_age, "agent")
+    assert age is not None and age >= 0
+    builds = metrics.INDEX_BUILDS.labels(tier="agent", kind="cold")
+    before = builds._value.get()
 
     gate.release_all()
     await svc.indexes.queue.wait_idle()
+    assert builds._value.get() == before + 1
     done = await svc.status("agent")
     assert "build" not in done and done["total_files"] == 200 and done["indexing"] is False
     last = (await svc.search.search(word_of(waiting[-1]), "agent", 10)).to_json()

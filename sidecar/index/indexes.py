@@ -332,7 +332,10 @@ class TierIndexes:
                      extra={"tier": key.tier})  # fmt: skip
             progress = self._begin(state, "reindex")
             store.replace_all(self._counted(indexer.load_tree(root, cap, state.skipped), progress))
+            if state.build is not None or store.get_meta(BUILDING) is not None:
+                store.set_meta(BUILDING, None)  # a cold build under way: this one replaced it
             self._finish(state, progress)
+            self._release_pool()
             state.changes_since_optimize = 0
             self._optimize(store)
             self._changed()

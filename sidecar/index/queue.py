@@ -49,6 +49,7 @@ class ReindexQueue:
         self._waiting: OrderedDict[JobKey, asyncio.Future[Any]] = OrderedDict()
         self._queued_at: dict[JobKey, float] = {}  # monotonic time each job was first asked for
         self._running: JobKey | None = None
+        self._running_since = 0.0  # when the running job was first asked for
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -95,6 +96,9 @@ class ReindexQueue:
         a queue that is stuck shows as an age that keeps growing, not only as depth."""
         # One C-level copy first: a metrics scrape calls this from another thread.
         times = [t for k, t in list(self._queued_at.items()) if k.tier == tier]
+        running, since = self._running, self._running_since
+        if running is not None and running.tier == tier:
+            times.append(since)
         return time.monotonic() - min(times) if times else None
 
     def pending(self, tier: str, kind: str) -> bool:
@@ -124,6 +128,8 @@ class ReindexQueue:
                 await self._wakeup.wait()
                 continue
             key, fut = self._waiting.popitem(last=False)
+            # Moved off ``_queued_at`` now: the same key may be queued again while it runs.
+            self._running_since = self._queued_at.pop(key, time.monotonic())
             self._running = key
             try:
                 result = await loop.run_in_executor(self._executor, self._run, key)
@@ -142,4 +148,3 @@ class ReindexQueue:
                     fut.set_result(result)
             finally:
                 self._running = None
-                self._queued_at.pop(key, None)
