@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from sidecar import metrics
+from sidecar.api.metrics import read_state, render
 from sidecar.config import Settings
 from sidecar.index import build, indexer, indexes
 from sidecar.index.parse_pool import ParsePool
@@ -320,3 +322,29 @@ def test_a_build_killed_half_way_is_completed_on_the_next_start(tmp_path: Path) 
         assert index.get_meta(build.BUILDING) is None
     finally:
         index.close()
+
+
+async def test_metrics_show_the_build_in_progress_then_count_it(
+    cold_service: MemoryService, gate: Gate
+) -> None:
+    def gauges(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text.decode())
+            for s in family.samples
+        }
+
+    builds = metrics.INDEX_BUILDS.labels(tier="agent", kind="cold")
+    before = builds._value.get()
+    await asyncio.to_thread(gate.blocked.wait, 10)
+    during = gauges(render(await read_state(cold_service)))
+    done = during[("sidecar_index_build_files", (("count", "done"), ("tier", "agent")))]
+    assert during[("sidecar_index_build_files", (("count", "total"), ("tier", "agent")))] == 200
+    assert 0 < done < 200
+    assert during[("sidecar_index_state", (("state", "indexing"), ("tier", "agent")))] == 1
+
+    gate.release_all()
+    await cold_service.indexes.queue.wait_idle()
+    after = gauges(render(await read_state(cold_service)))
+    assert ("sidecar_index_build_files", (("count", "done"), ("tier", "agent"))) not in after
+    assert builds._value.get() == before + 1
