@@ -39,6 +39,7 @@ from bench import (
     latency,
     learnings,
     memory,
+    pg_store,
     prompt_block,
     retrieval,
     writes,
@@ -67,6 +68,10 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
+    pg_store.NAME: (
+        pg_store.run,
+        "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",
+    ),
 }
 
 
@@ -86,6 +91,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}",
     )
     parser.add_argument("--quick", action="store_true", help="smaller corpora, fewer samples")
+    parser.add_argument(
+        "--full", action="store_true", help="add the largest sizes (pg_store: 1M chunks; hours)"
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -131,6 +139,7 @@ def write_json(path: Path, args: argparse.Namespace, results: list[BenchResult])
     body = {
         "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "quick": args.quick,
+        "full": args.full,
         "machine": machine(),
         "results": [r.to_json() for r in results],
     }
@@ -140,7 +149,7 @@ def write_json(path: Path, args: argparse.Namespace, results: list[BenchResult])
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    ctx = Context(locomo_dir=args.locomo.resolve(), quick=args.quick)
+    ctx = Context(locomo_dir=args.locomo.resolve(), quick=args.quick, full=args.full)
     names = list(dict.fromkeys(args.only)) if args.only else list(BENCHMARKS)
     results: list[BenchResult] = []
     for name in names:

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 class Context:
     locomo_dir: Path
     quick: bool = False
+    full: bool = False  # the largest sizes too, which take hours
     repo: Path = REPO
     _locomo: Locomo | None = field(default=None, repr=False)
 

@@ -1,44 +1,73 @@
 """pg_store: the PostgreSQL index store beside the SQLite one, same questions, same machine.
 
-Two things decide whether a tier can move to PostgreSQL: that it finds the same
-evidence (LoCoMo dev budgeted recall, through ``locomo_inprocess.py`` with
-``store=pgserver``, sparse and, unless ``--quick``, hybrid), and what a search
-costs (p50 of BM25 searches through each store's ``search`` at 10k chunks, in
-process: the store and its SQL, no HTTP). PostgreSQL is a throwaway cluster
-(``pgserver``) on this machine, over a Unix socket; the two stores are timed
-interleaved, query by query, so a busy machine slows them alike.
+Three things decide whether a tier can move to PostgreSQL:
+
+* that it finds the same evidence: LoCoMo dev budgeted recall, through
+  ``locomo_inprocess.py`` with ``store=pgserver``, sparse and, unless ``--quick``,
+  hybrid;
+* what indexing and search cost through a real daemon: one ``sidecar serve`` per
+  store on identical copies of a replicated LoCoMo corpus (10k and 100k chunks; 1M
+  with ``--full``), timed from spawn until the tier is indexed (a cold build), then
+  one-file updates (``POST /memory/write``, answered once indexed) and searches
+  over HTTP, the two daemons timed interleaved, request by request;
+* that namespaces keep apart: search p50 (HTTP and in process) on one namespace of
+  10k chunks alone, then with 99 more of 10k each beside it (9 with ``--quick``),
+  and the shared buffers a search touches in each case. The other namespaces are
+  copied in SQL from the first (same text, same statistics): building each through
+  the store would take an hour and measure nothing new.
+
+PostgreSQL is a throwaway cluster (``pgserver``) on this machine, over a Unix socket.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from bench.context import Context
 from bench.corpus import Replicator, source_files
-from bench.latency import _queries
+from bench.daemon import Daemon, DaemonError
+from bench.latency import _queries, http_probe, measure
 from bench.locomo_data import subprocess_env
 from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
+from sidecar.disk.tiers import INDEX_FILENAME
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.store import IndexStore
 from sidecar.retrieval import query
 from sidecar.retrieval.ranking import search_store
-from sidecar.stores import open_store
+from sidecar.stores import fts5, open_store
+from sidecar.stores.postgres import _SEARCH_WORDS, _TOP, _terms
 
 NAME = "pg_store"
-SIZE = 10_000
+SIZES = (10_000, 100_000)
+FULL_SIZES = (10_000, 100_000, 1_000_000)
+QUICK_SIZES = (10_000,)
+QUERIES_AT_1M = 100
+UPDATES, QUICK_UPDATES = 40, 20
+NAMESPACES, QUICK_NAMESPACES = 100, 10
+NS_CHUNKS = 10_000
+BUFFER_QUERIES = 30  # searches EXPLAINed for the shared buffers they touch
 LIMIT = 10
-WARMUP = 20
 RECALL_GAP = at_most(0.02, "<= 0.02")
+ISOLATION = at_most(1.5, "<= 1.50x")
+INDEX_TIMEOUT_S = {10_000: 900.0, 100_000: 3600.0, 1_000_000: 6 * 3600.0}
+STORES = ("SQLite", "PostgreSQL")
 
 
 def locomo_recall(ctx: Context, store: str, mode: str, out: Path) -> float:
@@ -66,6 +95,32 @@ def pg_cluster(base: Path) -> Any:
     return pgserver.get_server(base / "pg", cleanup_mode="delete")
 
 
+@contextlib.contextmanager
+def cluster() -> Iterator[str]:
+    """A throwaway cluster's URL; the cluster and its files are gone afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="sidecar-bench-pg-"))
+    try:
+        server = pg_cluster(base)
+        try:
+            yield str(server.get_uri())
+        finally:
+            server.cleanup()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def database(url: str, name: str) -> Iterator[str]:
+    """A database of its own in the cluster (dropped afterwards, all namespaces at once)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield urllib.parse.urlsplit(url)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 def build(store: IndexStore, root: Path) -> float:
     started = time.monotonic()
     store.replace_all(indexer.load_tree(root, DEFAULT_MAX_CHARS))
@@ -73,63 +128,329 @@ def build(store: IndexStore, root: Path) -> float:
     return time.monotonic() - started
 
 
-def run(ctx: Context) -> BenchResult:
-    result = BenchResult(NAME, "PostgreSQL store beside SQLite: LoCoMo recall, search p50")
-    loc = ctx.locomo()
+# -- LoCoMo recall --------------------------------------------------------------------
+
+
+def recall(ctx: Context, tmp: Path, result: BenchResult) -> None:
     modes = ["sparse"] if ctx.quick else ["sparse", "hybrid"]
     rows: list[list[str]] = []
-    with ctx.tempdir(NAME) as tmp:
-        for mode in modes:
-            progress(NAME, f"LoCoMo dev, {mode}, both stores")
-            lite = locomo_recall(ctx, "", mode, tmp / f"sqlite-{mode}.json")
-            pg = locomo_recall(ctx, "pgserver", mode, tmp / f"pg-{mode}.json")
-            rows.append([mode, f"{lite:.3f}", f"{pg:.3f}", f"{pg - lite:+.3f}"])
-            result.details[f"recall_{mode}"] = {"sqlite": lite, "postgresql": pg}
-            result.figures.append(
-                Figure(f"LoCoMo dev {mode}: |PostgreSQL - SQLite| recall", abs(pg - lite),
-                       digits=3, target=RECALL_GAP, note=f"{pg:.3f} vs {lite:.3f}")
-            )  # fmt: skip
-        result.tables.append(Table("LoCoMo dev budgeted recall", ["mode", "SQLite",
-                                   "PostgreSQL", "difference"], rows))  # fmt: skip
+    for mode in modes:
+        progress(NAME, f"LoCoMo dev, {mode}, both stores")
+        lite = locomo_recall(ctx, "", mode, tmp / f"sqlite-{mode}.json")
+        pg = locomo_recall(ctx, "pgserver", mode, tmp / f"pg-{mode}.json")
+        rows.append([mode, f"{lite:.3f}", f"{pg:.3f}", f"{pg - lite:+.3f}"])
+        result.details[f"recall_{mode}"] = {"sqlite": lite, "postgresql": pg}
+        result.figures.append(
+            Figure(f"LoCoMo dev {mode}: |PostgreSQL - SQLite| recall", abs(pg - lite),
+                   digits=3, target=RECALL_GAP, note=f"{pg:.3f} vs {lite:.3f}")
+        )  # fmt: skip
+    result.tables.append(Table("LoCoMo dev budgeted recall", ["mode", "SQLite",
+                               "PostgreSQL", "difference"], rows))  # fmt: skip
 
-        replicator = Replicator(source_files(loc.dev_corpora()), tmp / "corpus")
-        grown = replicator.grow_to(SIZE)
-        progress(NAME, f"{grown.chunks:,} chunks in {grown.files:,} files; indexing both")
-        pg_base = Path(tempfile.mkdtemp(prefix="sidecar-bench-pg-"))
-        server = pg_cluster(pg_base)
-        stores = {
-            "SQLite": open_store(tmp / "index.sqlite", "unused"),
-            "PostgreSQL": open_store(server.get_uri(), "bench/pg_store"),
+
+# -- index and search through a daemon, at scale ----------------------------------------
+
+
+@dataclass(slots=True)
+class Scale:
+    chunks: int
+    files: int
+    index_s: dict[str, float]
+    update: dict[str, Latency]
+    search: dict[str, Latency]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "chunks": self.chunks,
+            "files": self.files,
+            "index_s": {k: round(v, 2) for k, v in self.index_s.items()},
+            "update": {k: v.to_json() for k, v in self.update.items()},
+            "search_http": {k: v.to_json() for k, v in self.search.items()},
         }
+
+
+def _start(root: Path, tmp: Path, name: str, extra: list[str], files: int, size: int) -> Daemon:
+    """A daemon on ``root``, once its agent tier holds every file (a cold build)."""
+    crew = tmp / f"crew-{name}"
+    crew.mkdir(exist_ok=True)
+    daemon = Daemon(root, crew, tmp / f"daemon-{name}.log",
+                    extra_args=["--embedder", "none", *extra])  # fmt: skip
+    try:
+        daemon.start()
+        daemon.wait_ready(timeout=120)
+        daemon.wait_indexed(files, timeout=INDEX_TIMEOUT_S[size])
+    except BaseException:
+        daemon.stop()
+        raise
+    return daemon
+
+
+def _updates(daemons: dict[str, Daemon], n: int) -> dict[str, Latency]:
+    """One-file updates through the API, interleaved: an append to a small daily file,
+    answered once the file is written and its changed chunks indexed."""
+    samples: dict[str, list[float]] = {name: [] for name in daemons}
+    for i in range(n):
+        for j in range(len(daemons)):
+            name = list(daemons)[(i + j) % len(daemons)]
+            line = f"- update {i}: the ledger moved to shelf {i * 7919 % 1000}"
+            body = {"scope": "agent", "file": f"daily/2001-01-0{i % 4 + 1}.md", "mode": "append",
+                    "content": line}  # fmt: skip
+            started = time.perf_counter()
+            status, answer = daemons[name].client.json("POST", "/memory/write", body)
+            elapsed = time.perf_counter() - started
+            if status != 201 or not answer.get("indexed"):
+                raise DaemonError(f"{name}: write answered {status}: {answer}")
+            samples[name].append(elapsed)
+    return {name: Latency.of_seconds(s) for name, s in samples.items()}
+
+
+def scale(ctx: Context, tmp: Path, url: str, size: int, roots: dict[str, Replicator]) -> Scale:
+    loc = ctx.locomo()
+    grown = {name: rep.grow_to(size) for name, rep in roots.items()}["PostgreSQL"]
+    progress(NAME, f"{size:,} chunks: {grown.files:,} files, {grown.bytes / 1e6:.1f} MB a copy")
+    for path in roots["SQLite"].root.glob(f"{INDEX_FILENAME}*"):
+        path.unlink()  # each size is a cold build, as the fresh namespace is
+    extra = {"SQLite": [], "PostgreSQL": ["--agent-store", url, "--namespace", f"scale-{size}"]}
+    daemons: dict[str, Daemon] = {}
+    index_s: dict[str, float] = {}
+    try:
+        for name in STORES:
+            progress(NAME, f"{size:,} chunks: {name} daemon's cold build")
+            started = time.monotonic()
+            daemons[name] = _start(roots[name].root, tmp, name, extra[name], grown.files, size)
+            index_s[name] = time.monotonic() - started
+        chunks = daemons["PostgreSQL"].client.status()["total_chunks"]
+        update = _updates(daemons, QUICK_UPDATES if ctx.quick else UPDATES)
+        if size > 100_000:
+            queries = _queries(ctx, loc, 100_000)[:QUERIES_AT_1M]
+        else:
+            queries = _queries(ctx, loc, size)
+        progress(NAME, f"{chunks:,} chunks indexed; {len(queries)} queries over HTTP")
+        search = measure({name: http_probe(d) for name, d in daemons.items()}, queries)
+    finally:
+        for daemon in daemons.values():
+            daemon.stop()
+        for rep in roots.values():
+            for path in (rep.root / "daily").glob("2001-01-0?.md"):
+                path.unlink()
+    return Scale(chunks, grown.files, index_s, update, search)
+
+
+# -- many namespaces ----------------------------------------------------------------
+
+
+def _columns(conn: psycopg.Connection[Any], table: str) -> str:
+    rows = conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+        "AND column_name <> 'namespace' ORDER BY ordinal_position",
+        (table,),
+    ).fetchall()
+    return ", ".join(r[0] for r in rows)
+
+
+KEYS = {"files": "path", "chunks": "id", "postings": "lexeme, chunk_id"}
+
+
+def clone(url: str, source: str, targets: list[str]) -> None:
+    """Copy one namespace's rows under other names, in SQL (chunk ids are per namespace,
+    so they are kept); the triggers count each copy's chunks."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        cols = {t: _columns(conn, t) for t in ("files", "chunks", "postings")}
+        for k, target in enumerate(targets):
+            with conn.transaction():
+                for table, names in cols.items():
+                    override = " OVERRIDING SYSTEM VALUE" if table == "chunks" else ""
+                    conn.execute(
+                        f"INSERT INTO {table} (namespace, {names}){override} "
+                        f"SELECT %s, {names} FROM {table} WHERE namespace = %s "
+                        f"ORDER BY {KEYS[table]}",  # in key order: appends to each index
+                        (target, source),
+                    )
+            if (k + 1) % 10 == 0:
+                progress(NAME, f"{k + 1} of {len(targets)} namespaces copied")
+        conn.execute("VACUUM (ANALYZE) files, chunks, postings")
+
+
+def buffers(url: str, namespace: str, queries: list[str]) -> float:
+    """Mean shared buffers (hit + read) one BM25 search touches, from EXPLAIN: what grows
+    if a search reads other namespaces' rows."""
+    touched: list[int] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        for q in queries:
+            planned = query.plan(q)
+            if planned is None:
+                continue
+            tree = fts5.parse(planned.match)
+            if not fts5.is_bag_of_words(tree):
+                continue
+            params = {"ns": namespace, "top": _TOP, "limit": LIMIT, **_terms(tree)}
+            (plan_json,) = conn.execute(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + _SEARCH_WORDS, params
+            ).fetchone()  # type: ignore[misc]
+            top = plan_json[0]["Plan"]
+            touched.append(int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"]))
+    return sum(touched) / max(1, len(touched))
+
+
+@dataclass(slots=True)
+class Isolation:
+    namespaces: int
+    chunks: int
+    copy_s: float
+    alone: dict[str, Latency]
+    among: dict[str, Latency]
+    buffers_alone: float
+    buffers_among: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespaces": self.namespaces,
+            "chunks_each": self.chunks,
+            "copy_s": round(self.copy_s, 1),
+            "alone": {k: v.to_json() for k, v in self.alone.items()},
+            "among": {k: v.to_json() for k, v in self.among.items()},
+            "shared_buffers_per_search": {
+                "alone": self.buffers_alone,
+                "among": self.buffers_among,
+            },
+        }
+
+
+def isolation(ctx: Context, tmp: Path, url: str) -> Isolation:
+    loc = ctx.locomo()
+    count = QUICK_NAMESPACES if ctx.quick else NAMESPACES
+    rep = Replicator(source_files(loc.dev_corpora()), tmp / "ns")
+    grown = rep.grow_to(NS_CHUNKS)
+    queries = _queries(ctx, loc, NS_CHUNKS)
+    with database(url, "sidecar_isolation") as db:
+        progress(NAME, f"namespaces: the first, {grown.chunks:,} chunks, by a daemon")
+        daemon = _start(rep.root, tmp, "iso", ["--agent-store", db, "--namespace", "iso-000"],
+                        grown.files, NS_CHUNKS)  # fmt: skip
+        store: IndexStore | None = None
         try:
-            build_s = {name: build(s, replicator.root) for name, s in stores.items()}
-            planned = [p for p in (query.plan(q) for q in _queries(ctx, loc, SIZE)) if p]
-            samples: dict[str, list[float]] = {name: [] for name in stores}
-            for k, plan in enumerate(planned):
-                for name, store in stores.items():
-                    started = time.perf_counter()
-                    search_store(store, plan, LIMIT)
-                    if k >= WARMUP:
-                        samples[name].append(time.perf_counter() - started)
-            lat = {name: Latency.of_seconds(s) for name, s in samples.items()}
-            chunks = stores["PostgreSQL"].stats().total_chunks
+            first = daemon.client.json("GET", "/healthz")[1]["tiers"]["agent"]["store"]["namespace"]
+            store = open_store(db, first)
+            store.optimize()  # as the daemon does after its build: no search before it
+            chunks = store.stats().total_chunks
+
+            def inproc(q: str) -> None:
+                planned = query.plan(q)
+                if planned is not None:
+                    search_store(store, planned, LIMIT)
+
+            probes = {"HTTP": http_probe(daemon), "in process": inproc}
+            alone = measure(probes, queries)
+            buffers_alone = buffers(db, first, queries[:BUFFER_QUERIES])
+            others = [f"{first}-copy-{k:03d}" for k in range(1, count)]
+            progress(NAME, f"namespaces: copying the first {len(others)} times in SQL")
+            started = time.monotonic()
+            clone(db, first, others)
+            copy_s = time.monotonic() - started
+            among = measure(probes, queries)
+            buffers_among = buffers(db, first, queries[:BUFFER_QUERIES])
+            # And searches spread over the namespaces, each query to a random one.
+            rng = random.Random(19)
+            spread = [open_store(db, ns) for ns in rng.sample([first, *others], min(10, count))]
+            try:
+
+                def anywhere(q: str) -> None:
+                    planned = query.plan(q)
+                    if planned is not None:
+                        search_store(rng.choice(spread), planned, LIMIT)
+
+                among["in process, spread"] = measure({"x": anywhere}, queries)["x"]
+            finally:
+                for s in spread:
+                    s.close()
         finally:
-            for store in stores.values():
+            daemon.stop()
+            if store is not None:
                 store.close()
-            server.cleanup()
-            shutil.rmtree(pg_base, ignore_errors=True)
-    result.tables.append(
-        Table(f"BM25 search at {chunks:,} chunks, in process (top {LIMIT})",
-              [*LATENCY_HEADERS, "build s"],
-              [[*lat[name].row(name), f"{build_s[name]:.1f}"] for name in lat])
-    )  # fmt: skip
-    for name in lat:
-        result.figures.append(Figure(f"search p50 at {chunks:,} chunks, {name}",
-                                     lat[name].p50, "ms"))  # fmt: skip
-    result.details["latency"] = {name: lt.to_json() for name, lt in lat.items()}
-    result.details["build_s"] = build_s
-    result.notes.append(
-        "PostgreSQL computes FTS5's BM25 (same k1, b, column weights) from a postings "
-        "table in SQL; its stems are Snowball English where SQLite's are Porter"
-    )
+    return Isolation(count, chunks, copy_s, alone, among, buffers_alone, buffers_among)
+
+
+# -- the benchmark ------------------------------------------------------------------
+
+
+def run(ctx: Context) -> BenchResult:
+    result = BenchResult(NAME, "PostgreSQL store beside SQLite: recall, index and search at scale")
+    loc = ctx.locomo()
+    sizes = QUICK_SIZES if ctx.quick else FULL_SIZES if ctx.full else SIZES
+    scales: list[Scale] = []
+    with ctx.tempdir(NAME) as tmp:
+        recall(ctx, tmp, result)
+        sources = source_files(loc.dev_corpora())
+        roots = {name: Replicator(sources, tmp / name.lower()) for name in STORES}
+        with cluster() as url:
+            for size in sizes:
+                scales.append(scale(ctx, tmp, url, size, roots))
+            iso = isolation(ctx, tmp, url)
+    _report_scale(result, scales)
+    _report_isolation(result, iso)
     return result
+
+
+def _report_scale(result: BenchResult, scales: list[Scale]) -> None:
+    rows: list[list[str]] = []
+    for s in scales:
+        tag = f"{s.chunks // 1000:,}k chunks"
+        for name in STORES:
+            rows.append([f"{tag}, {name}", f"{s.index_s[name]:.1f}",
+                         f"{s.update[name].p50:.1f}", f"{s.search[name].p50:.2f}",
+                         f"{s.search[name].p99:.2f}"])  # fmt: skip
+            result.figures += [
+                Figure(f"{tag}: cold index, {name}", s.index_s[name], "s", 1),
+                Figure(f"{tag}: one-file update p50, {name}", s.update[name].p50, "ms"),
+                Figure(f"{tag}: HTTP search p50, {name}", s.search[name].p50, "ms"),
+                Figure(f"{tag}: HTTP search p99, {name}", s.search[name].p99, "ms"),
+            ]
+    result.tables.append(Table(
+        "one daemon per store on the same corpus (sparse; searches interleaved)",
+        ["", "cold index s", "update p50 ms", "search p50 ms", "search p99 ms"], rows,
+    ))  # fmt: skip
+    result.tables.append(Table(
+        "HTTP search latency",
+        LATENCY_HEADERS,
+        [s.search[n].row(f"{s.chunks // 1000:,}k, {n}") for s in scales for n in STORES],
+    ))  # fmt: skip
+    result.details["scale"] = [s.to_json() for s in scales]
+    result.notes += [
+        "cold index: from spawning `sidecar serve` until /memory/status says every file "
+        "is indexed (the daemon's cold build in steps); PostgreSQL in a fresh namespace",
+        "update: POST /memory/write appending one line to a small daily file, answered "
+        "once the file is on disk and its changed chunks indexed",
+        "PostgreSQL computes FTS5's BM25 (same k1, b, column weights) from a postings "
+        "table in SQL; its stems are Snowball English where SQLite's are Porter",
+    ]
+
+
+def _report_isolation(result: BenchResult, iso: Isolation) -> None:
+    tag = f"{iso.namespaces} namespaces of {iso.chunks // 1000}k"
+    ratio = iso.among["HTTP"].p50 / iso.alone["HTTP"].p50
+    result.figures += [
+        Figure("1 namespace of 10k: HTTP search p50", iso.alone["HTTP"].p50, "ms"),
+        Figure(f"{tag}: HTTP search p50 (same namespace)", iso.among["HTTP"].p50, "ms"),
+        Figure(f"{tag} / 1 namespace: HTTP p50", ratio, "x", target=ISOLATION),
+        Figure(
+            f"{tag}: in-process p50, a random namespace each",
+            iso.among["in process, spread"].p50,
+            "ms",
+        ),
+        Figure(
+            f"{tag} / 1 namespace: shared buffers per search",
+            iso.buffers_among / max(iso.buffers_alone, 1e-9),
+            "x",
+            target=ISOLATION,
+        ),
+    ]
+    rows = [lat.row(f"1 namespace, {k}") for k, lat in iso.alone.items()]
+    rows += [lat.row(f"{iso.namespaces} namespaces, {k}") for k, lat in iso.among.items()]
+    result.tables.append(Table(f"search in one namespace of {iso.chunks:,} chunks, alone and "
+                               f"among {iso.namespaces}", LATENCY_HEADERS, rows))  # fmt: skip
+    result.details["isolation"] = iso.to_json()
+    result.notes.append(
+        f"namespaces: {iso.namespaces - 1} copies of the first made in SQL in "
+        f"{iso.copy_s:.0f} s; shared buffers per BM25 search (EXPLAIN ANALYZE, mean of "
+        f"{BUFFER_QUERIES}): {iso.buffers_alone:.0f} alone, {iso.buffers_among:.0f} among "
+        f"{iso.namespaces}"
+    )

@@ -429,6 +429,8 @@ class TierIndexes:
         state.changes_since_optimize += build.added
         self._changed()
         log.info("index build done; every file is searchable", extra=build.progress.log_fields())
+        if self._loop is not None:  # after a bulk load, not 200 changes later
+            self._loop.call_soon_threadsafe(self._optimize_soon, state.tier.name)
 
     def _continue_build(self, tier: str) -> None:
         """On the event loop. When stopping, the build is left as it is: the marker
@@ -436,6 +438,13 @@ class TierIndexes:
         if not self._stop.is_set():
             with contextlib.suppress(RuntimeError):
                 self.queue.submit(JobKey(tier, BUILD))
+
+    def _optimize_soon(self, tier: str) -> None:
+        """On the event loop: a freshly built index gets its statistics (PostgreSQL's
+        planner reads postings by them) and merged segments (FTS5) before searches pile up."""
+        if not self._stop.is_set():
+            with contextlib.suppress(RuntimeError):
+                self.queue.submit(JobKey(tier, OPTIMIZE))
 
     def _begin(self, state: TierState, kind: str, total: int | None = None) -> BuildProgress:
         if total is None:
