@@ -3,6 +3,8 @@ the degraded state an unreachable server leaves the tier in."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import urllib.error
 from dataclasses import replace
@@ -135,6 +137,44 @@ def test_a_second_lead_stands_by_and_takes_over_when_the_first_dies(
         health = second.get("/healthz")["tiers"]["crew"]
         assert health["state"] == "ready"
         assert second.get("/memory/status?scope=crew")["total_files"] == 3
+    finally:
+        first.kill()
+        second.kill()
+
+
+def test_a_standby_takes_the_lease_within_seconds_and_catches_up(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Reconciles an hour apart: only the standby's own lease timer can explain the
+    takeover, and only its catch-up reconcile can index a change it was refused."""
+    crew = tmp_path / "crew"
+    (crew / "topics").mkdir(parents=True)
+    (crew / "topics" / "infra.md").write_text("# Infra\n\nStaging runs on zeppelins.\n")
+    extra = ["--crew-store", pg_url, "--namespace", f"timer-{tmp_path.name}",
+             "--reconcile-interval", "3600"]  # fmt: skip
+    first = SidecarProcess(tmp_path / "a1" / "agent", crew, extra=extra).start()
+    second = SidecarProcess(tmp_path / "a2" / "agent", crew, extra=extra)
+    try:
+        wait_for(lambda: crew_store(first)["writer"] == "lead", what="the first to lead")
+        second.proc = subprocess.Popen(second.args, env=second.env, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)  # fmt: skip
+        wait_for(lambda: _answers(second) and crew_store(second)["writer"] == "standby",
+                 timeout=20, what="the second lead to stand by")  # fmt: skip
+        assert first.proc is not None
+        os.kill(first.proc.pid, signal.SIGSTOP)  # the writer hangs: it indexes nothing
+        (crew / "topics" / "ops.md").write_text("# Ops\n\nPager rotation uses wombats.\n")
+
+        def refused() -> bool:
+            error = second.get("/healthz")["tiers"]["crew"].get("last_error") or ""
+            return "ops.md" in error and "another sidecar" in error
+
+        wait_for(refused, what="the standby to be refused the change")
+        first.kill()
+        wait_for(lambda: crew_store(second)["writer"] == "lead", timeout=15,
+                 what="the standby to take the lease on its own")  # fmt: skip
+        wait_for(lambda: bool(second.search("wombats", scope="crew")), timeout=15,
+                 what="the change it was refused, indexed once it leads")  # fmt: skip
+        assert second.get("/memory/status?scope=crew")["total_files"] == 2
     finally:
         first.kill()
         second.kill()

@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 OPTIMIZE_AFTER_CHANGES = 200
 RETRY_AFTER_S = 2  # what a search of a tier being rebuilt is told to wait
 HEAL_RETRY_S = 5.0  # between attempts to rebuild an index that failed to rebuild
+LEASE_RETRY_S = 1.0  # a standby's attempts at a shared store's writer lease
 T = TypeVar("T")
 
 
@@ -175,6 +176,8 @@ class TierIndexes:
         self.queue.start()
         initial = [self.queue.submit(JobKey(name, TREE, "")) for name in self.tiers]
         self._tasks.append(asyncio.create_task(self._reconcile_timer(), name="reconcile"))
+        if any(hasattr(state.store, "take_lease") for state in self.tiers.values()):
+            self._tasks.append(asyncio.create_task(self._lease_timer(), name="lease"))
         if self._cold:
             self._tasks.append(asyncio.create_task(self._watch_after(initial), name="watcher"))
             return
@@ -267,6 +270,17 @@ class TierIndexes:
                 self.queue.submit(JobKey(name, TREE, ""))
                 if state.changes_since_optimize >= OPTIMIZE_AFTER_CHANGES:
                     self.queue.submit(JobKey(name, OPTIMIZE))
+
+    async def _lease_timer(self) -> None:
+        """A standby of a shared store tries its writer lease every second, so that it
+        takes over within seconds of the writer's death, not at the next reconcile; once
+        it has it, it reconciles the tier (changes made while it stood by were refused)."""
+        while True:
+            await asyncio.sleep(LEASE_RETRY_S)
+            for name, state in self.tiers.items():
+                take = getattr(state.store, "take_lease", None)
+                if take is not None and await self.read(take):
+                    self.queue.submit(JobKey(name, TREE, ""))
 
     # -- jobs (run on the writer thread) ---------------------------------------------
 

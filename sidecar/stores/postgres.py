@@ -61,8 +61,8 @@ class StoreUnavailable(RuntimeError):
 class NotWriter(RuntimeError):
     """Another sidecar holds the namespace's writer lease; this one is its standby.
 
-    Not damage: the index is fine and searches read it. The standby's next write
-    attempt (a reconcile, at the latest) takes the lease once its holder is gone."""
+    Not damage: the index is fine and searches read it. The standby tries the lease
+    every second (``take_lease``) and takes it once its holder is gone."""
 
 
 def _tsquery(node: fts5.Node) -> str | None:
@@ -232,6 +232,8 @@ class PostgresStore:
         # namespace writes; the lock lives (and dies) with this dedicated connection.
         self._single_writer = single_writer
         self._lease: Conn | None = None
+        self._spare: Conn | None = None  # a standby's connection, to try the lock again
+        self._taken = False  # the lease was taken since take_lease last said so
         self._lease_lock = threading.Lock()
         self._pool = ConnectionPool(
             url,
@@ -295,29 +297,47 @@ class PostgresStore:
                     return
                 except psycopg.Error:  # the connection, and with it the lock, is gone
                     self._drop_lease()
+            # A standby keeps its connection between attempts: trying every second must
+            # not cost the server a new backend process each time.
+            conn, self._spare = self._spare, None
             try:
-                conn = psycopg.connect(
-                    self.url, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
-                )
+                if conn is None or conn.closed:
+                    timeout = max(1, round(self.connect_timeout))
+                    conn = psycopg.connect(self.url, autocommit=True, connect_timeout=timeout)
+                (held,) = conn.execute(
+                    "SELECT pg_try_advisory_lock(hashtextextended(%s, 1))", (self.namespace,)
+                ).fetchone()  # type: ignore[misc]
             except psycopg.Error as exc:
+                if conn is not None:
+                    conn.close()
                 raise StoreUnavailable(f"PostgreSQL unreachable: {_describe(exc)}") from exc
-            (held,) = conn.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(%s, 1))", (self.namespace,)
-            ).fetchone()  # type: ignore[misc]
             if not held:
-                conn.close()
+                self._spare = conn
                 raise NotWriter(
                     f"another sidecar writes namespace {self.namespace!r}; this one is its "
                     "standby and takes over when that one stops"
                 )
             self._lease = conn
+            self._taken = True
             log.warning("writer lease taken", extra={"namespace": self.namespace})
 
     def _drop_lease(self) -> None:
-        if self._lease is not None:
-            with suppress(psycopg.Error):
-                self._lease.close()
-            self._lease = None
+        for conn in (self._lease, self._spare):
+            if conn is not None:
+                with suppress(psycopg.Error):
+                    conn.close()
+        self._lease = self._spare = None
+
+    def take_lease(self) -> bool:
+        """Try the writer lease, if this sidecar is a standby: True once after it took
+        it (its holder is gone), so the caller catches up on what changed. The
+        daemon calls this every second, which makes a takeover a matter of seconds."""
+        if self.writer == "standby":
+            with suppress(NotWriter, StoreUnavailable):
+                self._hold_lease()
+        with self._lease_lock:  # taken here, or by a write or health probe since last asked
+            taken, self._taken = self._taken, False
+        return taken
 
     @property
     def writer(self) -> str:
