@@ -39,6 +39,7 @@ from bench import (
     latency,
     learnings,
     memory,
+    pg_failover,
     pg_store,
     prompt_block,
     retrieval,
@@ -71,6 +72,10 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",
+    ),
+    pg_failover.NAME: (
+        pg_failover.run,
+        "two leads on one PostgreSQL crew namespace: kill the writer",
     ),
 }
 
