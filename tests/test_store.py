@@ -1,4 +1,5 @@
-"""The SQLite FTS5 index store, on real database files."""
+"""What only the SQLite store does, on real database files; what every store does is in
+``test_store_contract.py``, run against SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from sidecar.index.chunking import Chunk
 from sidecar.index.sqlite import SCHEMA_VERSION, SQLiteStore
-from sidecar.index.store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
+from sidecar.index.store import FileState, Hit, IndexedFile, StoreStats
 
 
 def item(
@@ -85,36 +86,6 @@ def test_search_with_no_match_is_empty(store: SQLiteStore) -> None:
     assert store.search('"zeppelin"', 10) == []
 
 
-def test_scores_are_higher_is_better_and_sorted(store: SQLiteStore) -> None:
-    fill(store)
-    for i in range(5):
-        store.replace_file(item(f"more{i}.md", ("More", f"kiwi filler words number {i} and more")))
-    hits = store.search('"kiwi" OR "mango"', 10)
-    assert len(hits) == 7
-    scores = [h.score for h in hits]
-    assert scores == sorted(scores, reverse=True)
-    assert hits[0].path == "a.md" and hits[0].heading == "Alpha"
-    assert hits[0].score > hits[-1].score
-
-
-def test_limit_caps_results(store: SQLiteStore) -> None:
-    for i in range(20):
-        store.replace_file(item(f"n{i}.md", ("Note", f"shared token {i}")))
-    assert len(store.search('"shared"', 7)) == 7
-    assert len(store.search('"shared"', 50)) == 20
-
-
-def test_replacing_a_file_removes_its_old_text(store: SQLiteStore) -> None:
-    store.replace_file(item("a.md", ("Old", "obsolete walrus"), ("Old", "second walrus")))
-    store.replace_file(item("b.md", ("Keep", "walrus elsewhere")))
-    store.replace_file(item("a.md", ("New", "fresh narwhal")))
-    assert paths(store.search('"walrus"', 10)) == ["b.md"]
-    assert paths(store.search('"obsolete"', 10)) == []
-    assert paths(store.search('"narwhal"', 10)) == ["a.md"]
-    assert store.stats().total_files == 2
-    assert store.stats().total_chunks == 2
-
-
 def rows(store: SQLiteStore, path: str) -> dict[int, tuple[int, int, str, str]]:
     """id -> (start_line, end_line, heading, body) of every chunk row of one file."""
     got = store._reader().execute(
@@ -177,65 +148,11 @@ def test_replace_file_keeps_identical_chunks_apart(store: SQLiteStore) -> None:
     assert_fts_consistent(store)
 
 
-def test_remove_files(store: SQLiteStore) -> None:
-    fill(store)
-    assert store.remove_files(["a.md", "missing.md"]) == 1
-    assert store.file_state("a.md") is None
-    assert paths(store.search('"kiwi"', 10)) == ["b.md"]
-    assert store.remove_files([]) == 0
-    assert store.remove_files(["b.md", "c.md"]) == 2
-    assert store.search('"kiwi"', 10) == []
-    assert store.stats() == StoreStats(0, 0, 0, None)
-
-
-def test_replace_all_swaps_everything(store: SQLiteStore) -> None:
-    fill(store)
-    store.replace_all(iter([item("x.md", ("X", "brand new index")), item("y.md", ("Y", "new"))]))
-    assert sorted(store.file_states()) == ["x.md", "y.md"]
-    assert store.search('"kiwi"', 10) == []
-    assert sorted(paths(store.search('"new"', 10))) == ["x.md", "y.md"]
-    assert store.stats().total_chunks == 2
-
-
 def test_replace_all_with_nothing_empties_the_index(store: SQLiteStore) -> None:
     fill(store)
     store.replace_all([])
     assert store.file_states() == {}
     assert store.search('"kiwi"', 10) == []
-
-
-def test_failed_replace_all_keeps_the_old_index(store: SQLiteStore) -> None:
-    fill(store)
-
-    def broken() -> Iterator[IndexedFile]:
-        yield item("x.md", ("X", "half written"))
-        raise RuntimeError("disk went away")
-
-    with pytest.raises(RuntimeError):
-        store.replace_all(broken())
-    assert sorted(store.file_states()) == ["a.md", "b.md", "c.md"]
-    assert store.search('"half"', 10) == []
-    assert len(store.search('"kiwi"', 10)) == 2
-
-
-@pytest.mark.parametrize(
-    "match",
-    [
-        "kiwi AND",
-        '"unterminated phrase',
-        "(kiwi",
-        "kiwi)",
-        "NEAR(kiwi mango",
-        "nosuchcolumn: kiwi",
-        "NOT",
-        "*",
-        "NEAR(kiwi mango, x)",
-    ],
-)
-def test_invalid_fts5_syntax_raises_query_syntax_error(store: SQLiteStore, match: str) -> None:
-    fill(store)
-    with pytest.raises(QuerySyntaxError):
-        store.search(match, 10)
 
 
 def test_explicit_fts5_syntax_works(store: SQLiteStore) -> None:
@@ -261,17 +178,6 @@ def test_diacritics_are_removed(store: SQLiteStore) -> None:
     assert paths(store.search('"cafe"', 10)) == ["a.md"]
     assert paths(store.search('"resume"', 10)) == ["a.md"]
     assert paths(store.search('"CAFÉ"', 10)) == ["a.md"]
-
-
-def test_heading_outweighs_body(store: SQLiteStore) -> None:
-    # Same column lengths, same term frequency: only the column the term is in differs.
-    store.replace_file(item("heading.md", ("quux zeta", "alpha beta")))
-    store.replace_file(item("body.md", ("alpha zeta", "quux beta")))
-    for i in range(8):
-        store.replace_file(item(f"filler{i}.md", (f"fill{i} zeta", f"other{i} beta")))
-    hits = store.search('"quux"', 10)
-    assert paths(hits) == ["heading.md", "body.md"]
-    assert hits[0].score > hits[1].score
 
 
 # -- bookkeeping ---------------------------------------------------------------
