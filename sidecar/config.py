@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sidecar.disk.tiers import Tier
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
+from sidecar.stores import is_postgres
 from sidecar.stores import validate as validate_store
 
 KIB = 1024
@@ -116,3 +117,12 @@ class Settings:
         if tier.name == "crew":
             return own or self.store, f"{space}/crew"
         return own or self.store, f"{space}/agent/{self.agent_id or 'agent'}"
+
+    def crew_reader(self) -> tuple[str, str] | None:
+        """Where a member reads the crew tier's index itself, read-only: the crew store
+        when it is PostgreSQL (the lead's namespace there), so crew searches need no hop
+        through the lead. None on the lead, or when the member asks the lead."""
+        if self.role == "lead":
+            return None
+        location, namespace = self.store_for(Tier("crew", self.crew_dir))
+        return (location, namespace) if is_postgres(location) else None

@@ -24,7 +24,7 @@ from sidecar.disk.tiers import Tier
 from sidecar.errors import ApiError
 from sidecar.facts import routes as facts_routes
 from sidecar.facts.facts import Facts
-from sidecar.index.indexes import TierIndexes
+from sidecar.index.indexes import TierIndexes, stats_json
 from sidecar.index.store import IndexStore
 from sidecar.journal import routes as journal_routes
 from sidecar.journal.journal import Journal
@@ -61,7 +61,9 @@ class MemoryService:
             self._open_store,
         )
         self.embeddings = Embeddings(settings, self.indexes)
-        self.search = Search(self.indexes, self.embeddings, self.lead)
+        reader = settings.crew_reader()  # a member reading the crew index in PostgreSQL
+        self.crew_reader = open_store(*reader, read_only=True) if reader else None
+        self.search = Search(self.indexes, self.embeddings, self.lead, self.crew_reader)
         self.notes = Notes(settings, self.indexes)
         self.files = Browser(settings, self.indexes, self.notes.read)  # MCP resources
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead)
@@ -70,7 +72,7 @@ class MemoryService:
         self.operators = Operators(settings, self.indexes, self.notes, self.journal, llm)
         self.working = Working(settings, self.journal, llm)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working)
-        has_crew = settings.role == "lead" or self.lead is not None
+        has_crew = settings.role == "lead" or self.lead is not None or reader is not None
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew
         )
@@ -130,6 +132,8 @@ class MemoryService:
         await self.journal.close()
         await self.learnings.close()
         await self.indexes.close()
+        if self.crew_reader is not None:
+            self.crew_reader.close()
         self.notes.close()
         self.context.close()
         log.info("sidecar stopped")
@@ -138,6 +142,9 @@ class MemoryService:
         """One tier's index and vectors; a member asks the lead about the crew tier."""
         if scope == "both":
             raise ApiError(400, "bad_scope", "status takes scope agent or crew")
+        if scope == "crew" and self.crew_reader is not None:
+            stats = await self.indexes.read(self.crew_reader.stats)
+            return {"scope": "crew", "store": describe(self.crew_reader), **stats_json(stats)}
         if scope == "crew" and self.lead is not None:
             try:
                 return await self.lead.request("GET", "/memory/status?scope=crew")
@@ -170,6 +177,12 @@ class MemoryService:
             tiers["crew"] = self.lead.health()
             if not self.lead.reachable:
                 reasons.append(f"crew: lead unreachable: {self.lead.last_error or 'not yet asked'}")
+        if self.crew_reader is not None:  # searched here, from the lead's namespace
+            problem = await self.indexes.read(self.crew_reader.problem)
+            tiers["crew"] = {**tiers.get("crew", {}), "state": "broken" if problem else "ready",
+                             "reads": "direct", "store": describe(self.crew_reader)}  # fmt: skip
+            if problem:
+                reasons.append(f"crew: {problem}")
         watcher_down = self.indexes.watcher_reason()
         if watcher_down:
             reasons.append(watcher_down)

@@ -180,6 +180,43 @@ def test_a_standby_takes_the_lease_within_seconds_and_catches_up(
         second.kill()
 
 
+def test_a_member_searches_the_crew_tier_in_postgresql_itself(tmp_path: Path, pg_url: str) -> None:
+    """A member with --crew-store and no lead URL (nor the crew folder) finds what the
+    lead indexed, even once the lead is gone, and writes nothing there."""
+    crew = tmp_path / "crew"
+    (crew / "topics").mkdir(parents=True)
+    (crew / "topics" / "infra.md").write_text("# Infra\n\nStaging runs on zeppelins.\n")
+    space = f"member-{tmp_path.name}"
+    extra = ["--crew-store", pg_url, "--namespace", space]
+    lead = SidecarProcess(tmp_path / "lead" / "agent", crew, extra=extra).start()
+    member = SidecarProcess(tmp_path / "m" / "agent", tmp_path / "m" / "no-crew", role="agent",
+                            extra=extra)  # fmt: skip
+    try:
+        member.start()
+        health = member.get("/healthz")
+        assert health["status"] == "ok", health
+        tier = health["tiers"]["crew"]
+        assert tier["reads"] == "direct"
+        assert tier["store"]["namespace"] == f"{space}/crew"
+        assert tier["store"]["writer"] == "reader"
+        lead.kill()  # nothing goes through the lead
+        hits = member.search("where does staging run? zeppelins", scope="crew")
+        assert [(h["file"], h["source"]) for h in hits] == [("topics/infra.md", "crew")]
+        both = member.search("zeppelins", scope="both")
+        assert [h["file"] for h in both] == ["topics/infra.md"]
+        status, _ = member.call(
+            "POST",
+            "/memory/write",
+            {"scope": "crew", "file": "topics/m.md", "content": "- member", "mode": "append"},
+        )
+        assert status != 201
+        assert member.get("/memory/status?scope=crew")["total_files"] == 1
+        assert not (tmp_path / "m" / "no-crew" / "topics").exists()
+    finally:
+        lead.kill()
+        member.kill()
+
+
 def _answers(proc: SidecarProcess) -> bool:
     try:
         proc.get("/healthz")

@@ -5,6 +5,7 @@ cluster (``pg_url``) and each gets a namespace of its own."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -603,11 +604,38 @@ def test_one_writer_per_namespace_the_other_stands_by(pg_url: str) -> None:
         assert standby.problem(NotWriter("x")) is None  # not damage: nothing to rebuild
         assert paths(standby.search('"walrus"', 10)) == ["a.md"]  # reads the lead's index
         assert standby.problem() is None and standby.writer == "standby"
-        lead.close()  # its session, and the lease with it, ends
-        assert standby.problem() is None  # a health probe takes the free lease
+        lead.close()  # its session, and the lease with it, ends as its backend exits
+        deadline = time.monotonic() + 10
+        while standby.writer != "lead" and time.monotonic() < deadline:
+            assert standby.problem() is None  # a health probe takes the free lease
+            time.sleep(0.01)
         assert standby.writer == "lead"
         standby.replace_file(item("b.md", ("B", "narwhal")))
         assert sorted(standby.file_states()) == ["a.md", "b.md"]
     finally:
         lead.close()
         standby.close()
+
+
+def test_a_read_only_store_reads_the_namespace_and_never_writes(pg_url: str) -> None:
+    """What a crew member opens: the lead's rows, searchable; any write refused."""
+    space = namespace("reader")
+    writer = open_store(pg_url, space)
+    reader = open_store(pg_url, space, read_only=True)
+    try:
+        writer.replace_file(item("crew.md", ("Crew", "the kiln is in bay four")))
+        assert paths(reader.search('"kiln"', 10)) == ["crew.md"]
+        assert describe(reader)["writer"] == "reader"
+        with pytest.raises(NotWriter):
+            reader.replace_file(item("member.md", ("Member", "written by a member")))
+        with pytest.raises(NotWriter):
+            reader.remove_files(["crew.md"])
+        with pytest.raises(NotWriter):
+            reader.reset()
+        reader.optimize()  # the writer's job: a no-op, not an error
+        assert reader.take_lease() is False  # type: ignore[attr-defined]
+        assert writer.stats().total_files == 1
+        assert paths(writer.search('"kiln"', 10)) == ["crew.md"]
+    finally:
+        reader.close()
+        writer.close()

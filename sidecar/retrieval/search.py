@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes, TierState
-from sidecar.index.store import Hit
+from sidecar.index.store import Hit, IndexStore
 from sidecar.metrics import timed
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.modes import DENSE, HYBRID, MODES, POOL, SPARSE
@@ -47,11 +47,18 @@ class SearchResponse:
 
 class Search:
     def __init__(
-        self, indexes: TierIndexes, embeddings: Embeddings, lead: LeadClient | None
+        self,
+        indexes: TierIndexes,
+        embeddings: Embeddings,
+        lead: LeadClient | None,
+        crew_reader: IndexStore | None = None,
     ) -> None:
         self.indexes = indexes
         self.embeddings = embeddings
         self.lead = lead
+        # A member whose crew index is in PostgreSQL searches it here (BM25, read-only)
+        # instead of asking the lead.
+        self.crew_reader = crew_reader
 
     @timed("search")
     async def search(
@@ -59,7 +66,8 @@ class Search:
     ) -> SearchResponse:
         """Each tier ranked by BM25, dense vectors or both; tiers fused by rank; a member
         asks the lead for the crew tier."""
-        states = self.indexes.for_scope(scope, lead_has_crew=self.lead is not None)
+        elsewhere = self.lead is not None or self.crew_reader is not None
+        states = self.indexes.for_scope(scope, lead_has_crew=elsewhere)
         asked = mode
         mode = self._mode(asked, local=bool(states))
         planned = plan(query)
@@ -86,13 +94,23 @@ class Search:
         ]
         names = [s.tier.name for s in states]
         if len(names) < (2 if scope == "both" else 1):  # the crew tier is the lead's
-            searches.append(self._search_lead(query, limit, asked))
+            if self.crew_reader is not None:
+                searches.append(self.indexes.read(
+                    rank_tier, self.crew_reader, "crew", planned, limit, SPARSE))  # fmt: skip
+            else:
+                searches.append(self._search_lead(query, limit, asked))
             names.append("crew")
         outcomes = await asyncio.gather(*searches, return_exceptions=True)
         ranked: dict[str, list[Result]] = {}
         modes: set[str] = set()
         rebuilding: ApiError | None = None  # a tier left out while its index is rebuilt
         for name, outcome in zip(names, outcomes, strict=True):
+            if name == "crew" and self.crew_reader is not None and isinstance(outcome, Exception):
+                why = self.crew_reader.problem(outcome) or f"{type(outcome).__name__}: {outcome}"
+                if scope == "crew":
+                    raise ApiError(503, "crew_store_unavailable", f"crew index: {why}")
+                degraded.append(f"crew: {why}")
+                continue
             if isinstance(outcome, LeadUnavailable):
                 if scope == "crew":
                     raise unreachable(self.lead.url if self.lead else None, outcome)

@@ -214,6 +214,7 @@ class PostgresStore:
         max_connections: int = 4,
         use_pgvector: bool = True,
         single_writer: bool = False,
+        read_only: bool = False,
     ) -> None:
         if not namespace:
             raise ValueError("a PostgreSQL store needs a namespace")
@@ -231,6 +232,8 @@ class PostgresStore:
         # With single_writer, only the sidecar holding a session advisory lock on the
         # namespace writes; the lock lives (and dies) with this dedicated connection.
         self._single_writer = single_writer
+        # A crew member reads the lead's namespace directly and never writes or migrates.
+        self._read_only = read_only
         self._lease: Conn | None = None
         self._spare: Conn | None = None  # a standby's connection, to try the lock again
         self._taken = False  # the lease was taken since take_lease last said so
@@ -260,7 +263,10 @@ class PostgresStore:
             return
         try:
             with self._pool.connection() as conn:
-                self._pgvector = migrate(conn) and self._use_pgvector
+                if self._read_only:
+                    conn.execute("SELECT 1")
+                else:
+                    self._pgvector = migrate(conn) and self._use_pgvector
         except SchemaTooNew as exc:
             self.last_error = str(exc)
             raise StoreUnavailable(str(exc)) from exc
@@ -341,8 +347,11 @@ class PostgresStore:
 
     @property
     def writer(self) -> str:
-        """``lead`` (holds the writer lease), ``standby`` (another sidecar does), or
-        ``shared`` (no lease: writers of the namespace just take turns)."""
+        """``lead`` (holds the writer lease), ``standby`` (another sidecar does),
+        ``shared`` (no lease: writers of the namespace just take turns), or ``reader``
+        (opened read-only: a crew member searching the lead's namespace)."""
+        if self._read_only:
+            return "reader"
         if not self._single_writer:
             return "shared"
         return "lead" if self._lease is not None else "standby"
@@ -350,6 +359,8 @@ class PostgresStore:
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:
         """One write transaction; writers of this namespace, in any process, take turns."""
+        if self._read_only:
+            raise NotWriter(f"this sidecar only reads namespace {self.namespace!r}")
         if self._single_writer:
             self._hold_lease()
         with self._write_lock, self._conn() as conn, conn.transaction():
@@ -749,6 +760,8 @@ class PostgresStore:
     def optimize(self) -> None:
         """Refresh the planner's statistics and the visibility map (postings grow and shrink
         with every write), so a search's term lookups read the covering index alone."""
+        if self._read_only:
+            return  # the writer's job
         with self._conn() as conn:
             conn.execute("VACUUM (ANALYZE) postings, chunks")
 
