@@ -170,11 +170,13 @@ class Scale:
 
 
 def _start(root: Path, tmp: Path, name: str, extra: list[str], files: int, size: int) -> Daemon:
-    """A daemon on ``root``, once its agent tier holds every file (a cold build)."""
+    """A daemon on ``root``, once its agent tier holds every file (a cold build); no cap
+    on the tier's size, which a replicated corpus is far over."""
     crew = tmp / f"crew-{name}"
     crew.mkdir(exist_ok=True)
     daemon = Daemon(root, crew, tmp / f"daemon-{name}.log",
-                    extra_args=["--embedder", "none", *extra])  # fmt: skip
+                    extra_args=["--embedder", "none", "--cap-tier-bytes", str(1 << 40),
+                                *extra])  # fmt: skip
     try:
         daemon.start()
         daemon.wait_ready(timeout=120)
