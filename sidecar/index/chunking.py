@@ -8,12 +8,12 @@ an agent passes to ``sed -n`` or ``memory.read``, so they count ``\\n`` only.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
@@ -28,6 +28,15 @@ _STRUCTURE_FIRST = " #`~"  # what a heading or fence line can start with
 # libyaml's loader is several times faster than the pure-Python one.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONT_MATTER_SCAN = 200  # lines; a front matter block longer than this is body text
+# The common front matter, flat ``key: value`` lines, read without YAML (see
+# ``_flat_front_matter``): ASCII only, and only what YAML's resolvers read one way.
+_FLAT_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*): (.+)")
+_FLAT_TEXT = re.compile(r"[A-Za-z](?:[A-Za-z0-9 _.'()/-]*[A-Za-z0-9_.'()/-])?")
+_FLAT_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+_FLAT_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_FLAT_INT = re.compile(r"0|[1-9][0-9]*")
+# Words YAML 1.1 reads as booleans or null, whatever their case here: left to YAML.
+_FLAT_RESERVED = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
 # A line ending like this introduces what follows it (a question, "Options:").
 _LEAD_IN = ("?", ":")
 # _pack aims every chunk at this fraction of the cap, and cutting right after a
@@ -81,12 +90,57 @@ def parse_front_matter(lines: list[str]) -> tuple[int, dict[str, Any]]:
         return 0, {}
     for i in range(1, min(len(lines), _FRONT_MATTER_SCAN)):
         if lines[i].strip() in ("---", "..."):
+            flat = _flat_front_matter(lines, 1, i)
+            if flat is not None:
+                return i + 1, flat
             try:
                 data = yaml.load("\n".join(lines[1:i]), Loader=_YAML_LOADER)
             except (yaml.YAMLError, ValueError, RecursionError):
                 data = None  # e.g. "date: 2026-13-45" fails in the timestamp constructor
             return i + 1, data if isinstance(data, dict) else {}
     return 0, {}
+
+
+def _flat_value(text: str) -> Any:
+    """``text`` as YAML reads a plain scalar or flow list, for the forms where that is
+    certain; ``_FLAT_RESERVED`` (never its value) when it is not."""
+    if _FLAT_TEXT.fullmatch(text):
+        return _FLAT_RESERVED if text.lower() in _FLAT_RESERVED else text
+    if _FLAT_INT.fullmatch(text):
+        return int(text)
+    m = _FLAT_DATE.fullmatch(text)
+    if m:
+        try:
+            return datetime.date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:  # YAML fails on it too; let it decide what that means
+            return _FLAT_RESERVED
+    if text[:1] == "[" and text[-1:] == "]":
+        items = text[1:-1].split(", ") if len(text) > 2 else []
+        for item in items:
+            if not _FLAT_WORD.fullmatch(item) or item.lower() in _FLAT_RESERVED:
+                return _FLAT_RESERVED
+        return items
+    return _FLAT_RESERVED
+
+
+def _flat_front_matter(lines: list[str], lo: int, hi: int) -> dict[str, Any] | None:
+    """lines[lo:hi] read as YAML would if every one is a flat ``key: value`` line of the
+    forms ``_flat_value`` knows (a title, a date, a list of tags); None for anything
+    else, which YAML reads. YAML's Python constructor costs more than chunking the
+    whole note, and most front matter is this simple."""
+    data: dict[str, Any] = {}
+    for i in range(lo, hi):
+        m = _FLAT_LINE.fullmatch(lines[i])
+        if m is None:
+            return None
+        key = m[1]
+        if key in data or key.lower() in _FLAT_RESERVED:
+            return None
+        value = _flat_value(m[2])
+        if value is _FLAT_RESERVED:
+            return None
+        data[key] = value
+    return data
 
 
 def _heading_of(line: str) -> tuple[int, str] | None:
@@ -178,10 +232,13 @@ def _split_long_line(line: str, max_chars: int) -> list[str]:
     return pieces
 
 
-def _units(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int, int]]:
+def _units(
+    stripped: list[str], cum: list[int], lo: int, hi: int, max_chars: int
+) -> list[tuple[int, int]]:
     """Paragraphs of lines[lo:hi] (runs ending in blank lines); a paragraph that alone
-    exceeds the cap is broken into its lines."""
-    blank = [not s for s in map(str.strip, lines[lo:hi])]
+    exceeds the cap is broken into its lines. ``stripped`` holds each line stripped and
+    ``cum`` the characters before each line (see ``_Lines``)."""
+    blank = [not s for s in stripped[lo:hi]]
     paragraphs: list[tuple[int, int]] = []
     p = lo
     if True in blank:
@@ -193,14 +250,16 @@ def _units(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int
         paragraphs.append((p, hi))
     units: list[tuple[int, int]] = []
     for a, b in paragraphs:
-        if sum(map(len, lines[a:b])) + (b - a - 1) <= max_chars:
+        if cum[b] - cum[a] + (b - a - 1) <= max_chars:
             units.append((a, b))
         else:
             units.extend(zip(range(a, b), range(a + 1, b + 1), strict=True))
     return units
 
 
-def _pack(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int, int]]:
+def _pack(
+    lines: list[str], stripped: list[str], cum: list[int], lo: int, hi: int, max_chars: int
+) -> list[tuple[int, int]]:
     """Group lines[lo:hi] into ranges of at most max_chars, cutting only between units.
 
     Chunks aim at a fixed target size (``_TARGET`` of the cap) rather than being
@@ -216,16 +275,16 @@ def _pack(lines: list[str], lo: int, hi: int, max_chars: int) -> list[tuple[int,
     only its first chunk is kept. Once the end of the section is in view, the rest is
     cut exactly.
     """
-    units = _units(lines, lo, hi, max_chars)
+    if cum[hi] - cum[lo] + hi - lo - 1 <= max_chars:  # the whole section fits
+        return [(lo, hi)]
+    units = _units(stripped, cum, lo, hi, max_chars)
     n = len(units)
     # sig[k]: characters of unit k with one newline per line, negated for a lead-in
     sig: list[int] = []
     for a, b in units:
-        size = sum(map(len, lines[a:b])) + b - a
+        size = cum[b] - cum[a] + b - a
         sig.append(-size if lines[b - 1].rstrip().endswith(_LEAD_IN) else size)
     ends = list(accumulate(map(abs, sig)))  # characters through unit k
-    if ends[-1] - 1 <= max_chars:
-        return [(lo, hi)]
     horizon = _HORIZON * max_chars
     ranges: list[tuple[int, int]] = []
     i = start = 0
@@ -318,8 +377,12 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
     fm_lines, metadata = parse_front_matter(lines)
     chunks: list[Chunk] = []
     sections = _sections(lines, fm_lines)
+    # Each line stripped, and the characters before each line: computed once per file,
+    # not once per paragraph, chunk and neighbour that asks.
+    stripped = list(map(str.strip, lines))
+    cum = [0, *accumulate(map(len, lines))]
     for s_lo, s_hi, crumb in sections:
-        for a, b in _pack(lines, s_lo, s_hi, max_chars):
+        for a, b in _pack(lines, stripped, cum, s_lo, s_hi, max_chars):
             if b - a == 1 and len(lines[a]) > max_chars:
                 chunks.extend(
                     Chunk(a + 1, a + 1, crumb, piece)
@@ -327,13 +390,16 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
                 )
             else:
                 chunks.append(Chunk(a + 1, b, crumb, "\n".join(lines[a:b]).strip()))
-    chunks = _fold_bare_headings(chunks, lines, max_chars)
+    chunks = _fold_bare_headings(chunks, lines, stripped, max_chars)
     chunks = _absorb_blank_chunks(chunks, len(lines))
-    return ParsedFile(metadata, _with_context(chunks, lines, sections), len(lines))
+    return ParsedFile(metadata, _with_context(chunks, lines, stripped, sections), len(lines))
 
 
 def _with_context(
-    chunks: list[Chunk], lines: list[str], sections: list[tuple[int, int, str]]
+    chunks: list[Chunk],
+    lines: list[str],
+    stripped: list[str],
+    sections: list[tuple[int, int, str]],
 ) -> list[Chunk]:
     """Give each chunk the ``CONTEXT_CHARS`` of text either side of it in its section.
 
@@ -357,38 +423,73 @@ def _with_context(
         if not c.text or first > last:
             out.append(c)
             continue
-        lo = text_from[section_of[first]]
-        end = sections[section_of[last]][1]
-        before = _gather(lines, range(first - 1, lo - 1, -1), backwards=True)
-        after = _gather(lines, range(last + 1, end), backwards=False)
-        context = "\n".join(p for p in (before, after) if p)
+        before = _gather_before(stripped, first - 1, text_from[section_of[first]])
+        after = _gather_after(stripped, last + 1, sections[section_of[last]][1])
+        context = f"{before}\n{after}" if before and after else before or after
         out.append(Chunk(c.start_line, c.end_line, c.heading, c.text, context))
     return out
 
 
-def _gather(lines: list[str], order: Iterable[int], backwards: bool) -> str:
-    """Non-blank lines taken outward in ``order`` up to CONTEXT_CHARS, in file order."""
+def _gather_before(stripped: list[str], i: int, lo: int) -> str:
+    """Non-blank lines from ``i`` back to ``lo`` up to CONTEXT_CHARS, in file order; a cut
+    keeps the end nearest the chunk, in whole words."""
     taken: list[str] = []
     room = CONTEXT_CHARS
-    for i in order:
-        line = lines[i].strip()
+    while i >= lo:
+        line = stripped[i]
+        i -= 1
         if not line:
             continue
         if room <= 0:
             break
-        if len(line) > room:  # keep the end nearest the chunk, in whole words
-            part = line[len(line) - room :] if backwards else line[:room]
-            words = part.split(" ")
-            part = " ".join(words[1:] if backwards else words[:-1]).strip()
+        if len(line) > room:
+            part = " ".join(line[len(line) - room :].split(" ")[1:]).strip()
             if part:
                 taken.append(part)
             break
         taken.append(line)
         room -= len(line) + 1
-    return "\n".join(taken[::-1] if backwards else taken)
+    taken.reverse()
+    return "\n".join(taken)
 
 
-def _fold_bare_headings(chunks: list[Chunk], lines: list[str], max_chars: int) -> list[Chunk]:
+def _gather_after(stripped: list[str], i: int, end: int) -> str:
+    """Non-blank lines from ``i`` up to ``end`` (exclusive) up to CONTEXT_CHARS; a cut
+    keeps the start, in whole words."""
+    taken: list[str] = []
+    room = CONTEXT_CHARS
+    while i < end:
+        line = stripped[i]
+        i += 1
+        if not line:
+            continue
+        if room <= 0:
+            break
+        if len(line) > room:
+            part = " ".join(line[:room].split(" ")[:-1]).strip()
+            if part:
+                taken.append(part)
+            break
+        taken.append(line)
+        room -= len(line) + 1
+    return "\n".join(taken)
+
+
+def _only_headings(lines: list[str], stripped: list[str], a: int, b: int) -> tuple[bool, bool]:
+    """(whether lines[a:b] has a non-blank line, whether every non-blank one is a heading)."""
+    nonblank = False
+    for i in range(a, b):
+        if stripped[i]:
+            nonblank = True
+            line = lines[i]
+            if line[:1] not in " #" or _HEADING.match(line) is None:
+                return True, False
+    return nonblank, True
+
+
+def _fold_bare_headings(
+    chunks: list[Chunk], lines: list[str], stripped: list[str], max_chars: int
+) -> list[Chunk]:
     """A chunk that is only headings carries no evidence, yet a hit on it costs budget: it
     joins the chunk it introduces (trailing ones join the chunk before them), whose text
     then starts with those headings, as context for ranking. The headings may take the
@@ -398,8 +499,8 @@ def _fold_bare_headings(chunks: list[Chunk], lines: list[str], max_chars: int) -
     out: list[Chunk] = []
     waiting: list[Chunk] = []  # bare-heading chunks waiting for their section
     for c in chunks:
-        body = [ln for ln in lines[c.start_line - 1 : c.end_line] if ln.strip()]
-        if all(_heading_of(ln) for ln in body) and (body or waiting):
+        body, bare = _only_headings(lines, stripped, c.start_line - 1, c.end_line)
+        if bare and (body or waiting):
             waiting.append(c)  # bare headings, and the blank lines among them
             continue
         if waiting and any(w.text.strip() for w in waiting):
