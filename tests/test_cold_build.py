@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sidecar import metrics
 from sidecar.api.metrics import read_state, render
 from sidecar.config import Settings
-from sidecar.index import build, indexer, indexes
+from sidecar.index import build, indexer, indexes, parse_pool
 from sidecar.index.parse_pool import ParsePool
 from sidecar.index.progress import BuildProgress, ProgressBar, tracked
 from sidecar.index.sqlite import SQLiteStore
@@ -215,6 +215,44 @@ def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: 
         pool.close()
     ((rel, item, why),) = [p for p in indexer.read_parsed(root, rels, 650) if p[1] is None]
     assert rel == "notes/f0/skipped.md" and item is None and "2 hard links" in str(why)
+
+
+def test_workers_parse_ahead_of_a_slow_taker_and_a_build_stopped_early_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests go out while the caller is busy (not only as it takes answers), at most
+    the window ahead; a caller that stops early leaves no answer behind in the pool."""
+    root = tmp_path / "tier"
+    make_tree(root, 120)
+    plan_store = SQLiteStore(tmp_path / "plan.sqlite")
+    rels = indexer.plan_tree(plan_store, root).new
+    plan_store.close()
+    monkeypatch.setattr(parse_pool, "BATCH_FILES", 8)
+    monkeypatch.setattr(parse_pool, "AHEAD_FILES", 32)  # four requests ahead
+    pool = ParsePool(2)
+    submit, sent, window_full = pool._submit, [0], threading.Event()
+
+    def counted(*args: Any) -> int | None:
+        sent[0] += 1
+        if sent[0] == 5:
+            window_full.set()
+        return submit(*args)
+
+    monkeypatch.setattr(pool, "_submit", counted)
+    try:
+        parsed = pool.parse(root, rels, 650)
+        first = next(parsed)
+        # while the caller holds the first answer, the feeder fills the window (one taken,
+        # four ahead) and stops there
+        assert window_full.wait(30)
+        assert sent[0] == 5
+        assert [first, *parsed] == indexer.read_parsed(root, rels, 650)
+        stopped = pool.parse(root, rels, 650)
+        next(stopped)
+        stopped.close()
+        assert pool._answers == {}
+    finally:
+        pool.close()
 
 
 def test_progress_reports_a_rate_and_logs_at_most_every_few_seconds(

@@ -23,7 +23,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -35,7 +34,9 @@ from sidecar.index.store import FileState, IndexedFile
 log = logging.getLogger(__name__)
 
 BATCH_FILES = 64  # files per request: small enough to keep every worker busy
-AHEAD = 4  # requests in flight per worker: how far parsing runs ahead of the writer
+# How far parsing runs ahead of the writer, in files parsed and not yet taken: more than
+# a build commits at once (build.COMMIT_FILES), so workers keep parsing while it inserts.
+AHEAD_FILES = 6144
 MAX_FD = 65536  # a forked worker closes every descriptor from 3 up to this
 
 
@@ -198,23 +199,49 @@ class ParsePool:
             return self._answers.pop(ticket, None)
 
     def parse(self, root: Path, rels: list[str], max_chars: int) -> Iterator[Parsed]:
-        """Every file of ``rels``, read and parsed, in order; workers keep ``AHEAD``
-        requests each in flight while the caller inserts what came back."""
+        """Every file of ``rels``, read and parsed, in order. A feeder thread keeps up to
+        ``AHEAD_FILES`` of them requested and not yet taken, whatever the caller is doing:
+        were requests sent only as the caller takes answers, the workers would sit idle
+        while it inserts a batch."""
         batches = [rels[i : i + BATCH_FILES] for i in range(0, len(rels), BATCH_FILES)]
-        window = AHEAD * max(1, len(self._workers))
-        flight: deque[tuple[int | None, list[str]]] = deque()
-        sent = 0
+        window = max(2 * len(self._workers), AHEAD_FILES // BATCH_FILES)
+        tickets: list[int | None] = []
+        cond = threading.Condition()
+        taken = 0
+        stop = False
+
+        def feed() -> None:
+            for batch in batches:
+                with cond:
+                    while not stop and len(tickets) - taken >= window:
+                        cond.wait()
+                    if stop:
+                        return
+                ticket = self._submit(root, batch, max_chars)
+                with cond:
+                    tickets.append(ticket)
+                    cond.notify_all()
+
+        feeder = threading.Thread(target=feed, name="sidecar-parse-feeder", daemon=True)
+        feeder.start()
         try:
-            while flight or sent < len(batches):
-                while sent < len(batches) and len(flight) < window:
-                    flight.append((self._submit(root, batches[sent], max_chars), batches[sent]))
-                    sent += 1
-                ticket, batch = flight.popleft()
+            for k, batch in enumerate(batches):
+                with cond:
+                    while len(tickets) <= k:
+                        cond.wait()
+                    ticket = tickets[k]
                 answer = self._take(ticket)
+                with cond:
+                    taken = k + 1
+                    cond.notify_all()
                 yield from answer if answer is not None else read_parsed(root, batch, max_chars)
         finally:
+            with cond:
+                stop = True
+                cond.notify_all()
+            feeder.join()
             with self._lock:  # answers still to come for a build that stopped early
-                for ticket, _ in flight:
+                for ticket in tickets[taken:]:
                     if ticket is not None:
                         self._answers.pop(ticket, None)
 
