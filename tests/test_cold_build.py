@@ -251,6 +251,8 @@ def test_workers_parse_ahead_of_a_slow_taker_and_a_build_stopped_early_leaves_no
         next(stopped)
         stopped.close()
         assert pool._answers == {}
+        pool._answers[10**9] = b"not a pickle"  # garbled: the caller parses that batch itself
+        assert pool._take(10**9) is None
     finally:
         pool.close()
 

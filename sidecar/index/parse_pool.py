@@ -19,6 +19,7 @@ import logging
 import os
 import pickle
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -38,6 +39,8 @@ BATCH_FILES = 64  # files per request: small enough to keep every worker busy
 # a build commits at once (build.COMMIT_FILES), so workers keep parsing while it inserts.
 AHEAD_FILES = 6144
 MAX_FD = 65536  # a forked worker closes every descriptor from 3 up to this
+# An answer's frame: its ticket and the length of the pickled rows that follow.
+_FRAME = struct.Struct("<QQ")
 
 
 def default_workers() -> int:
@@ -102,13 +105,22 @@ class _Worker:
         self.stdin.flush()
 
     def _read(self, out: IO[bytes]) -> None:
+        """Answers are read as bytes, unpickled by whoever takes them: this thread holding
+        the GIL to unpickle would make the writer wait for it after every SQLite call."""
         try:
             with out:
                 while True:
-                    ticket, rows = pickle.load(out)
-                    self._pool._answer(ticket, [_restore(row) for row in rows])
-        except Exception:  # EOF (it exited) or a broken answer: nothing more from it
-            self._pool._lost(self)
+                    head = out.read(_FRAME.size)
+                    if len(head) < _FRAME.size:
+                        break
+                    ticket, size = _FRAME.unpack(head)
+                    data = out.read(size)
+                    if len(data) < size:
+                        break
+                    self._pool._answer(ticket, data)
+        except Exception:  # a broken pipe: nothing more from it
+            pass
+        self._pool._lost(self)
 
     def close(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -139,7 +151,7 @@ class ParsePool:
 
     def __init__(self, workers: int | None = None) -> None:
         self._lock = threading.Condition()
-        self._answers: dict[int, list[Parsed] | None] = {}
+        self._answers: dict[int, bytes | None] = {}  # pickled rows, once answered
         self._tickets = itertools.count(1)
         self._workers: list[_Worker] = []
         self._broken = False
@@ -160,10 +172,10 @@ class ParsePool:
     def usable(self) -> bool:
         return not self._broken and bool(self._workers)
 
-    def _answer(self, ticket: int, parsed: list[Parsed]) -> None:
+    def _answer(self, ticket: int, data: bytes) -> None:
         with self._lock:
             if ticket in self._answers:
-                self._answers[ticket] = parsed
+                self._answers[ticket] = data
                 self._lock.notify_all()
 
     def _lost(self, worker: _Worker) -> None:
@@ -196,7 +208,14 @@ class ParsePool:
         with self._lock:
             while self._answers.get(ticket) is None and not self._broken:
                 self._lock.wait()
-            return self._answers.pop(ticket, None)
+            data = self._answers.pop(ticket, None)
+        if data is None:
+            return None
+        try:
+            return [_restore(row) for row in pickle.loads(data)]
+        except Exception:  # a garbled answer: the caller parses the batch itself
+            log.warning("a parser worker's answer was unreadable; parsing in process")
+            return None
 
     def parse(self, root: Path, rels: list[str], max_chars: int) -> Iterator[Parsed]:
         """Every file of ``rels``, read and parsed, in order. A feeder thread keeps up to
@@ -286,7 +305,9 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
         except EOFError:
             return
         rows = [_flatten(p) for p in read_parsed(Path(root), rels, max_chars)]
-        pickle.dump((ticket, rows), stdout, pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(rows, pickle.HIGHEST_PROTOCOL)
+        stdout.write(_FRAME.pack(ticket, len(data)))
+        stdout.write(data)
         stdout.flush()
 
 
