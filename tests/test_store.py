@@ -195,6 +195,26 @@ def test_stats(store: SQLiteStore) -> None:
     assert before - 1 <= stats.indexed_at <= after + 1
 
 
+def test_stats_are_counted_again_after_every_commit_by_any_connection(
+    store: SQLiteStore, db_path: Path
+) -> None:
+    """Stats are cached per reader between commits; a commit by this store, a reset, or
+    another process's connection shows in the next call."""
+    store.replace_file(item("a.md", ("A", "one"), size=10))
+    assert store.stats().total_files == 1
+    assert store.stats().total_files == 1  # cached: nothing committed since
+    store.add_files([item("b.md", ("B", "two"), size=5)])
+    assert (store.stats().total_files, store.stats().total_chunks) == (2, 2)
+    other = SQLiteStore(db_path)
+    try:
+        other.remove_files(["a.md"])
+    finally:
+        other.close()
+    assert (store.stats().total_files, store.stats().total_bytes) == (1, 5)
+    store.reset()
+    assert store.stats() == StoreStats(0, 0, 0, None)
+
+
 def test_file_states_and_touch(store: SQLiteStore) -> None:
     store.replace_file(item("a.md", ("A", "one"), size=3, mtime_ns=10, sha="a" * 64))
     store.replace_file(item("b.md", ("B", "two"), size=4, mtime_ns=20, sha="b" * 64))
