@@ -549,14 +549,20 @@ class SQLiteStore:
             "VALUES (?, ?, ?, ?, ?, ?)",
             files,
         )
+        if not chunks:
+            return
         conn.executemany(
             "INSERT INTO chunks(id, path, start_line, end_line, heading, body, context, hash) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             chunks,
         )
-        conn.executemany(
-            "INSERT INTO chunks_fts(rowid, heading, body, context) VALUES (?, ?, ?, ?)",
-            [(r[0], r[4], r[5], r[6]) for r in chunks],
+        # One statement tokenizes them all: executemany would take the GIL back after every
+        # row, and wait for it whenever another thread (the event loop answering a status
+        # poll, say) holds it; this holds it for none of the build's longest step.
+        conn.execute(
+            "INSERT INTO chunks_fts(rowid, heading, body, context) "
+            "SELECT id, heading, body, context FROM chunks WHERE id >= ?",
+            (chunks[0][0],),
         )
 
     @contextmanager
