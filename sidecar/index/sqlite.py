@@ -45,6 +45,7 @@ BODY_WEIGHT = 1.0
 # own words: it finds the chunk, it does not make it about that. Cross-validated on
 # LoCoMo (README, "Validated on conversations a choice was not made on").
 CONTEXT_WEIGHT = 0.5
+FTS_HASH_BYTES = 32 * 1024 * 1024
 
 _SCHEMA = f"""
 CREATE TABLE files (
@@ -78,6 +79,10 @@ CREATE TABLE vectors (
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     heading, body, context, content='chunks', content_rowid='id', tokenize='{TOKENIZER}'
 );
+-- Terms pending in memory before FTS5 writes them out as a segment (default 1 MB): a build
+-- batch tokenizes tens of MB, and each small segment is merged again later. Edits commit
+-- long before this fills. Where segments fall never changes what a query ranks.
+INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('hashsize', {FTS_HASH_BYTES});
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 PRAGMA user_version = {SCHEMA_VERSION};
 """
