@@ -173,12 +173,12 @@ def _sections(lines: list[str], body_start: int) -> list[tuple[int, int, str]]:
             continue
         if fence is not None:
             continue
-        h = _heading_of(line)
-        if h is None:
+        m = _HEADING.match(line)
+        if m is None:
             continue
         if i > start:
             sections.append((start, i, crumb))
-        level, title = h
+        level, title = len(m.group(1)), (m.group(2) or "").strip()
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
@@ -415,8 +415,10 @@ def _with_context(
     section_of = [0] * len(lines)  # index in ``sections`` of the section holding each line
     for k, (lo, hi, _) in enumerate(sections):
         section_of[lo:hi] = [k] * (hi - lo)
-    # where each section's text starts: after its heading line, if it has one
-    text_from = [lo + (_heading_of(lines[lo]) is not None) for lo, _, _ in sections]
+    # where each section's text starts: after its heading line, if it has one (every
+    # section but the first starts at one)
+    text_from = [lo + 1 for lo, _, _ in sections]
+    text_from[0] -= _heading_of(lines[body_start]) is None
     out: list[Chunk] = []
     for c in chunks:
         first, last = max(c.start_line - 1, body_start), c.end_line - 1
