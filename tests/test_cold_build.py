@@ -27,6 +27,7 @@ from sidecar.index import build, indexer, indexes, parse_pool
 from sidecar.index.parse_pool import ParsePool
 from sidecar.index.progress import BuildProgress, ProgressBar, tracked
 from sidecar.index.sqlite import SQLiteStore
+from sidecar.index.store import IndexedFile, PreparedFile, metadata_json, text_key
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.sidecar_process import SidecarProcess, wait_for
@@ -196,6 +197,14 @@ async def test_an_edit_during_the_build_is_not_overwritten_by_it(
     assert old["results"] == []
 
 
+def plain(parsed: list[indexer.Parsed]) -> list[indexer.Parsed]:
+    """Parsed files as the in-process parser gives them (a worker's are PreparedFile)."""
+    return [
+        (rel, None if f is None else IndexedFile(f.path, f.state, f.metadata, f.chunks), why)
+        for rel, f, why in parsed
+    ]
+
+
 def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: Path) -> None:
     root = tmp_path / "tier"
     make_tree(root, 300)
@@ -207,10 +216,17 @@ def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: 
     pool = ParsePool(2)
     try:
         assert pool.usable
-        assert list(pool.parse(root, rels, 650)) == indexer.read_parsed(root, rels, 650)
+        parsed = list(pool.parse(root, rels, 650))
+        assert plain(parsed) == indexer.read_parsed(root, rels, 650)
+        # what the workers computed for the store is what it computes itself
+        for _, item, _ in parsed:
+            if item is not None:
+                assert isinstance(item, PreparedFile)
+                assert item.metadata_text == metadata_json(item.metadata)
+                assert item.keys == tuple(text_key(c.text) if c.text else "" for c in item.chunks)
         # A worker that dies mid-build: what it had not answered is parsed in process.
         os.kill(pool._workers[0].pid, signal.SIGKILL)
-        assert list(pool.parse(root, rels, 650)) == indexer.read_parsed(root, rels, 650)
+        assert plain(list(pool.parse(root, rels, 650))) == indexer.read_parsed(root, rels, 650)
     finally:
         pool.close()
     ((rel, item, why),) = [p for p in indexer.read_parsed(root, rels, 650) if p[1] is None]
@@ -246,7 +262,7 @@ def test_workers_parse_ahead_of_a_slow_taker_and_a_build_stopped_early_leaves_no
         # four ahead) and stops there
         assert window_full.wait(30)
         assert sent[0] == 5
-        assert [first, *parsed] == indexer.read_parsed(root, rels, 650)
+        assert plain([first, *parsed]) == indexer.read_parsed(root, rels, 650)
         stopped = pool.parse(root, rels, 650)
         next(stopped)
         stopped.close()

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from sidecar.index.chunking import Chunk
 from sidecar.index.indexer import Parsed, read_parsed
-from sidecar.index.store import FileState, IndexedFile
+from sidecar.index.store import FileState, PreparedFile, metadata_json, text_key
 
 log = logging.getLogger(__name__)
 
@@ -285,16 +285,19 @@ def _flatten(parsed: Parsed) -> _Row:
         return rel, why, None
     st = item.state
     chunks = [tuple(getattr(c, f) for f in _CHUNK_FIELDS) for c in item.chunks]
-    return rel, why, (st.size, st.mtime_ns, st.sha256, item.metadata, chunks)
+    keys = tuple(text_key(c.text) if c.text else "" for c in item.chunks)
+    meta = (item.metadata, metadata_json(item.metadata))
+    return rel, why, (st.size, st.mtime_ns, st.sha256, meta, chunks, keys)
 
 
 def _restore(row: _Row) -> Parsed:
     rel, why, body = row
     if body is None:
         return rel, None, why
-    size, mtime_ns, sha, metadata, chunks = body
+    size, mtime_ns, sha, (metadata, meta_text), chunks, keys = body
     state = FileState(size, mtime_ns, sha)
-    return rel, IndexedFile(rel, state, metadata, [Chunk(*c) for c in chunks]), why
+    item = PreparedFile(rel, state, metadata, [Chunk(*c) for c in chunks], meta_text, keys)
+    return rel, item, why
 
 
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:

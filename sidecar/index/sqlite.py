@@ -7,7 +7,6 @@ next reconcile scan refills it from disk.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -20,17 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.index.chunking import Chunk
-from sidecar.index.store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
+from sidecar.index.store import (
+    FileState,
+    Hit,
+    IndexedFile,
+    PreparedFile,
+    QuerySyntaxError,
+    StoreStats,
+    metadata_json,
+    text_key,
+)
 
 log = logging.getLogger(__name__)
 
 _BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
 _BULK_FILES = 500  # files per executemany round of a rebuild
-
-
-def text_key(text: str) -> str:
-    """The content hash vectors are stored under."""
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 # 10: headings join a chunk past the cap; 9: chunk context; 8: no heading-only chunks;
@@ -396,7 +399,7 @@ class SQLiteStore:
                 st.size,
                 st.mtime_ns,
                 st.sha256,
-                json.dumps(item.metadata, default=str, skipkeys=True),
+                metadata_json(item.metadata),
                 now,
             ),
         )
@@ -540,14 +543,16 @@ class SQLiteStore:
         chunks = []
         for item in items:
             st = item.state
-            meta = json.dumps(item.metadata, default=str, skipkeys=True)
+            prepared = isinstance(item, PreparedFile)
+            meta = item.metadata_text if prepared else metadata_json(item.metadata)
             files.append((item.path, st.size, st.mtime_ns, st.sha256, meta, now))
-            for c in item.chunks:
+            keys = item.keys if prepared else [text_key(c.text) for c in item.chunks]
+            for c, key in zip(item.chunks, keys, strict=True):
                 if c.text:
                     last += 1
                     chunks.append(
                         (last, item.path, c.start_line, c.end_line, c.heading, c.text,
-                         c.context, text_key(c.text))
+                         c.context, key)
                     )  # fmt: skip
         conn.executemany(
             "INSERT INTO files(path, size, mtime_ns, sha256, metadata, indexed_at) "

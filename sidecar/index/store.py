@@ -6,6 +6,8 @@ them on worker threads so the event loop never waits on storage.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,6 +30,25 @@ class IndexedFile:
     state: FileState
     metadata: dict[str, Any]
     chunks: list[Chunk]
+
+
+def text_key(text: str) -> str:
+    """The content hash vectors are stored under."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def metadata_json(metadata: dict[str, Any]) -> str:
+    """Front matter as the index stores it."""
+    return json.dumps(metadata, default=str, skipkeys=True)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile(IndexedFile):
+    """An ``IndexedFile`` with what a store would compute from it before inserting, computed
+    by a parser worker: a build's writer thread sets its pace, the workers do not."""
+
+    metadata_text: str = ""  # metadata_json(metadata)
+    keys: tuple[str, ...] = ()  # text_key of each chunk's text, in order ("" if empty)
 
 
 @dataclass(frozen=True, slots=True)
