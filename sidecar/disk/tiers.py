@@ -12,7 +12,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,8 +109,25 @@ def read_regular(
     ``O_NONBLOCK`` keeps a FIFO named like a note from hanging the caller; the type
     is checked on the open descriptor, so nothing can be swapped in after the check.
     """
+    return _read_opened(
+        lambda: open_confined(root, rel, os.O_RDONLY | os.O_NONBLOCK), rel, max_bytes
+    )
+
+
+def read_regular_in(
+    dir_fd: int, name: str, rel: str, max_bytes: int | None = None
+) -> tuple[bytes, os.stat_result] | None:
+    """``read_regular`` for a file directly in a folder already opened confined (a scan
+    reads a whole folder through its one descriptor)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    return _read_opened(lambda: os.open(name, flags, dir_fd=dir_fd), rel, max_bytes)
+
+
+def _read_opened(
+    opener: Callable[[], int], rel: str, max_bytes: int | None
+) -> tuple[bytes, os.stat_result] | None:
     try:
-        fd = open_confined(root, rel, os.O_RDONLY | os.O_NONBLOCK)
+        fd = opener()
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -6,7 +6,6 @@ the offline CLI calls them directly.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import logging
 import os
@@ -22,8 +21,8 @@ from sidecar.disk.tiers import (
     decode_text,
     is_indexable_name,
     open_confined,
-    read_fd,
     read_regular,
+    read_regular_in,
     split_relative,
     walk_markdown,
 )
@@ -116,20 +115,6 @@ def _settle(rel: str, got: ReadResult, skipped: Skipped | None) -> tuple[bytes, 
     return got
 
 
-def _read_in(dir_fd: int, name: str, rel: str) -> tuple[bytes, os.stat_result] | None:
-    """``read_regular`` for a file in a folder already opened confined."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     dir_fd=dir_fd)  # fmt: skip
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
-            raise UnsafePath(f"{rel}: a symlink or non-directory is on the path") from exc
-        raise
-    return read_fd(fd, rel, MAX_FILE_BYTES)
-
-
 def read_many(root: Path, rels: Iterable[str]) -> Iterator[tuple[str, ReadResult]]:
     """Read many files, each as ``_read`` would, opening each folder once for all of its
     files in a row (a build lists them folder by folder) rather than once per file."""
@@ -154,7 +139,13 @@ def read_many(root: Path, rels: Iterable[str]) -> Iterator[tuple[str, ReadResult
             if dir_fd is None:
                 yield rel, _checked(rel, lambda r=rel: read_regular(root, r, MAX_FILE_BYTES))
             else:
-                yield rel, _checked(rel, lambda d=dir_fd, n=name, r=rel: _read_in(d, n, r))
+                yield (
+                    rel,
+                    _checked(
+                        rel,
+                        lambda d=dir_fd, n=name, r=rel: read_regular_in(d, n, r, MAX_FILE_BYTES),
+                    ),
+                )
     finally:
         if dir_fd is not None:
             os.close(dir_fd)

@@ -26,6 +26,7 @@ from sidecar.index.store import (
     PreparedFile,
     QuerySyntaxError,
     StoreStats,
+    diff_chunks,
     metadata_json,
     text_key,
 )
@@ -426,45 +427,7 @@ class SQLiteStore:
                 "WHERE path = ?",
                 (item.path,),
             ).fetchall()
-            fresh = self._diff_chunks(conn, rows, [c for c in item.chunks if c.text])
-            self._insert_chunks(conn, item.path, fresh)
-            self._upsert_file(conn, item, time.time(), confirm() if confirm else None)
-
-    @staticmethod
-    def _diff_chunks(
-        conn: sqlite3.Connection,
-        rows: list[tuple[int, int, int, str, str, str]],
-        chunks: list[Chunk],
-    ) -> list[Chunk]:
-        """Keep, move or delete the existing rows of one file; return the chunks to insert."""
-        wanted: dict[tuple[int, int, str, str, str], list[int]] = {}
-        for k, c in enumerate(chunks):
-            key = (c.start_line, c.end_line, c.heading, c.text, c.context)
-            wanted.setdefault(key, []).append(k)
-        placed = [False] * len(chunks)
-        leftover: list[tuple[int, str, str, str]] = []
-        for row_id, start, end, heading, body, context in rows:
-            same = wanted.get((start, end, heading, body, context))
-            if same:
-                placed[same.pop()] = True
-            else:
-                leftover.append((row_id, heading, body, context))
-        if leftover:
-            by_text: dict[tuple[str, str, str], list[int]] = {}
-            for k in range(len(chunks) - 1, -1, -1):  # popped from the end: file order
-                if not placed[k]:
-                    c = chunks[k]
-                    by_text.setdefault((c.heading, c.text, c.context), []).append(k)
-            moved: list[tuple[int, int, int]] = []
-            stale: list[tuple[int, str, str, str]] = []
-            for row_id, heading, body, context in leftover:
-                same = by_text.get((heading, body, context))
-                if same:
-                    k = same.pop()
-                    placed[k] = True
-                    moved.append((chunks[k].start_line, chunks[k].end_line, row_id))
-                else:
-                    stale.append((row_id, heading, body, context))
+            fresh, stale, moved = diff_chunks(rows, [c for c in item.chunks if c.text])
             if stale:
                 conn.executemany(
                     "INSERT INTO chunks_fts(chunks_fts, rowid, heading, body, context) "
@@ -476,7 +439,8 @@ class SQLiteStore:
                 conn.executemany(
                     "UPDATE chunks SET start_line = ?, end_line = ? WHERE id = ?", moved
                 )
-        return [c for k, c in enumerate(chunks) if not placed[k]]
+            self._insert_chunks(conn, item.path, fresh)
+            self._upsert_file(conn, item, time.time(), confirm() if confirm else None)
 
     def touch_file(self, path: str, state: FileState) -> None:
         with self._transaction() as conn:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -40,6 +40,50 @@ def text_key(text: str) -> str:
 def metadata_json(metadata: dict[str, Any]) -> str:
     """Front matter as the index stores it."""
     return json.dumps(metadata, default=str, skipkeys=True)
+
+
+StoredChunk = tuple[int, str, str, str]  # (row id, heading, body, context)
+
+
+def diff_chunks(
+    rows: Sequence[tuple[int, int, int, str, str, str]], chunks: list[Chunk]
+) -> tuple[list[Chunk], list[StoredChunk], list[tuple[int, int, int]]]:
+    """How a file's stored rows ``(id, start, end, heading, body, context)`` become its new
+    chunks, touching as few rows as possible (an append usually changes the last one or
+    two, and every delete costs the store a re-tokenization): (chunks to insert, rows to
+    delete, moves as (start, end, id)).
+
+    A row still wanted on the same lines is kept; a row whose text is still wanted on
+    other lines (text inserted above it) only moves, since no index holds line numbers.
+    """
+    wanted: dict[tuple[int, int, str, str, str], list[int]] = {}
+    for k, c in enumerate(chunks):
+        wanted.setdefault((c.start_line, c.end_line, c.heading, c.text, c.context), []).append(k)
+    placed = [False] * len(chunks)
+    leftover: list[StoredChunk] = []
+    for row_id, start, end, heading, body, context in rows:
+        same = wanted.get((start, end, heading, body, context))
+        if same:
+            placed[same.pop()] = True
+        else:
+            leftover.append((row_id, heading, body, context))
+    by_text: dict[tuple[str, str, str], list[int]] = {}
+    if leftover:
+        for k in range(len(chunks) - 1, -1, -1):  # popped from the end: file order
+            if not placed[k]:
+                c = chunks[k]
+                by_text.setdefault((c.heading, c.text, c.context), []).append(k)
+    moved: list[tuple[int, int, int]] = []
+    stale: list[StoredChunk] = []
+    for row in leftover:
+        same = by_text.get(row[1:])
+        if same:
+            k = same.pop()
+            placed[k] = True
+            moved.append((chunks[k].start_line, chunks[k].end_line, row[0]))
+        else:
+            stale.append(row)
+    return [c for k, c in enumerate(chunks) if not placed[k]], stale, moved
 
 
 @dataclass(frozen=True, slots=True)

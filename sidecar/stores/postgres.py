@@ -34,8 +34,15 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from sidecar.index import sqlite
 from sidecar.index.chunking import Chunk
-from sidecar.index.sqlite import text_key
-from sidecar.index.store import FileState, Hit, IndexedFile, QuerySyntaxError, StoreStats
+from sidecar.index.store import (
+    FileState,
+    Hit,
+    IndexedFile,
+    QuerySyntaxError,
+    StoreStats,
+    diff_chunks,
+    text_key,
+)
 from sidecar.stores import fts5
 from sidecar.stores.pg_schema import TS_CONFIG, SchemaTooNew, migrate
 
@@ -573,7 +580,7 @@ class PostgresStore:
                 (self.namespace, item.path),
             ).fetchall()
             fresh, stale, moved = diff_chunks(rows, [c for c in item.chunks if c.text])
-            self._delete_chunks(conn, stale)
+            self._delete_chunks(conn, [row[0] for row in stale])
             if moved:
                 with conn.cursor() as cur:
                     cur.executemany(
@@ -769,41 +776,6 @@ class PostgresStore:
         with self._lease_lock:
             self._drop_lease()
         self._pool.close()
-
-
-def diff_chunks(
-    rows: Sequence[tuple[int, int, int, str, str, str]], chunks: list[Chunk]
-) -> tuple[list[Chunk], list[int], list[tuple[int, int, int]]]:
-    """Which rows of one file to keep, move (new line range) or delete, and which chunks
-    to insert: (fresh chunks, stale ids, moves as (start, end, id))."""
-    wanted: dict[tuple[int, int, str, str, str], list[int]] = {}
-    for k, c in enumerate(chunks):
-        key = (c.start_line, c.end_line, c.heading, c.text, c.context)
-        wanted.setdefault(key, []).append(k)
-    placed = [False] * len(chunks)
-    leftover: list[tuple[int, str, str, str]] = []
-    for row_id, start, end, heading, body, context in rows:
-        same = wanted.get((start, end, heading, body, context))
-        if same:
-            placed[same.pop()] = True
-        else:
-            leftover.append((row_id, heading, body, context))
-    by_text: dict[tuple[str, str, str], list[int]] = {}
-    for k in range(len(chunks) - 1, -1, -1):  # popped from the end: file order
-        if not placed[k]:
-            c = chunks[k]
-            by_text.setdefault((c.heading, c.text, c.context), []).append(k)
-    moved: list[tuple[int, int, int]] = []
-    stale: list[int] = []
-    for row_id, heading, body, context in leftover:
-        same = by_text.get((heading, body, context))
-        if same:
-            k = same.pop()
-            placed[k] = True
-            moved.append((chunks[k].start_line, chunks[k].end_line, row_id))
-        else:
-            stale.append(row_id)
-    return [c for k, c in enumerate(chunks) if not placed[k]], stale, moved
 
 
 def _describe(exc: BaseException) -> str:
