@@ -32,7 +32,8 @@ _BUILD_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0
 
 HTTP_REQUESTS = Counter(
     "sidecar_http_requests",
-    "HTTP requests answered, by route template, method and status code.",
+    "HTTP requests answered, by route template, method and status code "
+    "(499: the client hung up first).",
     ["route", "method", "status"],
     registry=REGISTRY,
 )
@@ -45,13 +46,13 @@ OPERATION_SECONDS = Histogram(
 )
 FSYNC_SECONDS = Histogram(
     "sidecar_fsync_duration_seconds",
-    "Time one fsync of a memory file or its folder took.",
+    "Time one fsync of a memory file, journal or folder took.",
     buckets=_LATENCY_BUCKETS,
     registry=REGISTRY,
 )
 INDEX_BUILDS = Counter(
     "sidecar_index_builds",
-    "Full index builds and rebuilds of a tier, by why they ran (cold start, reindex).",
+    "Full index builds and rebuilds of a tier, by why they ran (cold, reindex, heal).",
     ["tier", "kind"],
     registry=REGISTRY,
 )

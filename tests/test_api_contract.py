@@ -180,6 +180,35 @@ async def test_metrics_count_what_happened(client: TestClient) -> None:
     assert not any(name == "sidecar_lead_reachable" for name, _ in after)  # a lead has none
 
 
+async def test_a_change_follower_hanging_up_is_not_a_server_error(client: TestClient) -> None:
+    stream = await client.get("/memory/files/changes")
+    assert await stream.content.readline() == b'{"ready": true}\n'
+    stream.close()
+    writes = 0
+
+    async def stream_ended() -> bool:
+        nonlocal writes  # each change is a line the daemon tries to send the gone follower
+        writes += 1
+        note = {"file": f"daily/2026-11-{writes % 28 + 1:02d}.md", "content": f"- change {writes}"}
+        assert (await client.post("/memory/write", json=note)).status == 201
+        found = await scrape(client)
+        return any(
+            name == "sidecar_http_requests_total" and ("route", "/memory/files/changes") in labels
+            for name, labels in found
+        )
+
+    await eventually(stream_ended, "the change stream's handler to end")
+    found = await scrape(client)
+    route = ("route", "/memory/files/changes")
+    statuses = {
+        dict(labels)["status"]
+        for name, labels in found
+        if name == "sidecar_http_requests_total" and route in labels
+    }
+    # 200 where the daemon finds the socket closed, 499 where aiohttp cancels the handler
+    assert statuses and statuses <= {"200", "499"}
+
+
 async def test_metrics_route_label_is_the_template_not_the_id(client: TestClient) -> None:
     assert (await client.get("/memory/facts/f-123/history")).status == 404
     found = await scrape(client)

@@ -29,6 +29,7 @@ from sidecar.api.http import create_app
 from sidecar.api.mcp.maintenance import REINDEX
 from sidecar.api.mcp.mount import MCP_MOUNT
 from sidecar.api.mcp.resources import TEMPLATE
+from sidecar.notes.browse import ChangeFeed, FileChange
 from sidecar.notes.tools import READ
 from sidecar.service import MemoryService
 from tests.sidecar_process import SidecarProcess
@@ -342,3 +343,21 @@ async def test_resources_and_prompts_are_gated_on_health(service: MemoryService)
             await client.read_resource("memory://agent/AGENT.md", cache_mode="bypass")
         with pytest.raises(MCPError, match="memory sidecar unavailable"):
             await client.get_prompt("memory-block")
+
+
+async def test_a_change_feed_loses_nothing_in_a_burst_and_keeps_one_entry_per_file() -> None:
+    feed = ChangeFeed()
+    for i in range(5000):  # far more than any follower takes at once
+        feed.put(FileChange("agent", f"topics/t{i}.md", "created"))
+    feed.put(FileChange("agent", "topics/t0.md", "changed"))  # still news of a new file
+    feed.put(FileChange("agent", "topics/t1.md", "deleted"))
+    feed.close()
+    taken: list[FileChange] = []
+    while (change := await feed.get()) is not None:
+        taken.append(change)
+    assert len(taken) == 5000
+    assert {c.file for c in taken} == {f"topics/t{i}.md" for i in range(5000)}
+    assert taken[-2:] == [
+        FileChange("agent", "topics/t0.md", "created"),
+        FileChange("agent", "topics/t1.md", "deleted"),
+    ]

@@ -117,7 +117,8 @@ async def read_state(service: MemoryService) -> Reading:
             reading.build_done[name] = (progress.files_done, progress.files_total)
     vectors = service.embeddings.vectors
     if vectors is not None:
-        reading.embedding_lag = {name: tier.pending for name, tier in vectors.tiers.items()}
+        for name, tier in vectors.tiers.items():  # exact, as /memory/status counts it
+            reading.embedding_lag[name] = await service.indexes.read(tier.lag)
     reading.embedder_up = int(service.embeddings.retrieval() == "hybrid")
     if service.lead is not None:
         reading.lead_reachable = int(bool(service.lead.reachable))
@@ -155,6 +156,9 @@ async def count_requests(request: web.Request, handler: Handler) -> web.StreamRe
         return response
     except web.HTTPException as exc:
         status = exc.status
+        raise
+    except asyncio.CancelledError:
+        status = 499  # the client hung up before the answer was done (nginx's code for it)
         raise
     finally:
         HTTP_REQUESTS.labels(route=route, method=request.method, status=str(status)).inc()

@@ -47,7 +47,6 @@ Reader = Callable[[str, str], Awaitable[dict[str, Any]]]
 _JOURNAL_DAY = re.compile(r"journal/\d{4}-\d{2}-\d{2}\.jsonl")
 FACTS_MD = "facts/FACTS.md"
 READ_LIMIT = 4 * 1024 * 1024  # a resource is read whole; a bigger journal day needs recall
-QUEUE_LIMIT = 1000  # changes buffered per follower before the oldest news is dropped
 
 # (size, mtime in ns, inode) of each browsable file of a tier
 Snapshot = dict[str, tuple[int, int, int]]
@@ -61,6 +60,39 @@ class FileChange:
 
     def to_json(self) -> dict[str, str]:
         return {"scope": self.scope, "file": self.file, "change": self.change}
+
+
+class ChangeFeed:
+    """One follower's changes not yet taken, at most one per file: a later change to a file
+    whose earlier one is still waiting replaces it (``created`` or ``deleted`` outranks
+    ``changed``, since the listing changed either way). A burst of any size, or a follower
+    that stalls, so loses nothing and holds no more entries than the tiers have files."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, str], FileChange] = {}
+        self._ready = asyncio.Event()
+        self._closed = False
+
+    def put(self, change: FileChange) -> None:
+        key = (change.scope, change.file)
+        earlier = self._waiting.pop(key, None)
+        if earlier is not None and change.change == "changed":
+            change = earlier
+        self._waiting[key] = change  # at the end: changes come out in the order they last moved
+        self._ready.set()
+
+    def close(self) -> None:
+        """Shutting down: ``get`` answers None once what is waiting has been taken."""
+        self._closed = True
+        self._ready.set()
+
+    async def get(self) -> FileChange | None:
+        while not self._waiting:
+            if self._closed:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        return self._waiting.pop(next(iter(self._waiting)))
 
 
 def kind_of(scope: str, rel: str) -> str | None:
@@ -127,7 +159,7 @@ class Browser:
         self.settings = settings
         self.indexes = indexes
         self._read_note = read_note
-        self._followers: set[asyncio.Queue[FileChange | None]] = set()
+        self._followers: set[ChangeFeed] = set()
         self._snapshots: dict[str, Snapshot] = {}
         self._dirty: set[str] = set()
         self._rescan: asyncio.Task[None] | None = None
@@ -191,11 +223,11 @@ class Browser:
     # -- following changes ----------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def follow(self) -> AsyncIterator[asyncio.Queue[FileChange | None]]:
-        """A queue of the changes to the watched tiers' browsable files from now on;
-        ``None`` in it means the daemon is shutting down. Only tiers this daemon watches
+    async def follow(self) -> AsyncIterator[ChangeFeed]:
+        """The changes to the watched tiers' browsable files from now on; its ``get``
+        answers None when the daemon is shutting down. Only tiers this daemon watches
         report changes (on a member, not the crew tier)."""
-        queue: asyncio.Queue[FileChange | None] = asyncio.Queue(QUEUE_LIMIT)
+        queue = ChangeFeed()
         async with self._lock:
             if not self._followers:  # the baseline every later change is measured from
                 for scope, state in self.indexes.tiers.items():
@@ -213,8 +245,7 @@ class Browser:
     def close(self) -> None:
         """End every follower's stream (shutdown must not wait on them)."""
         for queue in list(self._followers):
-            with contextlib.suppress(asyncio.QueueFull):
-                queue.put_nowait(None)
+            queue.close()
 
     def _seen(self, tier: str, rel: str) -> None:
         """The watcher's hook, on the event loop: re-list the tier soon."""
@@ -243,5 +274,4 @@ class Browser:
                 self._snapshots[scope] = new
                 for change in diff(scope, old, new):
                     for queue in list(self._followers):
-                        with contextlib.suppress(asyncio.QueueFull):  # a stalled follower
-                            queue.put_nowait(change)
+                        queue.put(change)

@@ -68,19 +68,22 @@ async def follow_files(request: web.Request) -> web.StreamResponse:
     """NDJSON: ``{"ready": true}`` once the baseline is taken, then one line per change
     (``{"scope", "file", "change"}``); a blank line now and then while nothing happens."""
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
-    async with request.app[BROWSER].follow() as changes:
-        await response.prepare(request)
-        await response.write(b'{"ready": true}\n')
-        while True:
-            try:
-                change = await asyncio.wait_for(changes.get(), FOLLOW_KEEPALIVE)
-            except TimeoutError:
-                await response.write(b"\n")
-                continue
-            if change is None:  # shutting down
-                break
-            await response.write(json.dumps(change.to_json()).encode() + b"\n")
-    await response.write_eof()
+    try:
+        async with request.app[BROWSER].follow() as changes:
+            await response.prepare(request)
+            await response.write(b'{"ready": true}\n')
+            while True:
+                try:
+                    change = await asyncio.wait_for(changes.get(), FOLLOW_KEEPALIVE)
+                except TimeoutError:
+                    await response.write(b"\n")
+                    continue
+                if change is None:  # shutting down
+                    break
+                await response.write(json.dumps(change.to_json()).encode() + b"\n")
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the follower hung up: the stream's normal end, not a server error
     return response
 
 

@@ -124,7 +124,10 @@ class TierVectors:
                 self.index.upsert(found, hashes, rows)
                 self.pending -= len(found)
             todo += [i for i in part if keys[i] not in blobs]
-        if todo:
+        if todo and self.backlog_done < self.backlog_total:
+            # A pass cut short by new chunks: the catch-up goes on, it does not start over.
+            self.backlog_total = self.backlog_done + len(todo)
+        elif todo:
             self.backlog_total, self.backlog_done = len(todo), 0
             self._backlog_started = self._logged = time.monotonic()
         for part in _batches(todo, EMBED_BATCH):
