@@ -306,6 +306,15 @@ def test_the_progress_bar_draws_on_a_terminal_only() -> None:
     assert pipe.getvalue() == ""
 
 
+def test_a_redraw_clears_the_longer_line_before_it_and_never_overflows() -> None:
+    tty = Tty()
+    bar = ProgressBar("x", tty, width=10)
+    bar.update(1, 100, rate=12_345.0, force=True)
+    bar.update(150, 100, rate=9.0, force=True)  # more files turned up than were listed
+    last = tty.getvalue().rsplit("\r", 1)[-1]
+    assert last == "x [##########] 150/100 files  9/s\x1b[K"
+
+
 def test_cli_reindex_piped_prints_no_bar(tmp_path: Path) -> None:
     make_tree(tmp_path, 30)
     done = subprocess.run(

@@ -103,9 +103,11 @@ class ProgressBar:
         if not force and now - self._drawn < BAR_EVERY_S:
             return
         self._drawn = now
-        filled = self.width * done // total if total else self.width
+        filled = min(self.width, self.width * done // total) if total else self.width
         bar = "#" * filled + "-" * (self.width - filled)
-        self.out.write(f"\r{self.label} [{bar}] {done:,}/{total:,} files  {rate:,.0f}/s")
+        # ESC[K clears what a longer line drawn before left to the right of this one.
+        line = f"{self.label} [{bar}] {done:,}/{total:,} files  {rate:,.0f}/s"
+        self.out.write(f"\r{line}\x1b[K")
         self.out.flush()
         self._shown = True
 
