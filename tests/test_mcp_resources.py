@@ -232,10 +232,13 @@ async def test_legacy_subscriber_hears_of_edits_and_new_files(
     inbox = Inbox()
     async with connect(transport, daemon, tmp_path, "legacy", message_handler=inbox.handler) as c:
         await c.subscribe_resource("memory://agent/AGENT.md")
+        await c.subscribe_resource("memory://agent/%41GENT.md")  # the same file, encoded
+        with pytest.raises(MCPError, match="forbidden_path"):
+            await c.subscribe_resource("memory://agent/../../etc/passwd")
         with (agent / "AGENT.md").open("a") as f:  # an edit made outside the sidecar
             f.write("- Staging moved to eu-west-3.\n")
-        updated = await inbox.next(types.ResourceUpdatedNotification)
-        assert updated.params.uri == "memory://agent/AGENT.md"
+        told = {(await inbox.next(types.ResourceUpdatedNotification)).params.uri for _ in "ab"}
+        assert told == {"memory://agent/AGENT.md", "memory://agent/%41GENT.md"}
         read = await c.read_resource("memory://agent/AGENT.md", cache_mode="bypass")
         assert "eu-west-3" in text_of(read)
 
@@ -245,6 +248,7 @@ async def test_legacy_subscriber_hears_of_edits_and_new_files(
         assert "memory://agent/daily/2026-11-25.md" in listed
 
         await c.unsubscribe_resource("memory://agent/AGENT.md")
+        await c.unsubscribe_resource("memory://agent/%41GENT.md")
         (agent / "AGENT.md").write_text("- Replaced.\n")
         (agent / "daily" / "2026-11-26.md").write_text("- Another day.\n")
         await inbox.next(types.ResourceListChangedNotification)  # after the edit's events

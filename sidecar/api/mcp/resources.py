@@ -28,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from sidecar.api.mcp import notices
 from sidecar.errors import ApiError
 from sidecar.mcp_results import withhold_flagged
+from sidecar.notes.files import check_path_shape
 
 log = logging.getLogger(__name__)
 
@@ -204,10 +205,16 @@ class MemoryResources:
     async def _sub(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
-        parse_uri(params.uri)
+        scope, file = parse_uri(params.uri)
+        try:
+            check_path_shape(file)  # refused here as a read would refuse it
+        except ApiError as exc:
+            raise api_failure(exc) from None
         connection = getattr(ctx.session, "_connection", None)
         if isinstance(connection, Connection):
-            connection.state.setdefault(SUBSCRIBED, set()).add(params.uri)
+            # Kept under the file's own URI (what a change names), told with the client's.
+            subscribed = connection.state.setdefault(SUBSCRIBED, {})
+            subscribed.setdefault(uri(scope, file), set()).add(params.uri)
         await self.ready()
         return types.EmptyResult()
 
@@ -223,7 +230,8 @@ class MemoryResources:
     ) -> types.EmptyResult:
         connection = getattr(ctx.session, "_connection", None)
         if isinstance(connection, Connection):
-            connection.state.get(SUBSCRIBED, set()).discard(params.uri)
+            for subscribed in connection.state.get(SUBSCRIBED, {}).values():
+                subscribed.discard(params.uri)
         return types.EmptyResult()
 
     # -- following changes -----------------------------------------------------------
@@ -252,8 +260,8 @@ class MemoryResources:
         for connection in self._legacy():
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(NOTIFY_TIMEOUT):
-                    if target in connection.state.get(SUBSCRIBED, ()):
-                        await connection.send_resource_updated(target)
+                    for asked in connection.state.get(SUBSCRIBED, {}).get(target, ()):
+                        await connection.send_resource_updated(asked)
                     if change != "changed":
                         await connection.send_resource_list_changed()
 
