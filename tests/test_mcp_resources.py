@@ -165,6 +165,7 @@ async def test_hostile_paths_are_refused(
     secret = tmp_path / "secret.txt"
     secret.write_text("root:x:0:0\n")
     os.link(secret, agent / "daily" / "2026-11-23.md")  # a hard link out of the tier
+    (agent / "daily" / "2026-11-22.md").write_text("- a line of a long day's notes\n" * 40_000)
     async with connect(transport, daemon, tmp_path) as client:
         for uri in (
             "memory://agent/../../etc/passwd",
@@ -180,6 +181,8 @@ async def test_hostile_paths_are_refused(
             await client.read_resource("memory://agent/index.sqlite")
         with pytest.raises(MCPError, match="not a memory:// URI"):
             await client.read_resource("file:///etc/passwd")
+        with pytest.raises(MCPError, match="too_large: .* memory.read"):  # same on both
+            await client.read_resource("memory://agent/daily/2026-11-22.md")
         listed = {r.uri for r in (await client.list_resources()).resources}
     assert "memory://agent/daily/2026-11-23.md" not in listed
 

@@ -38,6 +38,10 @@ TIERS = ("agent", "crew")
 PAGE_SIZE = 50
 SUBSCRIBED = "memory_subscriptions"  # key in a handshake-era Connection.state
 NOTIFY_TIMEOUT = 1.0
+# A resource travels whole in one message, and clients cap a message (the Python SDK's
+# streamable HTTP client at 1 MiB of SSE event): past this, answer the same clear error on
+# every transport instead of a transport failure on some.
+RESOURCE_BYTES = 512 * 1024  # escaped as JSON, at most about twice this
 READY_TIMEOUT = 5.0  # how long a subscribe waits for the change feed to be in place
 MIME = {"journal": "application/jsonl"}
 DESCRIBE = {
@@ -189,6 +193,14 @@ class MemoryResources:
         except ApiError as exc:
             raise api_failure(exc) from None
         shown = withhold_flagged(body)
+        size = len(shown["content"].encode("utf-8"))
+        if size > RESOURCE_BYTES:
+            raise _invalid(
+                f"too_large: {text} holds {size:,} bytes, over the {RESOURCE_BYTES:,} a "
+                f"resource is served whole in; read a line range with "
+                f"memory.read or find the part you need with memory.search",
+                {"status": 413, "error": "too_large"},
+            )
         mime = MIME.get(str(body.get("kind")), "text/markdown")
         contents = types.TextResourceContents(uri=text, mime_type=mime, text=shown["content"])
         return types.ReadResourceResult(contents=[contents]), body
