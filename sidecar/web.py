@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from sidecar.errors import ApiError, json_type
-from sidecar.metrics import REJECTED_INPUTS
+from sidecar.metrics import HTTP_REQUESTS, REJECTED_INPUTS
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -92,6 +92,8 @@ class _JsonErrorHandler(RequestHandler):
         detail = message if message and status != 500 else reason
         response = error_response(status, HTTP_CODES.get(status, "http_error"), detail)
         response.force_close()
+        # Never routed, so the app's counting middleware did not see it: count it here.
+        HTTP_REQUESTS.labels(route="unparsed", method="-", status=str(status)).inc()
         return response
 
 

@@ -181,7 +181,7 @@ async def test_hostile_paths_are_refused(
             await client.read_resource("memory://agent/index.sqlite")
         with pytest.raises(MCPError, match="not a memory:// URI"):
             await client.read_resource("file:///etc/passwd")
-        with pytest.raises(MCPError, match="too_large: .* memory.read"):  # same on both
+        with pytest.raises(MCPError, match=r"too_large: .* memory\.read"):  # same on both
             await client.read_resource("memory://agent/daily/2026-11-22.md")
         listed = {r.uri for r in (await client.list_resources()).resources}
     assert "memory://agent/daily/2026-11-23.md" not in listed
