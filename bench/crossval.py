@@ -53,6 +53,12 @@ GRIDS: dict[str, tuple[str, list[str], str, dict[str, str]]] = {
         "0.5",
         {"mode": "hybrid"},
     ),
+    "BM25 weight of the context (sparse)": (
+        "context_weight",
+        ["0.25", "0.5", "1.0"],
+        "0.25",
+        {"mode": "sparse"},
+    ),
     "chunk target, fraction of the cap (sparse)": (
         "target",
         ["0.6", "0.8", "1.0"],

@@ -18,7 +18,8 @@ run in another mode looks its vectors up instead of embedding them again.
 target=X`` and ``--arg lead_in_cost=X`` set the chunker's target fraction of the cap and
 the cost of cutting after a lead-in line, ``--arg context_chars=N`` the neighbouring
 characters folded into each side of a chunk's indexed context (``chunking.CONTEXT_CHARS``,
-0 = none) and ``--arg context_weight=X`` their BM25 weight (``sqlite.CONTEXT_WEIGHT``):
+0 = none) and ``--arg context_weight=X`` their BM25 weight (``sqlite.CONTEXT_WEIGHT`` in
+hybrid's pool, ``modes.SPARSE_CONTEXT_WEIGHT`` in sparse mode):
 for the cross-validation of those constants (``bench/crossval.py``).
 ``--arg store=pgserver`` keeps each sample's index in a throwaway PostgreSQL cluster
 (``pgserver``), one namespace per sample; ``--arg store=postgresql://...`` in that
@@ -36,7 +37,7 @@ from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.store import IndexStore
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.minilm import MiniLMEmbedder
-from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE
+from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.ranking import RRF_K, rank_tier, rrf_fuse, search_store
 from sidecar.retrieval.vector_sync import TierVectors
 from sidecar.stores import open_store
@@ -75,7 +76,10 @@ class InProcessRetriever:
             chunking._LEAD_IN_COST = float(lead_in_cost)
         if context_chars != "":
             chunking.CONTEXT_CHARS = int(context_chars)
-        if context_weight:
+        self.sparse_weight = SPARSE_CONTEXT_WEIGHT
+        if context_weight and mode == SPARSE:
+            self.sparse_weight = float(context_weight)
+        elif context_weight:
             from sidecar.index import sqlite
 
             sqlite.CONTEXT_WEIGHT = float(context_weight)
@@ -113,7 +117,7 @@ class InProcessRetriever:
         if self._embedder is None:
             if planned is None:
                 return []
-            hits = search_store(store, planned, k)[0]
+            hits = search_store(store, planned, k, self.sparse_weight)[0]
             return [(h.path, h.start_line, h.end_line, h.text) for h in hits]
         vector = self._embedder.embed([text])[0]
         if self.mode == RRF:

@@ -15,6 +15,9 @@ import pytest
 from sidecar.index.chunking import Chunk
 from sidecar.index.sqlite import SCHEMA_VERSION, SQLiteStore
 from sidecar.index.store import FileState, Hit, IndexedFile, StoreStats
+from sidecar.retrieval import query
+from sidecar.retrieval.modes import SPARSE, SPARSE_CONTEXT_WEIGHT
+from sidecar.retrieval.ranking import rank_tier
 
 
 def item(
@@ -335,3 +338,21 @@ def test_readers_see_the_old_index_while_replace_all_runs(store: SQLiteStore) ->
             "new1.md",
             "new2.md",
         ]
+
+
+def test_sparse_ranking_weighs_neighbouring_text_less_than_hybrid_s_pool(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    state = FileState(1, 1, "0" * 64)
+    store.replace_file(IndexedFile("own.md", state, {}, [Chunk(1, 1, "N", "wombat here", "")]))
+    store.replace_file(
+        IndexedFile("near.md", state, {}, [Chunk(1, 1, "N", "other words", "wombat near")])
+    )
+    for i in range(6):
+        store.replace_file(item(f"f{i}.md", ("N", f"filler {i}")))
+    planned = query.plan("wombat")
+    assert planned is not None
+    results, _ = rank_tier(store, "agent", planned, 10, SPARSE)
+    expected = store.search(planned.match, 10, SPARSE_CONTEXT_WEIGHT)
+    assert [r.score for r in results] == [h.score for h in expected]
+    assert results[1].score < store.search(planned.match, 10)[1].score  # the pool's weight
+    store.close()

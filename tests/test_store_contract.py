@@ -347,6 +347,10 @@ def test_context_finds_a_chunk_but_weighs_less(store: IndexStore) -> None:
     assert hits[1].text == "other words"  # the chunk's own text, never its context
     assert paths(store.search("context: wombat", 10)) == ["near.md"]
     assert paths(store.search("body: wombat", 10)) == ["own.md"]
+    # The context's weight is the caller's to choose: it scales that column's share.
+    near = {w: store.search('"wombat"', 10, w)[1] for w in (0.25, 0.5)}
+    assert near[0.25].path == "near.md" and 0 < near[0.25].score < near[0.5].score
+    assert store.search('"wombat"', 10, 0.5)[1].score == pytest.approx(hits[1].score)
 
 
 # -- chunks for the vector index -------------------------------------------------------

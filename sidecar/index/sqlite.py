@@ -281,12 +281,13 @@ class SQLiteStore:
         rows = self._select_in("SELECT path, metadata FROM files WHERE path IN (%s)", paths)
         return {p: json.loads(m) for p, m in rows}
 
-    def search(self, match: str, limit: int) -> list[Hit]:
+    def search(self, match: str, limit: int, context_weight: float | None = None) -> list[Hit]:
         # bm25() with literal weights is measurably faster than the configured
         # ``rank`` column, which FTS5 resolves through an extra function lookup.
+        context = float(CONTEXT_WEIGHT if context_weight is None else context_weight)
         sql = f"""
             SELECT c.path, c.start_line, c.end_line, c.heading, c.body, f.score, c.hash
-            FROM (SELECT rowid, bm25(chunks_fts, {HEADING_WEIGHT}, {BODY_WEIGHT}, {CONTEXT_WEIGHT})
+            FROM (SELECT rowid, bm25(chunks_fts, {HEADING_WEIGHT}, {BODY_WEIGHT}, {context})
                   AS score
                   FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) AS f
             JOIN chunks AS c ON c.id = f.rowid

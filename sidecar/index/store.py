@@ -156,7 +156,11 @@ class IndexStore(Protocol):
         """Set (or, with None, delete) a value kept with the index, in one transaction."""
         ...
 
-    def search(self, match: str, limit: int) -> list[Hit]: ...
+    def search(self, match: str, limit: int, context_weight: float | None = None) -> list[Hit]:
+        """The best ``limit`` chunks for an FTS5 query, BM25 with the heading, body and
+        context columns weighted; ``context_weight`` replaces the store's default weight
+        of the context column (sparse ranking wants less of it than the hybrid pool)."""
+        ...
 
     def hits(self, chunk_ids: Iterable[int]) -> dict[int, Hit]:
         """The chunks with these ids that still exist (score 0), for dense results."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
-from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE
+from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
 from sidecar.safety import scan_remembered
 
@@ -53,14 +53,16 @@ class Result:
         return body
 
 
-def search_store(store: IndexStore, planned: PlannedQuery, limit: int) -> tuple[list[Hit], str]:
+def search_store(
+    store: IndexStore, planned: PlannedQuery, limit: int, context_weight: float | None = None
+) -> tuple[list[Hit], str]:
     """Run the planned query; on a syntax error, run the plain-terms form instead."""
     try:
-        return store.search(planned.match, limit), planned.mode
+        return store.search(planned.match, limit, context_weight), planned.mode
     except QuerySyntaxError:
         if not planned.fallback:
             return [], MODE_FALLBACK
-        return store.search(planned.fallback, limit), MODE_FALLBACK
+        return store.search(planned.fallback, limit, context_weight), MODE_FALLBACK
 
 
 def rank_tier(
@@ -83,7 +85,7 @@ def rank_tier(
     if mode == SPARSE or query_vector is None or vectors is None:
         if planned is None:
             return [], query_mode
-        hits, query_mode = search_store(store, planned, limit)
+        hits, query_mode = search_store(store, planned, limit, SPARSE_CONTEXT_WEIGHT)
         return [Result(source, h, h.score, ranks={SPARSE: i})
                 for i, h in enumerate(hits, start=1)], query_mode  # fmt: skip
     from sidecar.retrieval import fusion  # numpy: a sparse-only daemon never loads it

@@ -97,11 +97,11 @@ def _tsquery(node: fts5.Node) -> str | None:
     return "(" + " | ".join(kept) + ")" if kept else None
 
 
-def _terms(node: fts5.Node) -> dict[str, list[Any]]:
+def _terms(node: fts5.Node, context_weight: float | None = None) -> dict[str, list[Any]]:
     """The words BM25 scores, each with its prefix flag and column weights (the SQLite
     store's, read when asked: a benchmark may set them)."""
-    weights = {"heading": sqlite.HEADING_WEIGHT, "body": sqlite.BODY_WEIGHT,
-               "context": sqlite.CONTEXT_WEIGHT}  # fmt: skip
+    context = sqlite.CONTEXT_WEIGHT if context_weight is None else context_weight
+    weights = {"heading": sqlite.HEADING_WEIGHT, "body": sqlite.BODY_WEIGHT, "context": context}
     out: dict[str, list[Any]] = {"words": [], "prefix": [], "wa": [], "wb": [], "wc": []}
     for phrase in fts5.phrases(node):
         for k, word in enumerate(phrase.words):
@@ -455,10 +455,10 @@ class PostgresStore:
         )
         return {p: json.loads(m) for p, m in rows}
 
-    def search(self, match: str, limit: int) -> list[Hit]:
+    def search(self, match: str, limit: int, context_weight: float | None = None) -> list[Hit]:
         tree = fts5.parse(match)
         params: dict[str, Any] = {"ns": self.namespace, "top": _TOP, "limit": limit,
-                                  **_terms(tree)}  # fmt: skip
+                                  **_terms(tree, context_weight)}  # fmt: skip
         if fts5.is_bag_of_words(tree):
             sql = _SEARCH_WORDS
         else:
