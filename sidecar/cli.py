@@ -46,6 +46,7 @@ from sidecar.service import MemoryService
 from sidecar.web import JsonErrorRunner
 
 log = logging.getLogger("sidecar")
+MAX_REQUEST_LINE = 64 * 1024  # aiohttp's default is 8 KiB
 
 
 def _env(name: str, default: Any) -> Any:
@@ -244,7 +245,11 @@ async def serve(settings: Settings) -> None:
     runners: list[JsonErrorRunner] = []
     try:
         for app, host, port in sites:
-            runner = JsonErrorRunner(app, access_log=None, shutdown_timeout=5)
+            # A request line long enough for the longest query the stdio proxy sends in a
+            # URL (GET /memory/context: 4,096 characters, percent-encoded UTF-8).
+            runner = JsonErrorRunner(
+                app, access_log=None, shutdown_timeout=5, max_line_size=MAX_REQUEST_LINE
+            )
             runners.append(runner)
             await runner.setup()
             await web.TCPSite(runner, host, port).start()

@@ -422,7 +422,7 @@ def raw_exchange(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]
         b"FOO /memory/read HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
         b"G(E)T / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
         b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\x00evil\r\n\r\n",
-        b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
         b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 20000 + b"\r\n\r\n",
         b"this is not http\r\n\r\n",
         b"DELETE /memory/write HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",

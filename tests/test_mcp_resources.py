@@ -312,6 +312,10 @@ async def test_prompts(daemon: SidecarProcess, tmp_path: Path, transport: str) -
             await client.get_prompt("memory-block", {"budget": "12"})
         with pytest.raises(MCPError, match="unknown prompt"):
             await client.get_prompt("nope")
+        with pytest.raises(MCPError, match="query_too_long"):  # the same on both transports
+            await client.get_prompt("memory-block", {"query": "staging " * 600})
+        widest = await client.get_prompt("memory-block", {"query": "é" * 4096})  # 24 KiB in a URL
+        assert "eu-west-2" in str(widest.messages[0].content)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -22,6 +22,7 @@ from sidecar.journal.recall import RecallQuery
 from sidecar.learnings.learnings import Learnings, SearchQuery
 from sidecar.metrics import timed
 from sidecar.notes.files import today_utc
+from sidecar.retrieval.query import check_length
 from sidecar.retrieval.search import Search
 
 RECALLED_K = 5
@@ -61,6 +62,8 @@ class ContextBuilder:
         """The prompt-ready memory block; crew files come from the shared folder."""
         if not 1000 <= budget <= 200_000:
             raise ApiError(400, "bad_budget", "'budget' must be from 1000 to 200000 characters")
+        if query is not None:
+            check_length(query)
         today = today_utc()
         agent_dir, crew_dir = self.settings.agent_dir, self.settings.crew_dir
 

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
-from sidecar.retrieval.query import MAX_QUERY_CHARS
+from sidecar.retrieval.query import check_length
 from sidecar.retrieval.search import Search
 from sidecar.web import check_fields, json_body, string_field
 
@@ -21,8 +21,7 @@ def task_query(body: dict[str, Any]) -> str:
     text = string_field(body, "query")
     if not text or not text.strip():
         raise ApiError(400, "bad_query", "'query' is required: what the task at hand is about")
-    if len(text) > MAX_QUERY_CHARS:
-        raise ApiError(400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters")
+    check_length(text)
     return text
 
 
@@ -33,8 +32,7 @@ async def parse_search(request: web.Request) -> tuple[str, str, int, str | None]
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
         raise ApiError(400, "missing_query", "'query' must be a non-empty string")
-    if len(query) > MAX_QUERY_CHARS:
-        raise ApiError(400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters")
+    check_length(query)
     limit = body.get("limit", 10)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ApiError(400, "bad_limit", f"'limit' must be an integer from 1 to {MAX_LIMIT}")

@@ -23,6 +23,7 @@ from sidecar.api.mcp.resources import TIERS, MemoryResources, api_failure
 from sidecar.errors import ApiError
 from sidecar.journal import tools as journal_tools
 from sidecar.mcp_results import withhold_flagged
+from sidecar.retrieval.query import check_length
 
 MEMORY_BLOCK, CONSOLIDATE, RECALL = "memory-block", "consolidate-memory-file", "recall-for-task"
 BLOCKED = "[BLOCKED: possible prompt injection"
@@ -144,6 +145,7 @@ class MemoryPrompts:
         self, ctx: ServerRequestContext[Any, Any], args: dict[str, str]
     ) -> types.GetPromptResult:
         budget = _int(args, "budget", 15000, 1000, 200_000)
+        check_length(args.get("query") or "")  # before the stdio proxy puts it in a URL
         text = await self.backend.context(
             budget, args.get("query") or None, args.get("user_id") or None,
             args.get("workspace_id") or None,
