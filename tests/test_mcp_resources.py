@@ -258,6 +258,21 @@ async def test_legacy_subscriber_hears_of_edits_and_new_files(
     assert inbox.drain(types.ResourceUpdatedNotification) == []
 
 
+async def test_a_subscriber_hears_of_edits_made_while_the_daemon_was_down(
+    daemon: SidecarProcess, tier_dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    agent, _ = tier_dirs
+    inbox = Inbox()
+    async with connect("stdio", daemon, tmp_path, "legacy", message_handler=inbox.handler) as c:
+        await c.subscribe_resource("memory://agent/AGENT.md")
+        daemon.terminate()
+        with (agent / "AGENT.md").open("a") as f:  # nobody is watching now
+            f.write("- Staging moved to eu-west-3 while the sidecar was down.\n")
+        daemon.start()  # same port: the stdio proxy's change feed comes back
+        updated = await inbox.next(types.ResourceUpdatedNotification)
+        assert updated.params.uri == "memory://agent/AGENT.md"
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_listen_stream_hears_of_edits_and_new_files(
     daemon: SidecarProcess, tier_dirs: tuple[Path, Path], tmp_path: Path, transport: str

@@ -129,6 +129,8 @@ class MemoryResources:
         self.connections = connections  # the handshake-era connections seen so far
         self.unhealthy = healthy  # why resources are withheld, or None
         self.following = asyncio.Event()
+        # Each file's (bytes, modified) when the change feed last came up.
+        self._listed: dict[tuple[str, str], tuple[Any, Any]] | None = None
 
     def install(self, server: Any) -> None:
         server.add_request_handler(
@@ -254,6 +256,7 @@ class MemoryResources:
             try:
                 async for item in self.backend.file_changes():
                     if item.get("ready"):
+                        await self._catch_up()
                         self.following.set()
                     elif "file" in item:
                         await self.changed(item["scope"], item["file"], item["change"])
@@ -263,6 +266,27 @@ class MemoryResources:
                 log.debug("file change feed dropped", extra={"error": repr(exc)})
             self.following.clear()
             await asyncio.sleep(retry)
+
+    async def _catch_up(self) -> None:
+        """Once following (again), tell of what changed while the feed was down (the
+        daemon restarted, say, and files were edited meanwhile): the listing now
+        against the one taken when the feed last came up."""
+        try:
+            now = {(scope, item["file"]): (item.get("bytes"), item.get("modified"))
+                   for scope, item in await self.all_files()}  # fmt: skip
+        except Exception as exc:  # the feed is up but listing failed: nothing to compare
+            log.debug("could not list files to catch up", extra={"error": repr(exc)})
+            return
+        before, self._listed = self._listed, now
+        if before is None:
+            return
+        for key in sorted(before.keys() | now.keys()):
+            if key not in now:
+                await self.changed(*key, "deleted")
+            elif key not in before:
+                await self.changed(*key, "created")
+            elif before[key] != now[key]:
+                await self.changed(*key, "changed")
 
     async def changed(self, scope: str, file: str, change: str) -> None:
         target = uri(scope, file)
