@@ -102,6 +102,13 @@ class Settings:
             raise ValueError("a crew address or lead URL needs SIDECAR_CREW_TOKEN")
         for location in (self.store, self.agent_store, self.crew_store):
             validate_store(location)
+        if self.store not in ("", "sqlite") and not is_postgres(self.store):
+            raise ValueError("--store is for a postgresql:// URL both tiers share (by "
+                             "namespace); a SQLite file holds one tier: use --agent-store "
+                             "or --crew-store for a path")  # fmt: skip
+        agent_at, crew_at = self.agent_store or self.store, self.crew_store or self.store
+        if agent_at == crew_at and agent_at not in ("", "sqlite") and not is_postgres(agent_at):
+            raise ValueError("the agent and crew tiers cannot share one SQLite file")
 
     def tiers(self) -> list[Tier]:
         """The tiers this sidecar indexes: its own, plus the crew tier on the lead."""

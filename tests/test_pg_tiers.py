@@ -38,6 +38,25 @@ def test_a_store_that_is_not_postgresql_or_a_path_is_refused(tmp_path: Path) -> 
         Settings(agent_dir=tmp_path / "a", crew_dir=tmp_path / "c", crew_store="mysql://x/y")
 
 
+@pytest.mark.parametrize(
+    ("flags", "refusal"),
+    [
+        ({"crew_store": "postgresql://sc:Tr0ub4dor/Horse@db/mem"}, "must be percent-encoded"),
+        ({"crew_store": "postgresql://sc:Tr0ub4dor@Horse@db/mem"}, "must be percent-encoded"),
+        ({"crew_store": "postgresql://sc:My%Secret@db/mem"}, "must be percent-encoded"),
+        ({"store": "host=db password=Tr0ub4dor"}, "not a key=value connection string"),
+        ({"store": "/var/lib/memory/index.sqlite"}, "a SQLite file holds one tier"),
+        ({"agent_store": "/x/one.sqlite", "crew_store": "/x/one.sqlite"}, "one SQLite file"),
+    ],
+)
+def test_a_store_location_that_would_be_misread_is_refused_without_its_password(
+    tmp_path: Path, flags: dict[str, str], refusal: str
+) -> None:
+    with pytest.raises(ValueError, match=refusal) as caught:
+        Settings(agent_dir=tmp_path / "a", crew_dir=tmp_path / "c", **flags)
+    assert "Tr0ub4dor" not in str(caught.value) and "Secret" not in str(caught.value)
+
+
 def test_daemon_serves_the_crew_tier_from_postgresql(tmp_path: Path, pg_url: str) -> None:
     """The crew tier in PostgreSQL, the agent tier in its SQLite file, one real daemon."""
     agent, crew = tmp_path / "agent", tmp_path / "crew"

@@ -9,6 +9,7 @@ indexes and asks ``describe`` what to show.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,42 @@ def is_postgres(location: str | Path) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 
+_KEYWORD_DSN = re.compile(r"^\s*[a-z_]+\s*=")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
 def validate(location: str) -> None:
-    """Refuse a location that is neither a PostgreSQL URL nor a path, before starting."""
+    """Refuse, before starting, a location that is neither a PostgreSQL URL nor a path,
+    and a URL whose user or password would be misread: libpq would then take part of
+    the password for the host, and it would show wherever the location is shown.
+    The messages never repeat the URL."""
+    if _KEYWORD_DSN.match(location):
+        raise ValueError(
+            "a store is a postgresql:// URL or a path, not a key=value connection "
+            "string: write it as postgresql://user:password@host/db"
+        )
     if location and "://" in location and not is_postgres(location):
         raise ValueError(
             f"a store is a postgresql:// URL or a path, not {location.split('://')[0]}://"
         )
+    if not is_postgres(location):
+        return
+    rest = location.split("://", 1)[1]
+    userinfo = rest[: rest.rfind("@")] if "@" in rest else ""
+    if any(c in userinfo for c in "/?#@") or _BAD_ESCAPE.search(rest):
+        raise ValueError(
+            "the store URL's user or password holds a character that must be "
+            "percent-encoded (/ ? # @ %): encode it, for example with python3 -c "
+            "'import urllib.parse, sys; print(urllib.parse.quote(sys.argv[1], safe=\"\"))' PASSWORD"
+        )
+    import psycopg  # only a PostgreSQL location needs it
+
+    try:
+        psycopg.conninfo.conninfo_to_dict(location)
+    except psycopg.ProgrammingError:
+        raise ValueError("the store URL is not a valid postgresql:// URL (libpq refuses "
+                         "it); see https://www.postgresql.org/docs/current/libpq-connect.html"
+                         "#LIBPQ-CONNSTRING-URIS") from None  # fmt: skip
 
 
 def open_store(
