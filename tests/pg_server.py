@@ -15,11 +15,19 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 @contextmanager
 def cluster() -> Iterator[str]:
     """Start a cluster; yield its connection URL; stop it and delete its files."""
+    with server() as running:
+        yield running.get_uri()
+
+
+@contextmanager
+def server() -> Iterator[Any]:
+    """Start a cluster; yield pgserver's handle on it (for ``stop`` and ``start``)."""
     with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR in containers
         warnings.simplefilter("ignore")
         import pgserver
@@ -27,13 +35,26 @@ def cluster() -> Iterator[str]:
     base = tempfile.mkdtemp(prefix="sidecar-pg-")
     os.chmod(base, 0o755)  # the pgserver user (when run as root) must reach its data
     try:
-        server = pgserver.get_server(os.path.join(base, "data"), cleanup_mode="delete")
+        running = pgserver.get_server(os.path.join(base, "data"), cleanup_mode="delete")
         try:
-            yield server.get_uri()
+            yield running
         finally:
-            server.cleanup()
+            running.cleanup()
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def stop(running: Any) -> None:
+    """Stop the cluster as an operator would (every connection to it is cut)."""
+    import pgserver
+
+    pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=running.pgdata,
+                    user=running.system_user)  # fmt: skip
+
+
+def start(running: Any) -> None:
+    """Start a stopped cluster again, on the same socket."""
+    running.ensure_postgres_running()
 
 
 def namespace(prefix: str = "test") -> str:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import urllib.error
+import urllib.request
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from sidecar.config import Settings
 from sidecar.disk.tiers import Tier
 from sidecar.service import MemoryService
+from tests import pg_server
 from tests.conftest import eventually
 from tests.sidecar_process import SidecarProcess, wait_for
 
@@ -242,3 +244,56 @@ def _answers(proc: SidecarProcess) -> bool:
     except (urllib.error.URLError, ConnectionError):
         return False
     return True
+
+
+def test_after_a_database_restart_every_sidecar_recovers_and_nothing_is_rebuilt(
+    tmp_path: Path,
+) -> None:
+    """A lead, its standby and a member reading directly, through a restart of
+    PostgreSQL: all come back on their own; the index, which survived, is caught up
+    rather than dropped and rebuilt (readers never see it empty); the standby, which
+    may not write, stands by again instead of failing to rebuild forever."""
+    crew = tmp_path / "crew"
+    (crew / "topics").mkdir(parents=True)
+    (crew / "topics" / "infra.md").write_text("# Infra\n\nStaging runs on zeppelins.\n")
+    with pg_server.server() as running:
+        url = running.get_uri()
+        flags = ["--crew-store", url, "--namespace", f"restart-{tmp_path.name}",
+                 "--reconcile-interval", "0.5"]  # fmt: skip
+        lead = SidecarProcess(tmp_path / "a1" / "agent", crew, extra=flags).start()
+        standby = SidecarProcess(tmp_path / "a2" / "agent", crew, extra=flags)
+        member = SidecarProcess(tmp_path / "m" / "agent", tmp_path / "m" / "crew",
+                                role="agent", extra=flags)  # fmt: skip
+        try:
+            standby.proc = subprocess.Popen(standby.args, env=standby.env,
+                                            stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)  # fmt: skip
+            wait_for(lambda: _answers(standby) and crew_store(standby)["writer"] == "standby",
+                     timeout=20, what="the second lead to stand by")  # fmt: skip
+            member.start()
+            pg_server.stop(running)
+            for proc in (lead, standby, member):  # each has seen the server gone
+                wait_for(lambda p=proc: p.get("/healthz")["status"] == "degraded", timeout=20,
+                         what="a sidecar to notice the server is gone")  # fmt: skip
+            (crew / "topics" / "ops.md").write_text("# Ops\n\nPager rotation uses wombats.\n")
+            pg_server.start(running)
+
+            def recovered(proc: SidecarProcess) -> bool:
+                health = proc.get("/healthz")
+                return health["status"] == "ok" and bool(proc.search("wombats", scope="crew"))
+
+            for proc in (lead, standby, member):
+                wait_for(lambda p=proc: recovered(p), timeout=40,
+                         what="a sidecar to recover from the restart")  # fmt: skip
+            assert {crew_store(lead)["writer"], crew_store(standby)["writer"]} == {
+                "lead",
+                "standby",
+            }
+            for proc in (lead, standby):
+                with urllib.request.urlopen(f"{proc.url}/metrics", timeout=10) as resp:
+                    metrics = resp.read().decode()
+                assert 'kind="heal"' not in metrics  # no tier was rebuilt from its files
+            assert member.get("/memory/status?scope=crew")["total_files"] == 2
+        finally:
+            for proc in (lead, standby, member):
+                proc.kill()

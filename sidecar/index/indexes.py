@@ -494,8 +494,18 @@ class TierIndexes:
 
     def _heal(self, state: TierState) -> None:
         """Start the tier's index afresh and rebuild it from the markdown; the tier is
-        ready again only once the rebuilt index has answered a query."""
+        ready again only once the rebuilt index has answered a query. An index that was
+        only out of reach (a database server restarting) is kept and caught up instead:
+        dropping it would leave every reader of it with empty results for the length of
+        a rebuild, and a standby, which may not write, could never heal at all."""
         name = state.tier.name
+        if state.store.intact():
+            state.broken = None
+            log.warning("index reachable again; catching up with what changed meanwhile",
+                        extra={"tier": name})  # fmt: skip
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self._resubmit_reconcile, name)
+            return
         log.warning("rebuilding an unusable index from markdown",
                     extra={"tier": name, "reason": state.broken})  # fmt: skip
         os.makedirs(state.tier.root, 0o755, exist_ok=True)
@@ -519,6 +529,10 @@ class TierIndexes:
             self._loop.call_soon_threadsafe(
                 self._loop.call_later, HEAL_RETRY_S, self._resubmit_heal, tier
             )
+
+    def _resubmit_reconcile(self, tier: str) -> None:
+        with contextlib.suppress(RuntimeError):  # shutting down: the next start reconciles
+            self.queue.submit(JobKey(tier, TREE, ""))
 
     def _resubmit_heal(self, tier: str) -> None:
         if self.tiers[tier].broken is not None and not self._stop.is_set():

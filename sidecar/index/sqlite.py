@@ -246,6 +246,9 @@ class SQLiteStore:
         """Bumped by each reset: what was derived from the old index (vectors) is stale."""
         return self._generation
 
+    def intact(self) -> bool:
+        return False  # a local file is unusable only when damaged, gone or replaced
+
     def reset(self) -> None:
         with self._write_lock:
             with suppress(sqlite3.Error):

@@ -198,6 +198,12 @@ class IndexStore(Protocol):
         calls raised; without it, only what can be checked cheaply now."""
         ...
 
+    def intact(self) -> bool:
+        """After ``problem`` said the index was unusable: is it usable again as it was?
+        True for a server that was only unreachable (its rows survived the outage, and a
+        reconcile catches them up); False for damage, which only a rebuild repairs."""
+        ...
+
     @property
     def generation(self) -> int:
         """How many times ``reset`` has run."""

@@ -420,6 +420,13 @@ class PostgresStore:
                 self._hold_lease()
         return None
 
+    def intact(self) -> bool:
+        try:
+            self._ensure()
+        except StoreUnavailable:
+            return False
+        return self.problem() is None
+
     @property
     def generation(self) -> int:
         return self._generation
