@@ -595,6 +595,36 @@ def test_nearest_by_whole_chunk_vector(pg_url: str, use_pgvector: bool) -> None:
         other.close()
 
 
+def test_a_small_namespace_beside_a_big_one_still_finds_its_nearest(pg_url: str) -> None:
+    """HNSW filters by namespace after the scan and gives up after hnsw.max_scan_tuples
+    rows (20,000 by default; 50 in this database, which holds hundreds): the small
+    namespace's own rows are then scored exactly instead of coming back empty."""
+    import numpy as np
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS scan_limit WITH (FORCE)")
+        conn.execute("CREATE DATABASE scan_limit")
+        conn.execute("ALTER DATABASE scan_limit SET hnsw.max_scan_tuples = 50")
+        # As on a big table, where the planner takes the HNSW index for the ordering:
+        conn.execute("ALTER DATABASE scan_limit SET enable_sort = off")
+    url = psycopg.conninfo.make_conninfo(pg_url, dbname="scan_limit")
+    small, big = PostgresStore(url, namespace()), PostgresStore(url, namespace())
+    try:
+        rng = np.random.default_rng(11)
+        query = np.full(8, 1 / np.sqrt(8), np.float32)
+        near = (query + rng.normal(0, 0.05, (600, 8))).astype(np.float32)  # all closer
+        far = rng.standard_normal((5, 8)).astype(np.float32)
+        big.put_vectors("m", [(f"b{i}", v.tobytes()) for i, v in enumerate(near)])
+        small.put_vectors("m", [(f"s{i}", v.tobytes()) for i, v in enumerate(far)])
+        big.nearest("m", query.tolist(), 1)  # learns the width: the HNSW index is built
+        got = small.nearest("m", query.tolist(), 3)
+        sims = (far / np.linalg.norm(far, axis=1, keepdims=True)) @ query
+        assert [h for h, _ in got] == [f"s{i}" for i in np.argsort(-sims)[:3]]
+    finally:
+        small.close()
+        big.close()
+
+
 def test_one_writer_per_namespace_the_other_stands_by(pg_url: str) -> None:
     ns = namespace()
     lead = PostgresStore(pg_url, ns, single_writer=True)

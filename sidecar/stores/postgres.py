@@ -712,16 +712,23 @@ class PostgresStore:
             return self._nearest_here(model_id, query, k)
         if self._dims.get(model_id) != dims:
             self._prepare_pgvector(model_id, dims)
-        q = _literal(query)
+        sql = (
+            f"SELECT hash, 1 - (embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim "
+            "FROM vectors WHERE namespace = %(ns)s AND model_id = %(m)s "
+            f"AND dims = {dims} ORDER BY embedding::vector({dims}) <=> %(q)s::vector({dims}) "
+            "LIMIT %(k)s"
+        )
+        params = {"q": _literal(query), "ns": self.namespace, "m": model_id, "k": k}
         with self._conn() as conn, conn.transaction():
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            rows = conn.execute(
-                f"SELECT hash, 1 - (embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim "
-                "FROM vectors WHERE namespace = %(ns)s AND model_id = %(m)s "
-                f"AND dims = {dims} ORDER BY embedding::vector({dims}) <=> %(q)s::vector({dims}) "
-                "LIMIT %(k)s",
-                {"q": q, "ns": self.namespace, "m": model_id, "k": k},
-            ).fetchall()
+            rows = conn.execute(sql, params).fetchall()
+            if len(rows) < k:
+                # The index is shared by every namespace and filtered after the scan, which
+                # gives up after hnsw.max_scan_tuples of other namespaces' rows: a small
+                # namespace beside a big one finds too few. Score its own rows exactly
+                # (through the namespace's b-tree index; few rows, or fewer than k).
+                conn.execute("SET LOCAL enable_indexscan = off")
+                rows = conn.execute(sql, params).fetchall()
         return sorted(((h, float(sim)) for h, sim in rows), key=lambda r: -r[1])
 
     def _prepare_pgvector(self, model_id: str, dims: int) -> None:
