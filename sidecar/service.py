@@ -143,7 +143,13 @@ class MemoryService:
         if scope == "both":
             raise ApiError(400, "bad_scope", "status takes scope agent or crew")
         if scope == "crew" and self.crew_reader is not None:
-            stats = await self.indexes.read(self.crew_reader.stats)
+            try:
+                stats = await self.indexes.read(self.crew_reader.stats)
+            except Exception as exc:  # the shared store is out of reach: say so, as search does
+                why = self.crew_reader.problem(exc)
+                if why is None:
+                    raise
+                raise ApiError(503, "crew_store_unavailable", f"crew index: {why}") from None
             return {"scope": "crew", "store": describe(self.crew_reader), **stats_json(stats)}
         if scope == "crew" and self.lead is not None:
             try:

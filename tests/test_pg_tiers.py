@@ -275,6 +275,8 @@ def test_after_a_database_restart_every_sidecar_recovers_and_nothing_is_rebuilt(
             for proc in (lead, standby, member):  # each has seen the server gone
                 wait_for(lambda p=proc: p.get("/healthz")["status"] == "degraded", timeout=20,
                          what="a sidecar to notice the server is gone")  # fmt: skip
+            status, answer = member.call("GET", "/memory/status?scope=crew")
+            assert (status, answer["error"]) == (503, "crew_store_unavailable")
             (crew / "topics" / "ops.md").write_text("# Ops\n\nPager rotation uses wombats.\n")
             pg_server.start(running)
 

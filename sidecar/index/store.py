@@ -201,7 +201,9 @@ class IndexStore(Protocol):
     def intact(self) -> bool:
         """After ``problem`` said the index was unusable: is it usable again as it was?
         True for a server that was only unreachable (its rows survived the outage, and a
-        reconcile catches them up); False for damage, which only a rebuild repairs."""
+        reconcile catches them up); False for damage, which only a rebuild repairs.
+        Raises while it cannot tell yet (the server still out of reach): starting
+        afresh then would drop an index that may well come back whole."""
         ...
 
     @property

@@ -421,11 +421,15 @@ class PostgresStore:
         return None
 
     def intact(self) -> bool:
-        try:
-            self._ensure()
-        except StoreUnavailable:
-            return False
-        return self.problem() is None
+        self._ensure()  # StoreUnavailable while still out of reach: asked again later
+        with self._conn() as conn:
+            try:
+                conn.execute("SELECT 1 FROM chunks WHERE namespace = %s LIMIT 1", (self.namespace,))
+            except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn):
+                return False  # the tables are gone: only a rebuild (which migrates) helps
+            except psycopg.OperationalError as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {_describe(exc)}") from exc
+        return True
 
     @property
     def generation(self) -> int:
