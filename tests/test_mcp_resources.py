@@ -147,6 +147,8 @@ async def test_listing_is_paged(tier_dirs: tuple[Path, Path], tmp_path: Path) ->
         async with connect("stdio", daemon, tmp_path) as client:
             first = await client.list_resources()
             assert len(first.resources) == 50 and first.next_cursor is not None
+            for i in range(40, 45):  # gone between pages: no file after them is skipped
+                (crew / "topics" / f"t{i:03d}.md").unlink()
             rest = await client.list_resources(cursor=first.next_cursor)
             assert rest.next_cursor is None
             with pytest.raises(MCPError, match="unknown cursor"):
@@ -155,6 +157,7 @@ async def test_listing_is_paged(tier_dirs: tuple[Path, Path], tmp_path: Path) ->
         daemon.kill()
     uris = [r.uri for r in first.resources + rest.resources]
     assert uris == [f"memory://crew/topics/t{i:03d}.md" for i in range(70)]
+    assert len(rest.resources) == 20
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

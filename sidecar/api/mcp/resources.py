@@ -12,6 +12,7 @@ every one of them ``notifications/resources/list_changed``.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -102,16 +103,16 @@ def resource(scope: str, item: dict[str, Any]) -> types.Resource:
     )
 
 
-def _page(cursor: str | None, total: int) -> int:
+def _page(cursor: str | None, found: list[tuple[str, dict[str, Any]]]) -> int:
+    """Where the page after ``cursor`` starts. A cursor is the URI the previous page
+    ended with, not a count: files that vanish between pages then cost no other file
+    its place in the listing."""
     if cursor is None:
         return 0
-    try:
-        start = int(cursor)
-    except ValueError:
-        start = -1
-    if not 0 <= start <= total:
+    if not cursor.startswith(SCHEME):
         raise _invalid(f"unknown cursor {cursor!r}; list again from the start")
-    return start
+    keys = [uri(scope, item["file"]) for scope, item in found]
+    return bisect.bisect_right(keys, cursor)
 
 
 class MemoryResources:
@@ -163,12 +164,12 @@ class MemoryResources:
         if self.unhealthy() is not None:
             return types.ListResourcesResult(resources=[])
         found = await self.all_files()
-        start = _page(params.cursor if params else None, len(found))
+        start = _page(params.cursor if params else None, found)
         page = found[start : start + PAGE_SIZE]
         more = start + PAGE_SIZE < len(found)
         return types.ListResourcesResult(
             resources=[resource(scope, item) for scope, item in page],
-            next_cursor=str(start + PAGE_SIZE) if more else None,
+            next_cursor=uri(page[-1][0], page[-1][1]["file"]) if more else None,
         )
 
     async def _list_templates(
