@@ -6,6 +6,7 @@ Every error a route gives is JSON ``{"error": code, "detail": why}``.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,7 @@ MAX_BODY_BYTES = 1024 * 1024
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+@functools.lru_cache(maxsize=64)  # every request asks, nearly always about one Host value
 def is_loopback_host(host: str, extra: tuple[str, ...] = ()) -> bool:
     """True for localhost names and loopback addresses, with or without a port."""
     name = host.strip().lower()

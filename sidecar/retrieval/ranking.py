@@ -6,6 +6,7 @@ count and average length), so ``scope=both`` fuses by rank, never by score.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -142,6 +143,13 @@ def _stems(words: Sequence[str]) -> list[str]:
     return [w[: max(4, len(w) - 3)] if len(w) > 5 else w for w in words]
 
 
+@functools.lru_cache(maxsize=256)
+def _terms_pattern(stems: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern per query, not per hit (matched against lowercased lines, which is
+    cheaper than a case-insensitive alternation)."""
+    return re.compile("|".join(re.escape(s.lower()) for s in stems)) if stems else None
+
+
 def snippet(text: str, query_terms: Sequence[str], max_chars: int = SNIPPET_CHARS) -> str:
     """The run of whole lines of ``text`` that mentions the most query terms.
 
@@ -151,9 +159,8 @@ def snippet(text: str, query_terms: Sequence[str], max_chars: int = SNIPPET_CHAR
     if len(text) <= max_chars:
         return text
     lines = text.split("\n")
-    stems = _stems(query_terms)
-    pattern = re.compile("|".join(re.escape(s) for s in stems), re.IGNORECASE) if stems else None
-    weights = [len({m.lower() for m in pattern.findall(ln)}) if pattern else 0 for ln in lines]
+    pattern = _terms_pattern(tuple(_stems(query_terms)))
+    weights = [len(set(pattern.findall(ln.lower()))) if pattern else 0 for ln in lines]
     # Two pointers: the window [start, end) of whole lines that fits max_chars.
     best, best_span = -1, (0, 0)
     start, size, weight = 0, -1, 0
