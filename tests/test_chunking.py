@@ -247,6 +247,23 @@ def test_a_bare_heading_joins_a_chunk_even_near_the_cap() -> None:
     assert pieces[0].text.startswith("## Title\nword") and len(pieces[0].text) <= 409
 
 
+def test_code_that_looks_like_a_heading_is_not_folded_as_one() -> None:
+    """Found by hypothesis: a "### line" inside a fence is code, so it is evidence of its
+    own, not a bare heading to fold into the chunk before it (past the cap)."""
+    parsed = chunk_markdown("#### a a0\n```\na a0\n   ### a0 a0 a0\n", 16)
+    assert [(c.start_line, c.end_line) for c in parsed.chunks] == [(1, 3), (4, 4)]
+
+
+def test_headings_folded_on_both_sides_stay_within_two_caps() -> None:
+    """A chunk that took the headings before it may not take trailing ones past two caps."""
+    text = "# Lead heading\n## S\nwwwww wwwww wwwww ww\n## Trailing heading\n"
+    parsed = chunk_markdown(text, 20)
+    assert [c.text for c in parsed.chunks] == [
+        "# Lead heading\n## S\nwwwww wwwww wwwww ww",
+        "## Trailing heading",
+    ]
+
+
 @pytest.mark.parametrize(
     ("opening", "closing"),
     [("```", "```"), ("~~~", "~~~"), ("```python", "```"), ("````", "`````"), ("  ```", "```")],

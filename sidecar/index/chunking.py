@@ -390,7 +390,9 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
                 )
             else:
                 chunks.append(Chunk(a + 1, b, crumb, "\n".join(lines[a:b]).strip()))
-    chunks = _fold_bare_headings(chunks, lines, stripped, max_chars)
+    # Heading lines are where sections start (a "# line" inside a code fence is code).
+    headings = {lo for lo, _, _ in sections if _HEADING.match(lines[lo])}
+    chunks = _fold_bare_headings(chunks, lines, stripped, headings, max_chars)
     chunks = _absorb_blank_chunks(chunks, len(lines))
     return ParsedFile(metadata, _with_context(chunks, lines, stripped, sections), len(lines))
 
@@ -477,20 +479,23 @@ def _gather_after(stripped: list[str], i: int, end: int) -> str:
     return "\n".join(taken)
 
 
-def _only_headings(lines: list[str], stripped: list[str], a: int, b: int) -> tuple[bool, bool]:
+def _only_headings(stripped: list[str], headings: set[int], a: int, b: int) -> tuple[bool, bool]:
     """(whether lines[a:b] has a non-blank line, whether every non-blank one is a heading)."""
     nonblank = False
     for i in range(a, b):
         if stripped[i]:
             nonblank = True
-            line = lines[i]
-            if line[:1] not in " #" or _HEADING.match(line) is None:
+            if i not in headings:
                 return True, False
     return nonblank, True
 
 
 def _fold_bare_headings(
-    chunks: list[Chunk], lines: list[str], stripped: list[str], max_chars: int
+    chunks: list[Chunk],
+    lines: list[str],
+    stripped: list[str],
+    headings: set[int],
+    max_chars: int,
 ) -> list[Chunk]:
     """A chunk that is only headings carries no evidence, yet a hit on it costs budget: it
     joins the chunk it introduces (trailing ones join the chunk before them), whose text
@@ -501,7 +506,7 @@ def _fold_bare_headings(
     out: list[Chunk] = []
     waiting: list[Chunk] = []  # bare-heading chunks waiting for their section
     for c in chunks:
-        body, bare = _only_headings(lines, stripped, c.start_line - 1, c.end_line)
+        body, bare = _only_headings(stripped, headings, c.start_line - 1, c.end_line)
         if bare and (body or waiting):
             waiting.append(c)  # bare headings, and the blank lines among them
             continue
@@ -518,7 +523,9 @@ def _fold_bare_headings(
     if waiting and out and out[-1].text.strip():
         last = out[-1]
         text = "\n".join(lines[last.start_line - 1 : waiting[-1].end_line]).strip()
-        if len(text) <= len(last.text) + max_chars and not _is_piece(last, lines, max_chars):
+        # ``last`` may hold headings folded in already: one more cap in all, at most.
+        fits = len(text) <= min(len(last.text), max_chars) + max_chars
+        if fits and not _is_piece(last, lines, max_chars):
             out[-1], waiting = Chunk(last.start_line, waiting[-1].end_line, last.heading, text), []
     return out + waiting
 
