@@ -188,8 +188,10 @@ async def test_an_edit_during_the_build_is_not_overwritten_by_it(
     _, waiting = await indexed_and_not(svc)
     late = waiting[-1]  # in a batch still to come
     (svc.settings.agent_dir / late).write_text("# Rewritten\n\nrewritten with quince\n")
-    await svc.indexes.queue.submit(indexes.JobKey("agent", indexes.FILE, late))
+    # Queued behind the build's step, which waits at the gate: let it go on, then wait.
+    edited = svc.indexes.queue.submit(indexes.JobKey("agent", indexes.FILE, late))
     gate.release_all()
+    await edited
     await svc.indexes.queue.wait_idle()
     hits = (await svc.search.search("quince", "agent", 10)).to_json()
     assert [r["file"] for r in hits["results"]] == [late]
