@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 K1 = 1.2
 B = 0.75
 _BATCH = 500  # chunks per INSERT statement in a rebuild
+FAIL_FAST_S = 1.0  # after a failed connection, calls fail at once for this long
 _TOP = chr(0x10FFFF)  # sorts after every lexeme that starts with a given prefix
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -236,6 +237,7 @@ class PostgresStore:
         self._dims: dict[str, int] = {}  # model id -> vector width, once a query told it
         self._hnsw: set[int] = set()  # widths whose HNSW index this process has ensured
         self.last_error: str | None = None
+        self._failed_at: float | None = None  # when the last attempt to connect failed
         # With single_writer, only the sidecar holding a session advisory lock on the
         # namespace writes; the lock lives (and dies) with this dedicated connection.
         self._single_writer = single_writer
@@ -268,6 +270,7 @@ class PostgresStore:
         """Connect and migrate, once; until that works, every call says why it cannot."""
         if self._ready:
             return
+        self._fail_fast()
         try:
             with self._pool.connection() as conn:
                 if self._read_only:
@@ -278,21 +281,35 @@ class PostgresStore:
             self.last_error = str(exc)
             raise StoreUnavailable(str(exc)) from exc
         except (psycopg.Error, PoolTimeout) as exc:
-            self.last_error = _describe(exc)
+            self._failed(exc)
             raise StoreUnavailable(f"PostgreSQL unreachable: {self.last_error}") from exc
         self._ready = True
         self.last_error = None
+        self._failed_at = None
+
+    def _fail_fast(self) -> None:
+        """Right after a failed attempt, fail at once instead of waiting out the pool's
+        timeout again: a server that is down makes every call wait ``connect_timeout``
+        otherwise, start-up included, before the tier can even say it is degraded."""
+        if self._failed_at is not None and time.monotonic() - self._failed_at < FAIL_FAST_S:
+            raise StoreUnavailable(f"PostgreSQL unreachable: {self.last_error}")
+
+    def _failed(self, exc: BaseException) -> None:
+        self.last_error = _describe(exc)
+        self._failed_at = time.monotonic()
 
     @contextmanager
     def _conn(self) -> Iterator[Conn]:
         """A pooled connection; a failure to get one is StoreUnavailable."""
         self._ensure()
+        self._fail_fast()
         try:
             cm = self._pool.connection()
             conn = cm.__enter__()
         except (psycopg.OperationalError, PoolTimeout) as exc:
-            self.last_error = _describe(exc)
+            self._failed(exc)
             raise StoreUnavailable(f"PostgreSQL unreachable: {self.last_error}") from exc
+        self._failed_at = None
         try:
             yield conn
         except BaseException as exc:
