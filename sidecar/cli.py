@@ -40,6 +40,7 @@ from sidecar.journal import cli as journal_cli
 from sidecar.learnings import cli as learnings_cli
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE
+from sidecar.retrieval.modes import SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.ranking import Result, search_store
 from sidecar.retrieval.search import SearchResponse
 from sidecar.service import MemoryService
@@ -505,7 +506,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     store = _open(args)
     try:
         indexer.sync_tree(store, args.path.expanduser(), "", args.chunk_chars)
-        hits, mode = search_store(store, planned, args.limit)
+        hits, mode = search_store(store, planned, args.limit, SPARSE_CONTEXT_WEIGHT)
     finally:
         store.close()
     tier = tier_of(args.path.expanduser(), args.scope)

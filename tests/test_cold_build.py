@@ -199,6 +199,35 @@ async def test_an_edit_during_the_build_is_not_overwritten_by_it(
     assert old["results"] == []
 
 
+async def test_a_build_an_outage_interrupted_goes_on_once_the_store_answers(
+    cold_service: MemoryService, gate: Gate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mid-build, the store is out of reach (as a shared one can be): the first heal
+    cannot tell yet whether the index survived, the build's next step is dropped while
+    the tier is broken, and the heal that finds the index intact must restart it."""
+    svc = cold_service
+    monkeypatch.setattr(indexes, "HEAL_RETRY_S", 0.05)
+    await asyncio.to_thread(gate.blocked.wait, 10)
+    state = svc.indexes.tiers["agent"]
+    asked: list[int] = []
+
+    def intact() -> bool:
+        asked.append(1)
+        if len(asked) == 1:
+            raise RuntimeError("the server is still out of reach")
+        return True
+
+    monkeypatch.setattr(state.store, "intact", intact)
+    svc.indexes.mark_broken("agent", "index store unreachable (a test)")
+    gate.release_all()
+
+    async def all_indexed() -> bool:
+        return not (await indexed_and_not(svc))[1] and state.build is None
+
+    await eventually(all_indexed, "the interrupted build to go on and finish")
+    assert len(asked) >= 2 and state.broken is None
+
+
 def plain(parsed: list[indexer.Parsed]) -> list[indexer.Parsed]:
     """Parsed files as the in-process parser gives them (a worker's are PreparedFile)."""
     return [

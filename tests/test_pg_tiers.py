@@ -59,6 +59,21 @@ def test_a_store_location_that_would_be_misread_is_refused_without_its_password(
     assert "Tr0ub4dor" not in str(caught.value) and "Secret" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://sc:Tr0ub4dor%2FHorse@db:5432/mem",
+        "postgresql://sc:pa?ss@db/mem",  # libpq reads these as meant
+        "postgresql://sc:pw@db/mem?application_name=ops@crew",
+        "postgresql://sc:pw@db1:5432,db2:5433/mem",
+        "postgresql://postgres:@/postgres?host=/run/postgresql",
+    ],
+)
+def test_a_store_url_libpq_reads_as_meant_is_taken(tmp_path: Path, url: str) -> None:
+    settings = Settings(agent_dir=tmp_path / "a", crew_dir=tmp_path / "c", crew_store=url)
+    assert settings.store_for(Tier("crew", tmp_path / "c"))[0] == url
+
+
 def test_daemon_serves_the_crew_tier_from_postgresql(tmp_path: Path, pg_url: str) -> None:
     """The crew tier in PostgreSQL, the agent tier in its SQLite file, one real daemon."""
     agent, crew = tmp_path / "agent", tmp_path / "crew"

@@ -118,7 +118,10 @@ async def read_state(service: MemoryService) -> Reading:
     vectors = service.embeddings.vectors
     if vectors is not None:
         for name, tier in vectors.tiers.items():  # exact, as /memory/status counts it
-            reading.embedding_lag[name] = await service.indexes.read(tier.lag)
+            try:
+                reading.embedding_lag[name] = await service.indexes.read(tier.lag)
+            except Exception:  # the store is out of reach: the last count, not a failed scrape
+                reading.embedding_lag[name] = tier.pending
     reading.embedder_up = int(service.embeddings.retrieval() == "hybrid")
     if service.lead is not None:
         reading.lead_reachable = int(bool(service.lead.reachable))

@@ -531,8 +531,13 @@ class TierIndexes:
             )
 
     def _resubmit_reconcile(self, tier: str) -> None:
+        """After an outage: catch up, or go on with the build the outage interrupted (its
+        steps were dropped while the tier was broken, so nothing else would)."""
+        if self._stop.is_set():
+            return
+        kind = BUILD if self.tiers[tier].build is not None else TREE
         with contextlib.suppress(RuntimeError):  # shutting down: the next start reconciles
-            self.queue.submit(JobKey(tier, TREE, ""))
+            self.queue.submit(JobKey(tier, kind, ""))
 
     def _resubmit_heal(self, tier: str) -> None:
         if self.tiers[tier].broken is not None and not self._stop.is_set():

@@ -43,22 +43,22 @@ def validate(location: str) -> None:
         )
     if not is_postgres(location):
         return
-    rest = location.split("://", 1)[1]
-    userinfo = rest[: rest.rfind("@")] if "@" in rest else ""
-    if any(c in userinfo for c in "/?#@") or _BAD_ESCAPE.search(rest):
-        raise ValueError(
-            "the store URL's user or password holds a character that must be "
-            "percent-encoded (/ ? # @ %): encode it, for example with python3 -c "
-            "'import urllib.parse, sys; print(urllib.parse.quote(sys.argv[1], safe=\"\"))' PASSWORD"
-        )
     import psycopg  # only a PostgreSQL location needs it
 
     try:
-        psycopg.conninfo.conninfo_to_dict(location)
+        parts = psycopg.conninfo.conninfo_to_dict(location)
     except psycopg.ProgrammingError:
-        raise ValueError("the store URL is not a valid postgresql:// URL (libpq refuses "
-                         "it); see https://www.postgresql.org/docs/current/libpq-connect.html"
-                         "#LIBPQ-CONNSTRING-URIS") from None  # fmt: skip
+        parts = None
+    # An unencoded "/", "?", "#" or "@" in the password cuts the URL short: libpq then
+    # reads a piece of the password as the port, or the rest of it into the host.
+    port, host = str((parts or {}).get("port", "")), str((parts or {}).get("host", ""))
+    misread = any(not p.isdigit() for p in port.split(",") if p) or "@" in host
+    if parts is None or misread or _BAD_ESCAPE.search(location):
+        raise ValueError(
+            "the store URL is not one libpq reads as meant; a user or password holding "
+            "/ ? # @ or % must be percent-encoded, for example with python3 -c "
+            "'import urllib.parse, sys; print(urllib.parse.quote(sys.argv[1], safe=\"\"))' PASSWORD"
+        )
 
 
 def open_store(

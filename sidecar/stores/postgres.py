@@ -291,7 +291,8 @@ class PostgresStore:
         """Right after a failed attempt, fail at once instead of waiting out the pool's
         timeout again: a server that is down makes every call wait ``connect_timeout``
         otherwise, start-up included, before the tier can even say it is degraded."""
-        if self._failed_at is not None and time.monotonic() - self._failed_at < FAIL_FAST_S:
+        failed_at = self._failed_at  # read once: another thread may clear it meanwhile
+        if failed_at is not None and time.monotonic() - failed_at < FAIL_FAST_S:
             raise StoreUnavailable(f"PostgreSQL unreachable: {self.last_error}")
 
     def _failed(self, exc: BaseException) -> None:

@@ -43,6 +43,13 @@ NOTIFY_TIMEOUT = 1.0
 # streamable HTTP client at 1 MiB of SSE event): past this, answer the same clear error on
 # every transport instead of a transport failure on some.
 RESOURCE_BYTES = 512 * 1024  # escaped as JSON, at most about twice this
+# What to use instead of a resource too large to send whole, by kind of file.
+_INSTEAD = {
+    "note": "read a line range with memory.read, or find the part you need with memory.search",
+    "learning": "find the lessons you need with memory.learnings",
+    "journal": "recall the events you need with memory.recall",
+    "facts": "search the facts you need with memory.facts",
+}
 READY_TIMEOUT = 5.0  # how long a subscribe waits for the change feed to be in place
 MIME = {"journal": "application/jsonl"}
 DESCRIBE = {
@@ -109,8 +116,10 @@ def _page(cursor: str | None, found: list[tuple[str, dict[str, Any]]]) -> int:
     its place in the listing."""
     if cursor is None:
         return 0
-    if not cursor.startswith(SCHEME):
-        raise _invalid(f"unknown cursor {cursor!r}; list again from the start")
+    try:
+        parse_uri(cursor)
+    except MCPError:
+        raise _invalid(f"unknown cursor {cursor!r}; list again from the start") from None
     keys = [uri(scope, item["file"]) for scope, item in found]
     return bisect.bisect_right(keys, cursor)
 
@@ -198,10 +207,10 @@ class MemoryResources:
         shown = withhold_flagged(body)
         size = len(shown["content"].encode("utf-8"))
         if size > RESOURCE_BYTES:
+            instead = _INSTEAD.get(str(body.get("kind")), _INSTEAD["note"])
             raise _invalid(
                 f"too_large: {text} holds {size:,} bytes, over the {RESOURCE_BYTES:,} a "
-                f"resource is served whole in; read a line range with "
-                f"memory.read or find the part you need with memory.search",
+                f"resource is served whole in; {instead}",
                 {"status": 413, "error": "too_large"},
             )
         mime = MIME.get(str(body.get("kind")), "text/markdown")
@@ -271,7 +280,9 @@ class MemoryResources:
     async def _catch_up(self) -> None:
         """Once following (again), tell of what changed while the feed was down (the
         daemon restarted, say, and files were edited meanwhile): the listing now
-        against the one taken when the feed last came up."""
+        against the one taken when the feed last came up. What changed while the feed
+        was up is told again then: a client refetches once more, which costs less than
+        keeping this listing in step with every change."""
         try:
             now = {(scope, item["file"]): (item.get("bytes"), item.get("modified"))
                    for scope, item in await self.all_files()}  # fmt: skip
