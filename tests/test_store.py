@@ -14,7 +14,7 @@ import pytest
 
 from sidecar.index.chunking import Chunk
 from sidecar.index.sqlite import SCHEMA_VERSION, SQLiteStore
-from sidecar.index.store import FileState, Hit, IndexedFile, StoreStats
+from sidecar.index.store import FileState, Hit, IndexedFile, IndexStore, StoreStats
 from sidecar.retrieval import query
 from sidecar.retrieval.modes import SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.ranking import rank_tier
@@ -340,8 +340,8 @@ def test_readers_see_the_old_index_while_replace_all_runs(store: SQLiteStore) ->
         ]
 
 
-def test_sparse_ranking_weighs_neighbouring_text_less_than_hybrid_s_pool(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "index.sqlite")
+def own_and_near(store: IndexStore) -> None:
+    """``wombat`` in one chunk's own text, and in another's context only; six fillers."""
     state = FileState(1, 1, "0" * 64)
     store.replace_file(IndexedFile("own.md", state, {}, [Chunk(1, 1, "N", "wombat here", "")]))
     store.replace_file(
@@ -349,6 +349,11 @@ def test_sparse_ranking_weighs_neighbouring_text_less_than_hybrid_s_pool(tmp_pat
     )
     for i in range(6):
         store.replace_file(item(f"f{i}.md", ("N", f"filler {i}")))
+
+
+def test_sparse_ranking_weighs_neighbouring_text_less_than_hybrid_s_pool(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    own_and_near(store)
     planned = query.plan("wombat")
     assert planned is not None
     results, _ = rank_tier(store, "agent", planned, 10, SPARSE)

@@ -27,7 +27,7 @@ from sidecar.stores import describe, open_store
 from sidecar.stores.pg_schema import LATEST
 from sidecar.stores.postgres import NotWriter, PostgresStore, StoreUnavailable
 from tests.pg_server import namespace
-from tests.test_store import item, lines_item, paths
+from tests.test_store import item, lines_item, own_and_near, paths
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -335,13 +335,7 @@ def test_invalid_fts5_syntax_raises_query_syntax_error(store: IndexStore, match:
 def test_context_finds_a_chunk_but_weighs_less(store: IndexStore) -> None:
     """A chunk's neighbouring text (``Chunk.context``) finds it, below a chunk that holds
     the word itself; a ``context:`` filter asks for it alone."""
-    state = FileState(1, 1, "0" * 64)
-    store.replace_file(IndexedFile("own.md", state, {}, [Chunk(1, 1, "N", "wombat here", "")]))
-    store.replace_file(
-        IndexedFile("near.md", state, {}, [Chunk(1, 1, "N", "other words", "wombat near")])
-    )
-    for i in range(6):
-        store.replace_file(item(f"f{i}.md", ("N", f"filler {i}")))
+    own_and_near(store)
     hits = store.search('"wombat"', 10)
     assert paths(hits) == ["own.md", "near.md"] and hits[0].score > hits[1].score
     assert hits[1].text == "other words"  # the chunk's own text, never its context
