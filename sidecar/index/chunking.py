@@ -143,13 +143,6 @@ def _flat_front_matter(lines: list[str], lo: int, hi: int) -> dict[str, Any] | N
     return data
 
 
-def _heading_of(line: str) -> tuple[int, str] | None:
-    m = _HEADING.match(line)
-    if not m:
-        return None
-    return len(m.group(1)), (m.group(2) or "").strip()
-
-
 def _sections(lines: list[str], body_start: int) -> list[tuple[int, int, str]]:
     """(first index, end index exclusive, breadcrumb) per heading section.
 
@@ -394,7 +387,9 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
     headings = {lo for lo, _, _ in sections if _HEADING.match(lines[lo])}
     chunks = _fold_bare_headings(chunks, lines, stripped, headings, max_chars)
     chunks = _absorb_blank_chunks(chunks, len(lines))
-    return ParsedFile(metadata, _with_context(chunks, lines, stripped, sections), len(lines))
+    return ParsedFile(
+        metadata, _with_context(chunks, lines, stripped, sections, headings), len(lines)
+    )
 
 
 def _with_context(
@@ -402,6 +397,7 @@ def _with_context(
     lines: list[str],
     stripped: list[str],
     sections: list[tuple[int, int, str]],
+    headings: set[int],
 ) -> list[Chunk]:
     """Give each chunk the ``CONTEXT_CHARS`` of text either side of it in its section.
 
@@ -417,10 +413,7 @@ def _with_context(
     section_of = [0] * len(lines)  # index in ``sections`` of the section holding each line
     for k, (lo, hi, _) in enumerate(sections):
         section_of[lo:hi] = [k] * (hi - lo)
-    # where each section's text starts: after its heading line, if it has one (every
-    # section but the first starts at one)
-    text_from = [lo + 1 for lo, _, _ in sections]
-    text_from[0] -= _heading_of(lines[body_start]) is None
+    text_from = [lo + (lo in headings) for lo, _, _ in sections]  # after its heading line
     out: list[Chunk] = []
     for c in chunks:
         first, last = max(c.start_line - 1, body_start), c.end_line - 1

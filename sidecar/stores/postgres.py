@@ -439,7 +439,7 @@ class PostgresStore:
         return None
 
     def intact(self) -> bool:
-        self._ensure()  # StoreUnavailable while still out of reach: asked again later
+        # StoreUnavailable while still out of reach (from _conn): asked again later
         with self._conn() as conn:
             try:
                 conn.execute("SELECT 1 FROM chunks WHERE namespace = %s LIMIT 1", (self.namespace,))
