@@ -27,7 +27,7 @@ from sidecar.index import build, indexer, indexes, parse_pool
 from sidecar.index.parse_pool import ParsePool
 from sidecar.index.progress import BuildProgress, ProgressBar, tracked
 from sidecar.index.sqlite import SQLiteStore
-from sidecar.index.store import IndexedFile, PreparedFile, metadata_json, text_key
+from sidecar.index.store import IndexedFile, PreparedFile, chunk_rows, metadata_json
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.sidecar_process import SidecarProcess, wait_for
@@ -228,12 +228,25 @@ async def test_a_build_an_outage_interrupted_goes_on_once_the_store_answers(
     assert len(asked) >= 2 and state.broken is None
 
 
+def dump_rows(store: SQLiteStore) -> tuple[list[Any], list[Any]]:
+    """Every files and chunks row but the time it was indexed at, in insertion order."""
+    conn = store._reader()
+    files = conn.execute("SELECT path, size, mtime_ns, sha256, metadata FROM files ORDER BY path")
+    chunks = conn.execute(
+        "SELECT id, path, start_line, end_line, heading, body, context, hash FROM chunks "
+        "ORDER BY id"
+    )
+    return files.fetchall(), chunks.fetchall()
+
+
 def plain(parsed: list[indexer.Parsed]) -> list[indexer.Parsed]:
-    """Parsed files as the in-process parser gives them (a worker's are PreparedFile)."""
+    """Parsed files as one type (a worker's are PreparedFile), with the chunks a store
+    inserts (those with text)."""
     return [
-        (rel, None if f is None else IndexedFile(f.path, f.state, f.metadata, f.chunks), why)
+        (rel, None if f is None else
+         IndexedFile(f.path, f.state, f.metadata, [c for c in f.chunks if c.text]), why)
         for rel, f, why in parsed
-    ]
+    ]  # fmt: skip
 
 
 def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: Path) -> None:
@@ -248,16 +261,25 @@ def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: 
     try:
         assert pool.usable
         parsed = list(pool.parse(root, rels, 650))
-        assert plain(parsed) == indexer.read_parsed(root, rels, 650)
+        in_process = indexer.read_parsed(root, rels, 650)
+        assert plain(parsed) == plain(in_process)
         # what the workers computed for the store is what it computes itself
-        for _, item, _ in parsed:
+        for (_, item, _), (_, own, _) in zip(parsed, in_process, strict=True):
             if item is not None:
-                assert isinstance(item, PreparedFile)
+                assert isinstance(item, PreparedFile) and own is not None
                 assert item.metadata_text == metadata_json(item.metadata)
-                assert item.keys == tuple(text_key(c.text) if c.text else "" for c in item.chunks)
+                assert item.rows == chunk_rows(own.path, own.chunks)
+        # and a store holds the same rows whichever way a build's files were parsed
+        held = []
+        for name, batch in (("workers", parsed), ("in-process", in_process)):
+            store = SQLiteStore(tmp_path / f"{name}.sqlite")
+            store.add_files([f for _, f, _ in batch if f is not None])
+            held.append(dump_rows(store))
+            store.close()
+        assert held[0] == held[1] and len(held[0][1]) >= 300
         # A worker that dies mid-build: what it had not answered is parsed in process.
         os.kill(pool._workers[0].pid, signal.SIGKILL)
-        assert plain(list(pool.parse(root, rels, 650))) == indexer.read_parsed(root, rels, 650)
+        assert plain(list(pool.parse(root, rels, 650))) == plain(in_process)
     finally:
         pool.close()
     ((rel, item, why),) = [p for p in indexer.read_parsed(root, rels, 650) if p[1] is None]
@@ -293,7 +315,7 @@ def test_workers_parse_ahead_of_a_slow_taker_and_a_build_stopped_early_leaves_no
         # four ahead) and stops there
         assert window_full.wait(30)
         assert sent[0] == 5
-        assert plain([first, *parsed]) == indexer.read_parsed(root, rels, 650)
+        assert plain([first, *parsed]) == plain(indexer.read_parsed(root, rels, 650))
         stopped = pool.parse(root, rels, 650)
         next(stopped)
         stopped.close()

@@ -218,8 +218,6 @@ def test_stats_and_total_bytes(store: IndexStore) -> None:
 
 
 def test_add_files_keeps_what_is_indexed(store: IndexStore) -> None:
-    if not hasattr(store, "add_files"):
-        pytest.skip("this store predates batched cold builds")
     store.replace_file(item("a.md", ("A", "original walrus")))
     added = store.add_files(
         [item("a.md", ("A", "newer walrus")), item("b.md", ("B", "narwhal")),
@@ -233,8 +231,6 @@ def test_add_files_keeps_what_is_indexed(store: IndexStore) -> None:
 
 
 def test_meta_values(store: IndexStore) -> None:
-    if not hasattr(store, "get_meta"):
-        pytest.skip("this store predates batched cold builds")
     assert store.get_meta("build") is None
     store.set_meta("build", "in progress")
     store.set_meta("build", "again")

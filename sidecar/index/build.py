@@ -22,7 +22,7 @@ from sidecar.index import indexer
 from sidecar.index.indexer import Parsed, Skipped
 from sidecar.index.parse_pool import BATCH_FILES, ParsePool
 from sidecar.index.progress import BuildProgress
-from sidecar.index.store import IndexedFile, IndexStore
+from sidecar.index.store import BuildFile, IndexStore
 
 BUILD_MIN_FILES = 100  # fewer new files than this are indexed one by one, as edits are
 POOL_MIN_FILES = 400  # from this many new files on, worker processes parse them
@@ -84,7 +84,7 @@ class Build:
         another job wants the writer; True once every file is done."""
         deadline = time.monotonic() + (STEP_S if budget_s is None else budget_s)
         while True:
-            items: list[IndexedFile] = []
+            items: list[BuildFile] = []
             seen = 0
             finished = True
             for rel, item, why in self._source:

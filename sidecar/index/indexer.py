@@ -27,7 +27,7 @@ from sidecar.disk.tiers import (
     walk_markdown,
 )
 from sidecar.index.chunking import DEFAULT_MAX_CHARS, chunk_markdown
-from sidecar.index.store import FileState, IndexedFile, IndexStore
+from sidecar.index.store import BuildFile, FileState, IndexedFile, IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def read_many(root: Path, rels: Iterable[str]) -> Iterator[tuple[str, ReadResult
 
 # One file of a build, read and parsed: (path, what it holds, why it is refused); both
 # None when it is gone or is not a regular file.
-Parsed = tuple[str, IndexedFile | None, str | None]
+Parsed = tuple[str, BuildFile | None, str | None]
 
 
 def read_parsed(root: Path, rels: Iterable[str], max_chars: int) -> list[Parsed]:

@@ -13,7 +13,6 @@ parsing in the calling thread, so a build never depends on them.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import logging
 import os
@@ -28,9 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from sidecar.index.chunking import Chunk
 from sidecar.index.indexer import Parsed, read_parsed
-from sidecar.index.store import FileState, PreparedFile, metadata_json, text_key
+from sidecar.index.store import FileState, PreparedFile, chunk_rows, metadata_json
 
 log = logging.getLogger(__name__)
 
@@ -273,10 +271,9 @@ class ParsePool:
             worker.close()
 
 
-# Parsed files cross the pipe as plain tuples: unpickling frozen dataclasses one field at
-# a time cost more than the parse it saved.
+# Parsed files cross the pipe as plain tuples, their chunks as the rows a store inserts:
+# rebuilding one object per chunk on the writer's side cost more than the parse it saved.
 _Row = tuple[str, str | None, tuple[Any, ...] | None]
-_CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk))
 
 
 def _flatten(parsed: Parsed) -> _Row:
@@ -284,20 +281,16 @@ def _flatten(parsed: Parsed) -> _Row:
     if item is None:
         return rel, why, None
     st = item.state
-    chunks = [tuple(getattr(c, f) for f in _CHUNK_FIELDS) for c in item.chunks]
-    keys = tuple(text_key(c.text) if c.text else "" for c in item.chunks)
     meta = (item.metadata, metadata_json(item.metadata))
-    return rel, why, (st.size, st.mtime_ns, st.sha256, meta, chunks, keys)
+    return rel, why, (st.size, st.mtime_ns, st.sha256, meta, chunk_rows(rel, item.chunks))
 
 
 def _restore(row: _Row) -> Parsed:
     rel, why, body = row
     if body is None:
         return rel, None, why
-    size, mtime_ns, sha, (metadata, meta_text), chunks, keys = body
-    state = FileState(size, mtime_ns, sha)
-    item = PreparedFile(rel, state, metadata, [Chunk(*c) for c in chunks], meta_text, keys)
-    return rel, item, why
+    size, mtime_ns, sha, (metadata, meta_text), rows = body
+    return rel, PreparedFile(rel, FileState(size, mtime_ns, sha), metadata, meta_text, rows), why
 
 
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:

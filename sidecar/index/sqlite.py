@@ -7,6 +7,7 @@ next reconcile scan refills it from disk.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -20,15 +21,17 @@ from typing import Any
 
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import (
+    BuildFile,
+    ChunkRow,
     FileState,
     Hit,
     IndexedFile,
     PreparedFile,
     QuerySyntaxError,
     StoreStats,
+    chunk_rows,
     diff_chunks,
     metadata_json,
-    text_key,
 )
 
 log = logging.getLogger(__name__)
@@ -373,10 +376,7 @@ class SQLiteStore:
     def _insert_chunks(conn: sqlite3.Connection, path: str, chunks: Iterable[Chunk]) -> None:
         # Ids are assigned here (as SQLite would: one past the largest) so that both
         # tables can be filled with one executemany each.
-        rows = [
-            (path, c.start_line, c.end_line, c.heading, c.text, c.context, text_key(c.text))
-            for c in chunks
-        ]
+        rows = chunk_rows(path, chunks)
         if not rows:
             return
         (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
@@ -467,7 +467,7 @@ class SQLiteStore:
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM files")
-            batch: list[IndexedFile] = []
+            batch: list[BuildFile] = []
             for item in items:
                 batch.append(item)
                 if len(batch) >= _BULK_FILES:
@@ -475,7 +475,7 @@ class SQLiteStore:
                     batch = []
             self._insert_files(conn, batch, now)
 
-    def add_files(self, items: Iterable[IndexedFile]) -> int:
+    def add_files(self, items: Iterable[BuildFile]) -> int:
         """Insert files the index does not hold yet, in one transaction; a path already
         indexed is left as it is (whoever indexed it read the file later). Returns how
         many were added. A cold build commits its batches this way, so searches see
@@ -501,46 +501,40 @@ class SQLiteStore:
         return len(fresh)
 
     @staticmethod
-    def _insert_files(conn: sqlite3.Connection, items: list[IndexedFile], now: float) -> None:
+    def _insert_files(conn: sqlite3.Connection, items: list[BuildFile], now: float) -> None:
         """Many new files with one executemany per table: per-row statements dominate a
-        build otherwise. The paths must not be in the index."""
+        build otherwise. A parser worker's rows go to SQLite as they came, so the writer
+        runs no Python per chunk. The paths must not be in the index."""
         if not items:
             return
         (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
         files = []
-        chunks = []
+        rows: list[Iterable[ChunkRow]] = []
         for item in items:
             st = item.state
-            prepared = isinstance(item, PreparedFile)
-            meta = item.metadata_text if prepared else metadata_json(item.metadata)
+            if isinstance(item, PreparedFile):
+                meta, item_rows = item.metadata_text, item.rows
+            else:
+                meta, item_rows = metadata_json(item.metadata), chunk_rows(item.path, item.chunks)
             files.append((item.path, st.size, st.mtime_ns, st.sha256, meta, now))
-            keys = item.keys if prepared else [text_key(c.text) for c in item.chunks]
-            for c, key in zip(item.chunks, keys, strict=True):
-                if c.text:
-                    last += 1
-                    chunks.append(
-                        (last, item.path, c.start_line, c.end_line, c.heading, c.text,
-                         c.context, key)
-                    )  # fmt: skip
+            rows.append(item_rows)
         conn.executemany(
             "INSERT INTO files(path, size, mtime_ns, sha256, metadata, indexed_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             files,
         )
-        if not chunks:
-            return
-        conn.executemany(
-            "INSERT INTO chunks(id, path, start_line, end_line, heading, body, context, hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            chunks,
+        conn.executemany(  # ids follow on from ``last``: the table only ever grows here
+            "INSERT INTO chunks(path, start_line, end_line, heading, body, context, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            itertools.chain.from_iterable(rows),
         )
         # One statement tokenizes them all: executemany would take the GIL back after every
         # row, and wait for it whenever another thread (the event loop answering a status
         # poll, say) holds it; this holds it for none of the build's longest step.
         conn.execute(
             "INSERT INTO chunks_fts(rowid, heading, body, context) "
-            "SELECT id, heading, body, context FROM chunks WHERE id >= ?",
-            (chunks[0][0],),
+            "SELECT id, heading, body, context FROM chunks WHERE id > ?",
+            (last,),
         )
 
     @contextmanager

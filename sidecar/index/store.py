@@ -86,13 +86,39 @@ def diff_chunks(
     return [c for k, c in enumerate(chunks) if not placed[k]], stale, moved
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedFile(IndexedFile):
-    """An ``IndexedFile`` with what a store would compute from it before inserting, computed
-    by a parser worker: a build's writer thread sets its pace, the workers do not."""
+# A chunk as a store inserts it: (path, start_line, end_line, heading, text, context, key).
+ChunkRow = tuple[str, int, int, str, str, str, str]
 
-    metadata_text: str = ""  # metadata_json(metadata)
-    keys: tuple[str, ...] = ()  # text_key of each chunk's text, in order ("" if empty)
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    """A file a parser worker read, parsed and put in the shape a store inserts: a cold
+    build's writer thread sets its pace, so it gets rows it can hand to SQLite as they
+    are, not one object per chunk to take apart again."""
+
+    path: str
+    state: FileState
+    metadata: dict[str, Any]
+    metadata_text: str  # metadata_json(metadata)
+    rows: list[ChunkRow]  # the chunks that have text, in file order, with their text_key
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """The chunks, for a store that inserts them one by one."""
+        return [Chunk(s, e, h, t, c) for _, s, e, h, t, c, _ in self.rows]
+
+
+def chunk_rows(path: str, chunks: Iterable[Chunk]) -> list[ChunkRow]:
+    """The rows of the chunks that have text (a file with none keeps its files row only)."""
+    return [
+        (path, c.start_line, c.end_line, c.heading, c.text, c.context, text_key(c.text))
+        for c in chunks
+        if c.text
+    ]
+
+
+# What a build inserts: files parsed in the daemon's process, or by a parser worker.
+BuildFile = IndexedFile | PreparedFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +168,7 @@ class IndexStore(Protocol):
         """Swap the whole index in one transaction; readers see the old one until it ends."""
         ...
 
-    def add_files(self, items: Iterable[IndexedFile]) -> int:
+    def add_files(self, items: Iterable[BuildFile]) -> int:
         """Insert a batch of files in one transaction, leaving alone any path the index
         already holds; returns how many were added. A cold build commits batch by batch
         this way, so searches see its progress and a crash keeps what was committed."""

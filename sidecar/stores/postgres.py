@@ -35,6 +35,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from sidecar.index import sqlite
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import (
+    BuildFile,
     FileState,
     Hit,
     IndexedFile,
@@ -578,7 +579,7 @@ class PostgresStore:
             )
 
     def _upsert_file(
-        self, conn: Conn, item: IndexedFile, now: float, state: FileState | None = None
+        self, conn: Conn, item: BuildFile, now: float, state: FileState | None = None
     ) -> None:
         st = state or item.state
         conn.execute(
@@ -657,7 +658,7 @@ class PostgresStore:
                 for start in range(0, len(chunks), _BATCH):
                     self._insert_chunks(conn, item.path, chunks[start : start + _BATCH])
 
-    def add_files(self, items: Iterable[IndexedFile]) -> int:
+    def add_files(self, items: Iterable[BuildFile]) -> int:
         """Insert files the index does not hold yet, in one transaction (a cold build's
         batch); a path already indexed is left as it is. Returns how many were added."""
         batch = list(items)
@@ -672,7 +673,7 @@ class PostgresStore:
                     (self.namespace, [i.path for i in batch]),
                 )
             }
-            fresh: dict[str, IndexedFile] = {}
+            fresh: dict[str, BuildFile] = {}
             for item in batch:
                 if item.path not in held:
                     fresh.setdefault(item.path, item)
