@@ -235,7 +235,21 @@ def test_a_member_searches_the_crew_tier_in_postgresql_itself(tmp_path: Path, pg
         assert tier["reads"] == "direct"
         assert tier["store"]["namespace"] == f"{space}/crew"
         assert tier["store"]["writer"] == "reader"
+        # A member given another namespace than the lead's is told so, not left empty.
+        stray = SidecarProcess(tmp_path / "s" / "agent", tmp_path / "s" / "no-crew",
+                               role="agent", extra=[*extra[:-1], f"{space}-typo"])  # fmt: skip
+        stray.proc = subprocess.Popen(stray.args, env=stray.env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)  # fmt: skip
+        try:
+            wait_for(lambda: _answers(stray) and no_lead_reason(stray) is not None,
+                     timeout=20, what="a member of a lost namespace to say so")  # fmt: skip
+            assert stray.search("zeppelins", scope="crew") == []
+        finally:
+            stray.kill()
         lead.kill()  # nothing goes through the lead
+        wait_for(lambda: no_lead_reason(member) is not None, timeout=10,
+                 what="the member to see that no lead holds the namespace")  # fmt: skip
+        assert f"{space}/crew" in str(no_lead_reason(member))
         hits = member.search("where does staging run? zeppelins", scope="crew")
         assert [(h["file"], h["source"]) for h in hits] == [("topics/infra.md", "crew")]
         both = member.search("zeppelins", scope="both")
@@ -251,6 +265,15 @@ def test_a_member_searches_the_crew_tier_in_postgresql_itself(tmp_path: Path, pg
     finally:
         lead.kill()
         member.kill()
+
+
+def no_lead_reason(proc: SidecarProcess) -> str | None:
+    """The health reason saying no lead holds the crew namespace, if there is one."""
+    health = proc.get("/healthz")
+    found = [r for r in health.get("reasons", []) if "no lead holds namespace" in r]
+    assert not found or (health["status"] == "degraded"
+                         and health["tiers"]["crew"]["state"] == "broken")  # fmt: skip
+    return found[0] if found else None
 
 
 def _answers(proc: SidecarProcess) -> bool:

@@ -432,12 +432,29 @@ class PostgresStore:
             return f"index store unreachable (PostgreSQL: {_describe(err)})"
         if not self._ready:
             return f"index store not ready ({self.last_error})"
+        try:
+            lead_absent = self._read_only and not self._lead_present()
+        except (psycopg.Error, PoolTimeout) as err:
+            return f"index store unreachable (PostgreSQL: {_describe(err)})"
+        if lead_absent:
+            return (
+                f"no lead holds namespace {self.namespace!r}: none is running for it, or this "
+                "member's --namespace differs from the lead's; crew searches show what was "
+                "indexed last, and nothing at all for a namespace never indexed"
+            )
         if self._single_writer:
             # Health probes run every reconcile interval: a standby takes the lease here
             # once its holder is gone, even when no file changes to make it write.
             with suppress(NotWriter, StoreUnavailable):
                 self._hold_lease()
         return None
+
+    def _lead_present(self) -> bool:
+        """Whether some sidecar holds the namespace's writer lease (``_hold_lease``): a
+        session advisory lock, which ``pg_locks`` shows to every session as two halves."""
+        with self._pool.connection(timeout=min(2.0, self.connect_timeout)) as conn:
+            row = conn.execute(_LEASE_HELD, (self.namespace,)).fetchone()
+        return bool(row and row[0])
 
     def intact(self) -> bool:
         # StoreUnavailable while still out of reach (from _conn): asked again later
@@ -813,6 +830,15 @@ class PostgresStore:
         with self._lease_lock:
             self._drop_lease()
         self._pool.close()
+
+
+_LEASE_HELD = """
+    SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+                   AND objsubid = 1 AND database = (SELECT oid FROM pg_database
+                                                    WHERE datname = current_database())
+                   AND ((classid::bigint << 32) | objid::bigint)
+                       = hashtextextended(%s, 1))
+"""
 
 
 def _describe(exc: BaseException) -> str:
