@@ -63,6 +63,7 @@ class SidecarProcess:
             except (urllib.error.URLError, ConnectionError):
                 pass
             if time.monotonic() > deadline:
+                self.kill()  # not left running past the test that gave up on it
                 raise AssertionError(f"sidecar not ready:\n{self.log_path.read_text()}")
             time.sleep(0.02)
 

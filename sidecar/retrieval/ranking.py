@@ -6,8 +6,6 @@ count and average length), so ``scope=both`` fuses by rank, never by score.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -143,13 +141,6 @@ def _stems(words: Sequence[str]) -> list[str]:
     return [w[: max(4, len(w) - 3)] if len(w) > 5 else w for w in words]
 
 
-@functools.lru_cache(maxsize=256)
-def _terms_pattern(stems: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One pattern per query, not per hit (matched against lowercased lines, which is
-    cheaper than a case-insensitive alternation)."""
-    return re.compile("|".join(re.escape(s.lower()) for s in stems)) if stems else None
-
-
 def snippet(text: str, query_terms: Sequence[str], max_chars: int = SNIPPET_CHARS) -> str:
     """The run of whole lines of ``text`` that mentions the most query terms.
 
@@ -159,8 +150,10 @@ def snippet(text: str, query_terms: Sequence[str], max_chars: int = SNIPPET_CHAR
     if len(text) <= max_chars:
         return text
     lines = text.split("\n")
-    pattern = _terms_pattern(tuple(_stems(query_terms)))
-    weights = [len(set(pattern.findall(ln.lower()))) if pattern else 0 for ln in lines]
+    # Substring tests, not a regex of the terms: compiling one costs more than every test
+    # of a search's ten hits, and each query is new.
+    stems = {s.lower() for s in _stems(query_terms)}
+    weights = [sum(s in low for s in stems) for low in map(str.lower, lines)]
     # Two pointers: the window [start, end) of whole lines that fits max_chars.
     best, best_span = -1, (0, 0)
     start, size, weight = 0, -1, 0
