@@ -5,10 +5,13 @@ killed half way is completed on the next start, and the CLI's bar stays off pipe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
+import pickle
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -230,6 +233,9 @@ async def test_a_build_an_outage_interrupted_goes_on_once_the_store_answers(
 
 def dump_rows(store: SQLiteStore) -> tuple[list[Any], list[Any]]:
     """Every files and chunks row but the time it was indexed at, in insertion order."""
+    # the FTS index agrees with the chunk rows it was filled from (raises if not)
+    with contextlib.closing(sqlite3.connect(store.path)) as check:
+        check.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
     conn = store._reader()
     files = conn.execute("SELECT path, size, mtime_ns, sha256, metadata FROM files ORDER BY path")
     chunks = conn.execute(
@@ -254,6 +260,11 @@ def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: 
     make_tree(root, 300)
     (root / "notes/f0/skipped.md").write_text("x")
     os.link(root / "notes/f0/skipped.md", tmp_path / "second-link")
+    # files with no text to index: each keeps a files row and gets no chunk
+    (root / "notes/f1/front-matter-only.md").write_text("---\ntitle: Nothing yet\n---\n")
+    (root / "notes/f1/empty.md").write_text("")
+    (root / "notes/f1/blank.md").write_text("\n  \n\n")
+    textless = {"notes/f1/front-matter-only.md", "notes/f1/empty.md", "notes/f1/blank.md"}
     plan_store = SQLiteStore(tmp_path / "plan.sqlite")
     rels = indexer.plan_tree(plan_store, root).new
     plan_store.close()
@@ -277,6 +288,10 @@ def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: 
             held.append(dump_rows(store))
             store.close()
         assert held[0] == held[1] and len(held[0][1]) >= 300
+        files, chunks = held[0]
+        assert textless <= {f[0] for f in files}
+        assert not textless & {c[1] for c in chunks}
+        assert all(c[5].strip() for c in chunks)  # no chunk row without text
         # A worker that dies mid-build: what it had not answered is parsed in process.
         os.kill(pool._workers[0].pid, signal.SIGKILL)
         assert plain(list(pool.parse(root, rels, 650))) == plain(in_process)
@@ -322,6 +337,15 @@ def test_workers_parse_ahead_of_a_slow_taker_and_a_build_stopped_early_leaves_no
         assert pool._answers == {}
         pool._answers[10**9] = b"not a pickle"  # garbled: the caller parses that batch itself
         assert pool._take(10**9) is None
+        # so is an answer in another shape (a worker of another version): found before
+        # its rows reach SQLite, where they would fail the whole batch's transaction
+        good = parse_pool._flatten(indexer.read_parsed(root, rels[:1], 650)[0])
+        rel, why, (size, mtime, sha, meta, rows) = good
+        assert rows
+        short = (rel, why, (size, mtime, sha, meta, [r[:6] for r in rows]))
+        for answer, usable in ((good, True), (short, False)):
+            pool._answers[10**9] = pickle.dumps([answer])
+            assert (pool._take(10**9) is not None) is usable
     finally:
         pool.close()
 

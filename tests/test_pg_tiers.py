@@ -17,6 +17,7 @@ import pytest
 from sidecar.config import Settings
 from sidecar.disk.tiers import Tier
 from sidecar.service import MemoryService
+from sidecar.stores import open_store
 from tests import pg_server
 from tests.conftest import eventually
 from tests.sidecar_process import SidecarProcess, wait_for
@@ -241,15 +242,16 @@ def test_a_member_searches_the_crew_tier_in_postgresql_itself(tmp_path: Path, pg
         stray.proc = subprocess.Popen(stray.args, env=stray.env, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)  # fmt: skip
         try:
-            wait_for(lambda: _answers(stray) and no_lead_reason(stray) is not None,
+            wait_for(lambda: _answers(stray) and lead_reason(stray) is not None,
                      timeout=20, what="a member of a lost namespace to say so")  # fmt: skip
+            assert "no lead has ever served namespace" in str(lead_reason(stray))
             assert stray.search("zeppelins", scope="crew") == []
         finally:
             stray.kill()
         lead.kill()  # nothing goes through the lead
-        wait_for(lambda: no_lead_reason(member) is not None, timeout=10,
+        wait_for(lambda: lead_reason(member) is not None, timeout=10,
                  what="the member to see that no lead holds the namespace")  # fmt: skip
-        assert f"{space}/crew" in str(no_lead_reason(member))
+        assert f"no lead holds namespace '{space}/crew'" in str(lead_reason(member))
         hits = member.search("where does staging run? zeppelins", scope="crew")
         assert [(h["file"], h["source"]) for h in hits] == [("topics/infra.md", "crew")]
         both = member.search("zeppelins", scope="both")
@@ -267,10 +269,29 @@ def test_a_member_searches_the_crew_tier_in_postgresql_itself(tmp_path: Path, pg
         member.kill()
 
 
-def no_lead_reason(proc: SidecarProcess) -> str | None:
-    """The health reason saying no lead holds the crew namespace, if there is one."""
+def test_a_reader_knows_a_namespace_served_once_even_after_its_index_is_reset(
+    tmp_path: Path, pg_url: str
+) -> None:
+    space = f"served-{tmp_path.name}"
+    lead = open_store(pg_url, space, single_writer=True)
+    reader = open_store(pg_url, space, read_only=True)
+    stray = open_store(pg_url, f"{space}-typo", read_only=True)
+    try:
+        lead.set_meta("probe", "x")  # a write takes the writer lease
+        lead.reset()  # a rebuild drops the namespace's rows, but not that it is served
+        assert reader.problem() is None
+        assert "no lead has ever served namespace" in str(stray.problem())
+        lead.close()
+        assert f"no lead holds namespace {space!r}" in str(reader.problem())
+    finally:
+        for store in (lead, reader, stray):
+            store.close()
+
+
+def lead_reason(proc: SidecarProcess) -> str | None:
+    """The health reason saying the crew namespace has no lead, if there is one."""
     health = proc.get("/healthz")
-    found = [r for r in health.get("reasons", []) if "no lead holds namespace" in r]
+    found = [r for r in health.get("reasons", []) if r.startswith("crew: no lead ")]
     assert not found or (health["status"] == "degraded"
                          and health["tiers"]["crew"]["state"] == "broken")  # fmt: skip
     return found[0] if found else None

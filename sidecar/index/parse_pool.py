@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sidecar.index.indexer import Parsed, read_parsed
-from sidecar.index.store import FileState, PreparedFile, chunk_rows, metadata_json
+from sidecar.index.store import ChunkRow, FileState, PreparedFile, chunk_rows, metadata_json
 
 log = logging.getLogger(__name__)
 
@@ -274,6 +274,7 @@ class ParsePool:
 # Parsed files cross the pipe as plain tuples, their chunks as the rows a store inserts:
 # rebuilding one object per chunk on the writer's side cost more than the parse it saved.
 _Row = tuple[str, str | None, tuple[Any, ...] | None]
+_ROW_FIELDS = len(ChunkRow.__args__)
 
 
 def _flatten(parsed: Parsed) -> _Row:
@@ -290,6 +291,8 @@ def _restore(row: _Row) -> Parsed:
     if body is None:
         return rel, None, why
     size, mtime_ns, sha, (metadata, meta_text), rows = body
+    if not all(len(r) == _ROW_FIELDS for r in rows):  # found here, the batch is parsed again
+        raise ValueError("a chunk row of another shape")
     return rel, PreparedFile(rel, FileState(size, mtime_ns, sha), metadata, meta_text, rows), why
 
 

@@ -351,6 +351,10 @@ class PostgresStore:
                 )
             self._lease = conn
             self._taken = True
+            # Members read this row (replicas too, where pg_locks shows no primary's lock):
+            # a namespace no lead ever served is a --namespace typo, not an empty memory.
+            with suppress(psycopg.Error):  # tables not created yet: the next write says so
+                conn.execute(_MARK_SERVED, (self.namespace,))
             log.warning("writer lease taken", extra={"namespace": self.namespace})
 
     def _drop_lease(self) -> None:
@@ -433,15 +437,11 @@ class PostgresStore:
         if not self._ready:
             return f"index store not ready ({self.last_error})"
         try:
-            lead_absent = self._read_only and not self._lead_present()
+            absent = self._lead_absent() if self._read_only else None
         except (psycopg.Error, PoolTimeout) as err:
             return f"index store unreachable (PostgreSQL: {_describe(err)})"
-        if lead_absent:
-            return (
-                f"no lead holds namespace {self.namespace!r}: none is running for it, or this "
-                "member's --namespace differs from the lead's; crew searches show what was "
-                "indexed last, and nothing at all for a namespace never indexed"
-            )
+        if absent:
+            return absent
         if self._single_writer:
             # Health probes run every reconcile interval: a standby takes the lease here
             # once its holder is gone, even when no file changes to make it write.
@@ -449,12 +449,26 @@ class PostgresStore:
                 self._hold_lease()
         return None
 
-    def _lead_present(self) -> bool:
-        """Whether some sidecar holds the namespace's writer lease (``_hold_lease``): a
-        session advisory lock, which ``pg_locks`` shows to every session as two halves."""
+    def _lead_absent(self) -> str | None:
+        """What a member reading this namespace should know about its lead: none ever
+        served it (the member's --namespace is not the lead's), or none holds its writer
+        lease now (``_hold_lease``, a session advisory lock ``pg_locks`` shows; not on a
+        read replica, which sees no lock of the primary's)."""
         with self._pool.connection(timeout=min(2.0, self.connect_timeout)) as conn:
-            row = conn.execute(_LEASE_HELD, (self.namespace,)).fetchone()
-        return bool(row and row[0])
+            row = conn.execute(_LEAD_STATE, {"ns": self.namespace}).fetchone()
+        served, replica, held = row if row else (False, False, False)
+        if not served:
+            return (
+                f"no lead has ever served namespace {self.namespace!r}: this member's "
+                "--namespace is not the lead's, or the lead has not started yet; crew "
+                "searches find nothing"
+            )
+        if not held and not replica:
+            return (
+                f"no lead holds namespace {self.namespace!r}: every lead of the crew is down; "
+                "crew searches show what was indexed last"
+            )
+        return None
 
     def intact(self) -> bool:
         # StoreUnavailable while still out of reach (from _conn): asked again later
@@ -475,8 +489,12 @@ class PostgresStore:
         """Drop this namespace's rows (and migrate, if the tables are gone)."""
         self._ready = False
         with self._transaction() as conn:
-            for table in ("postings", "chunks", "files", "vectors", "meta"):
+            for table in ("postings", "chunks", "files", "vectors"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
+            # that a lead serves the namespace outlives its index (``_lead_absent``)
+            conn.execute(
+                "DELETE FROM meta WHERE namespace = %s AND key <> 'lead_since'", (self.namespace,)
+            )
         self._generation += 1
 
     # -- reads -------------------------------------------------------------
@@ -832,12 +850,20 @@ class PostgresStore:
         self._pool.close()
 
 
-_LEASE_HELD = """
-    SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+_MARK_SERVED = (
+    "INSERT INTO meta (namespace, key, value) VALUES (%s, 'lead_since', now()::text) "
+    "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value"
+)
+# (a lead ever served the namespace, this server is a read replica, a lead holds it now);
+# a bigint advisory key shows in pg_locks as two halves, with objsubid 1.
+_LEAD_STATE = """
+    SELECT EXISTS (SELECT 1 FROM meta WHERE namespace = %(ns)s AND key = 'lead_since'),
+           pg_is_in_recovery(),
+           EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
                    AND objsubid = 1 AND database = (SELECT oid FROM pg_database
                                                     WHERE datname = current_database())
                    AND ((classid::bigint << 32) | objid::bigint)
-                       = hashtextextended(%s, 1))
+                       = hashtextextended(%(ns)s, 1))
 """
 
 
