@@ -156,3 +156,51 @@ def test_across_tiers_dense_fills_come_after_every_bm25_hit() -> None:
     assert [r.hit.key for r in fused] == ["c1", "c2", "c3", "fill"]
     proxied = [result("crew", "lead", None)]  # rendered by a lead: no ranks, not a fill
     assert [r.hit.key for r in dense_fill_last([*agent, *proxied])] == ["lead", "fill"]
+
+
+class _Clock:
+    """monotonic() for vector_sync: moves only when a store read says it took time."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _KeysStore:
+    """Just what ``TierVectors.lag`` reads, with a chosen cost per read."""
+
+    generation = 0
+
+    def __init__(self, clock: _Clock, cost: float) -> None:
+        self.clock, self.cost, self.keys, self.reads = clock, cost, {1: "a", 2: "b"}, 0
+
+    def chunk_keys(self) -> dict[int, str]:
+        self.reads += 1
+        self.clock.now += self.cost
+        return dict(self.keys)
+
+
+@pytest.mark.parametrize("cost", [0.001, 0.5])
+def test_lag_is_exact_where_counting_is_cheap_and_bounded_where_it_is_not(
+    monkeypatch: pytest.MonkeyPatch, cost: float
+) -> None:
+    from sidecar.retrieval import vector_sync
+
+    clock = _Clock()
+    monkeypatch.setattr(vector_sync.time, "monotonic", clock)
+
+    class Embedder:
+        model_id, dim = "test:2", 2
+
+    store = _KeysStore(clock, cost)
+    tier = vector_sync.TierVectors(store, Embedder())  # type: ignore[arg-type]
+    assert tier.lag() == 2 and store.reads == 1
+    store.keys[3] = "c"  # a chunk appears
+    slow = cost > vector_sync.LAG_EXACT_S
+    # a cheap count is taken again at once; a costly one is reused for a while...
+    assert tier.lag() == (2 if slow else 3) and store.reads == (1 if slow else 2)
+    clock.now += vector_sync.LAG_REUSE * cost + 0.01
+    # ...and never for longer than ten times what it cost
+    assert tier.lag() == 3 and store.reads == (2 if slow else 3)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
@@ -33,6 +34,8 @@ EMBED_BATCH = 32  # chunks per inference call: short enough to stop promptly
 LOOKUP_BATCH = 500
 RETRY_SECONDS = 30.0
 BACKLOG_LOG_S = 5.0  # at most one progress line per tier this often while embedding
+LAG_EXACT_S = 0.05  # a lag count that costs less than this is taken afresh every time
+LAG_REUSE = 10  # else it is reused for up to this many times what it cost
 
 
 def texts_to_embed(body: str) -> list[str]:
@@ -79,6 +82,8 @@ class TierVectors:
         self.backlog_done = 0
         self._backlog_started = time.monotonic()
         self._logged = time.monotonic()
+        # The last exact count of ``lag``, when it was taken and what taking it cost.
+        self._lag = (0, -math.inf, 0.0)
 
     def backlog_json(self) -> dict[str, float | int]:
         seconds = time.monotonic() - self._backlog_started
@@ -94,10 +99,19 @@ class TierVectors:
             log.info("embedding backlog", extra={"tier": self.name, **self.backlog_json()})
 
     def lag(self) -> int:
-        """Chunks without a current vector right now (exact, unlike ``pending``)."""
+        """Chunks without a current vector (exact, unlike ``pending``). Counting reads
+        every chunk's key: where that takes long (a second at a million chunks), a count
+        is reused for up to ten times what it cost, so status polls and metric scrapes
+        never keep a thread (or the database) counting."""
+        count, at, cost = self._lag
+        now = time.monotonic()
+        if cost > LAG_EXACT_S and now - at < LAG_REUSE * cost:
+            return count
         held = self.index.keys()
-        return sum(1 for i, k in self.store.chunk_keys().items()
-                   if held.get(i) != k and k not in self.refused)  # fmt: skip
+        count = sum(1 for i, k in self.store.chunk_keys().items()
+                    if held.get(i) != k and k not in self.refused)  # fmt: skip
+        self._lag = (count, now, time.monotonic() - now)
+        return count
 
     def sync(self, stop: Callable[[], bool]) -> None:
         """Bring the index in line with the store: drop stale rows, load stored vectors,
