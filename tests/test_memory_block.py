@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from pathlib import Path
 
@@ -115,8 +116,10 @@ def test_crew_capped_at_40_percent_and_agent_takes_the_rest(tiers: tuple[Path, P
     assert len(text) <= 10_000
     assert len(block_of(text, "CREW SHARED MEMORY")) <= CREW_SHARE * 10_000
     assert len(block_of(text, "AGENT MEMORY")) > 0.4 * 10_000
-    assert "[… truncated: the rest of CREW.md is not shown]" in text
-    assert "[… truncated: the rest of AGENT.md is not shown]" in text
+    # a cut says what is missing: the rest of that file, and the logs after it
+    assert "[… truncated: the rest of CREW.md and 2 later sections are not shown]" in text
+    assert "[… truncated: the rest of AGENT.md and 2 later sections are not shown]" in text
+    assert "shipped v2" not in text and "refactored auth" not in text
 
 
 def test_small_crew_gives_its_share_to_the_agent(tiers: tuple[Path, Path]) -> None:
@@ -151,8 +154,30 @@ def test_never_over_budget(budget: int, agent_lines: int, crew_lines: int, width
     out = assemble(agent, crew, [], hits, budget)
     assert len(out.text) <= budget
     assert out.text.endswith("[END MEMORY INSTRUCTIONS]\n")
-    if crew_lines:
+    if crew_lines and "[CREW SHARED MEMORY]" in out.text:
         assert len(block_of(out.text, "CREW SHARED MEMORY")) <= CREW_SHARE * budget
+    # whatever is left out is said to be: a block with any section cut names what is missing
+    for acct in out.sections:
+        if acct.truncated and acct.chars:
+            assert "[… truncated: " in out.text
+
+
+def test_the_smallest_budget_shows_the_agents_own_memory_and_says_what_is_missing(
+    tiers: tuple[Path, Path],
+) -> None:
+    agent, crew = tiers
+    text = build(agent, crew, budget=1_000)
+    assert "[CREW SHARED MEMORY]" not in text  # too small for both: the agent's own first
+    block = block_of(text, "AGENT MEMORY")  # room for little more than a marker
+    assert re.search(r"\[… truncated: (the rest of )?AGENT\.md and 2 later sections are not "
+                     r"shown\]", block)  # fmt: skip
+    # at every budget, a block that left any of its sections out says so in its text
+    for budget in range(1_000, 3_001, 50):
+        out = assemble(agent_sections(agent, TODAY), crew_sections(crew, TODAY), [], [], budget)
+        for name in ("AGENT MEMORY", "CREW SHARED MEMORY"):
+            cut = [a for a in out.sections if a.block == name and a.truncated]
+            if cut and f"[{name}]" in out.text:
+                assert "[… truncated: " in block_of(out.text, name), (budget, name)
 
 
 def test_injected_section_is_blocked_and_siblings_kept(tiers: tuple[Path, Path]) -> None:

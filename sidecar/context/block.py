@@ -19,7 +19,8 @@ from sidecar.operators.model import path_of
 from sidecar.safety import scan_remembered
 
 DEFAULT_BUDGET = 15_000
-CREW_SHARE = 0.4  # the crew block never takes more than this part of the budget
+CREW_SHARE = 0.4  # the crew block never takes more than this part of the room for memory
+MIN_SHOWN = 100  # a block with less room than its frame and this shows no line of memory
 _DAILY = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 
 PREAMBLE = (
@@ -194,15 +195,27 @@ def operator_sections(crew_root: Path, user_id: str | None, workspace_id: str | 
     return [Section(rel, "how this operator likes to work", body)] if body else []
 
 
-def _truncate(text: str, room: int, label: str) -> str:
+def _truncate(text: str, room: int, what: str) -> str:
     """Whole lines that fit in ``room``, then a visible marker (which also fits)."""
-    marker = f"[… truncated: the rest of {label} is not shown]"
+    marker = f"[… truncated: {what} not shown]"
     if room <= len(marker):
         return ""
     kept = text[: room - len(marker) - 1]
     cut = kept.rfind("\n")
     kept = kept[:cut] if cut > 0 else kept
     return f"{kept}\n{marker}" if kept else marker
+
+
+def _whole_marker(label: str, later: int) -> str:
+    return f"[… truncated: {_unshown(label, later, whole=True)} not shown]\n"
+
+
+def _unshown(label: str, later: int, whole: bool) -> str:
+    """What a marker says is missing: this section (or the rest of it) and those after it."""
+    what = label if whole else f"the rest of {label}"
+    if later:
+        return f"{what} and {later} later section{'s' if later > 1 else ''} are"
+    return f"{what} is"
 
 
 def _render(section: Section, block: str) -> tuple[str, Accounting]:
@@ -228,26 +241,44 @@ def _render_all(name: str, sections: list[Section]) -> Rendered:
     return [(s, *_render(s, name)) for s in sections]
 
 
+def _frame(name: str) -> int:
+    return len(f"[{name}]\n{PREAMBLE}") + len(f"[END {name}]\n")
+
+
 def _need(name: str, rendered: Rendered) -> int:
-    if not rendered:
-        return 0
-    frame = len(f"[{name}]\n{PREAMBLE}") + len(f"[END {name}]\n")
-    return frame + sum(len(text) for _, text, _ in rendered)
+    return _frame(name) + sum(len(text) for _, text, _ in rendered) if rendered else 0
 
 
 def _fill_block(name: str, rendered: Rendered, room: int, out: MemoryBlock) -> str:
-    """Sections in order while they fit; the first that does not is cut, the rest dropped."""
+    """Sections in order while they fit; the first that does not is cut, with a marker
+    saying what is missing, and the rest are dropped. A block too small for any of its
+    text is left out, accounted as truncated."""
     head, tail = f"[{name}]\n{PREAMBLE}", f"[END {name}]\n"
     room -= len(head) + len(tail)
+    markers = [
+        _whole_marker(s.label, len(rendered) - k - 1) for k, (s, _, _) in enumerate(rendered)
+    ]
+    # When not everything fits, room for the longest marker is kept back, so that the cut,
+    # wherever it falls, can say what is missing.
+    fits = sum(len(t) for _, t, _ in rendered) <= room
+    reserve = max(map(len, markers), default=0) if not fits else 0
+    room -= reserve
     parts: list[str] = []
-    for section, text, acct in rendered:
-        if room > 0 and len(text) > room:
-            header = f"--- {section.title} ---\n"
-            cut = _truncate(text[len(header) :], room - len(header) - 1, section.label)
-            text = f"{header}{cut}\n" if cut else ""
+    full = False  # a section was cut: the ones after it are dropped
+    for k, (section, text, acct) in enumerate(rendered):
+        if full or len(text) > room:
+            if not full:
+                room += reserve
+                later = len(rendered) - k - 1
+                header = f"--- {section.title} ---\n"
+                what = _unshown(section.label, later, whole=False)
+                cut = _truncate(text[len(header) :], room - len(header) - 1, what)
+                marker = markers[k]
+                text = f"{header}{cut}\n" if cut else marker if len(marker) <= room else ""
+                full = True
+            else:
+                text = ""
             acct.truncated = True
-        elif room <= 0:
-            text, acct.truncated = "", True
         acct.chars = len(text)
         out.sections.append(acct)
         parts.append(text)
@@ -296,7 +327,7 @@ def assemble(
         "OPERATOR MODEL": _render_all("OPERATOR MODEL", operator),
     }
     need = {name: _need(name, rendered) for name, rendered in blocks.items()}
-    crew_cap = int(budget * CREW_SHARE)
+    crew_cap = int(room * CREW_SHARE)  # of what the instructions and directives leave
     operator_room = min(need["OPERATOR MODEL"], room)
     crew_room = min(need["CREW SHARED MEMORY"], crew_cap, room - operator_room)
     agent_room = room - operator_room - crew_room
@@ -304,6 +335,10 @@ def assemble(
         spare = agent_room - need["AGENT MEMORY"]
         agent_room = need["AGENT MEMORY"]
         crew_room = min(crew_room + spare, crew_cap, need["CREW SHARED MEMORY"])
+    if crew_room < _frame("CREW SHARED MEMORY") + MIN_SHOWN and need["AGENT MEMORY"] > agent_room:
+        # too little for the crew to show a line (the smallest budgets): the agent's own
+        # memory gets it, rather than a crew block of markers
+        agent_room, crew_room = agent_room + crew_room, 0
     rooms = {"AGENT MEMORY": agent_room, "CREW SHARED MEMORY": crew_room,
              "OPERATOR MODEL": operator_room}  # fmt: skip
     texts = [_fill_block(name, blocks[name], rooms[name], out) for name in blocks]
