@@ -72,6 +72,22 @@ async def test_a_web_page_cannot_write_memory(
 
 
 @pytest.mark.parametrize(
+    ("method", "path", "status", "error", "detail"),
+    [
+        ("POST", "/healthz", 405, "method_not_allowed", "does not take POST; it takes GET"),
+        ("DELETE", "/memory/write", 405, "method_not_allowed", "it takes POST"),
+        ("GET", "/memory/search", 405, "method_not_allowed", "it takes POST"),
+        ("POST", "/memory/nope", 404, "not_found", "no such endpoint: POST /memory/nope"),
+    ],
+)
+async def test_a_wrong_method_or_route_is_told_so_before_the_content_type_check(
+    client: TestClient, method: str, path: str, status: int, error: str, detail: str
+) -> None:
+    got, err = await status_of(client, method, path, data="{}")  # no JSON Content-Type
+    assert (got, err["error"]) == (status, error) and detail in err["detail"]
+
+
+@pytest.mark.parametrize(
     ("method", "path", "kw"),
     [
         ("GET", "/memory/read?file=AGENT.md", {}),

@@ -68,12 +68,14 @@ def _browser_guard(allowed: tuple[str, ...]) -> Any:
             request.method not in ("GET", "HEAD", "OPTIONS")
             and request.path not in _READ_ONLY_POSTS
             and request.path != MCP_PATH
+            and request.match_info.http_exception is None  # no such route: 404 / 405 says so
             and request.content_type != "application/json"
         ):
             return error_response(
                 415, "unsupported_media_type",
-                f"{request.method} {request.path} changes memory and takes "
-                f"Content-Type: application/json (got {request.content_type!r})",
+                f"{request.method} {request.path} takes Content-Type: application/json (got "
+                f"{request.content_type!r}); every request but a GET and POST /memory/search "
+                "must say so, which a web page cannot without a CORS preflight",
             )  # fmt: skip
         return await handler(request)
 
@@ -101,6 +103,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         detail = exc.text or exc.reason
         if exc.status == 404:
             detail = f"no such endpoint: {request.method} {request.path}"
+        elif isinstance(exc, web.HTTPMethodNotAllowed):
+            allowed = ", ".join(sorted(exc.allowed_methods - {"HEAD"}))
+            detail = f"{request.path} does not take {request.method}; it takes {allowed}"
         return error_response(exc.status, code, detail)
     except Exception as exc:
         log.exception("internal error", extra={"path": request.path})
