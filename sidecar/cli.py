@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -235,8 +236,31 @@ def build_parser() -> argparse.ArgumentParser:
 # -- serve -------------------------------------------------------------------
 
 
+def _check_free(host: str, port: int) -> None:
+    """Fail before anything starts (no index file is created) when the port is taken, as
+    binding it later would; SO_REUSEADDR as the server sets it, so a closing socket of an
+    earlier run does not count."""
+    for family, kind, proto, _, address in socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    ):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                raise OSError(
+                    f"{host}:{port} is in use (another sidecar?): choose a port with --port "
+                    "(SIDECAR_PORT), or PORT=... with make run"
+                ) from None
+
+
 async def serve(settings: Settings) -> None:
     """Run until SIGTERM/SIGINT; then stop taking requests and drain the reindex queue."""
+    _check_free(settings.host, settings.port)
+    if settings.crew_listen:
+        _check_free(*settings.crew_listen)
     service = MemoryService(settings)
     await service.start()
     sites = [(create_app(service), settings.host, settings.port)]

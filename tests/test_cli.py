@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,16 @@ def test_a_bad_serve_setting_does_not_break_other_commands(tmp_path: Path) -> No
     result = run_sidecar(["doctor", "--url", "http://127.0.0.1:9"], {"SIDECAR_EMBED_THREADS": "x"})
     assert result.returncode == 1
     assert "unreachable" in result.stdout
+
+
+def test_a_port_in_use_fails_the_start_before_anything_is_created(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        agent, crew = tmp_path / "agent", tmp_path / "crew"
+        result = run_sidecar(["serve", "--agent-dir", str(agent), "--crew-dir", str(crew),
+                              "--port", str(port), "--embedder", "none"], {})  # fmt: skip
+    assert result.returncode == 2
+    assert f"127.0.0.1:{port} is in use" in result.stderr and "--port" in result.stderr
+    assert not agent.exists() and not crew.exists()  # nothing was opened or created
