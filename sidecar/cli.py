@@ -543,10 +543,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     if not body["results"]:
         print(f"no results ({mode})")
+    stems = [t.lower()[:4] for t in query.terms(args.query)]
     for r in body["results"]:
         where = f"{r['file']}:{r['start_line']}-{r['end_line']}"
-        print(f"{r['score']:8.3f}  {where}  {r['heading']}")
-        for line in r["snippet"].splitlines()[:3]:
+        print(f"{r['score']:8.3g}  {where}  {r['heading']}")
+        lines = [ln for ln in r["snippet"].splitlines() if ln.strip()]
+        # the lines that mention the query first (a snippet often opens with headings)
+        shown = sorted(lines, key=lambda ln: not any(s in ln.lower() for s in stems))[:3]
+        for line in sorted(shown, key=lines.index):
             print(f"          {line}")
     return 0
 
@@ -584,7 +588,13 @@ def cmd_seed_demo(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, and keep the interpreter's exit
+        # flush from failing on the same closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -156,3 +156,16 @@ def test_a_port_in_use_fails_the_start_before_anything_is_created(tmp_path: Path
     assert result.returncode == 2
     assert f"127.0.0.1:{port} is in use" in result.stderr and "--port" in result.stderr
     assert not agent.exists() and not crew.exists()  # nothing was opened or created
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sidecar ... | head``: the closed pipe ends the command with no traceback."""
+    assert main(["seed-demo", str(tmp_path / "demo")]) == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    with open(write_end, "w", buffering=1) as closed:
+        monkeypatch.setattr(sys, "stdout", closed)
+        args = ["search", "database", "-p", str(tmp_path / "demo" / "crew"), "--format", "json"]
+        assert main(args) == 1

@@ -229,6 +229,8 @@ def test_the_command_line_records_lists_recalls_and_reports_health(
         listed = json.loads(cli("journal", "list", "--json"))
         assert [e["id"] for e in listed["events"]] == [event_id]
         assert "freshness" in cli("health")
+        # with no LLM, consolidation says why nothing is distilled instead of printing nothing
+        assert "facts: off: no LLM is configured" in cli("consolidate")
         bad = subprocess.run(
             [sys.executable, "-m", "sidecar", "journal", "add", "--type", "Bad Type",
              "--summary", "x", "--url", daemon.url], capture_output=True, text=True, timeout=30,

@@ -92,6 +92,12 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     answer = call(args.url, "POST", "/memory/consolidate", {"scope": args.scope} if args.scope
                   else {})  # fmt: skip
     if not _print(args, answer):
+        for tier, summaries in answer.get("promoted", {}).items():
+            if summaries:
+                notes = sum(p["summary_of"] for p in summaries)
+                print(f"{tier}: {notes} working note(s) promoted to {len(summaries)} episode(s)")
+        if "facts" in answer:  # no LLM: nothing is distilled, and the answer says why
+            print(f"facts: {answer['facts']}")
         for tier, jobs in answer["jobs"].items():
             if not jobs:
                 print(f"{tier}: nothing waiting")
