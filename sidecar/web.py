@@ -86,7 +86,12 @@ class _JsonErrorHandler(RequestHandler):
         exc: BaseException | None = None,
         message: str | None = None,
     ) -> web.StreamResponse:
-        super().handle_error(request, status, exc, message)  # logs it as aiohttp would
+        if status >= 500:
+            super().handle_error(request, status, exc, message)  # logs it as aiohttp would
+        else:  # the client's malformed request: counted and answered, not an error of ours
+            self.logger.debug("malformed request from %s", request.remote, exc_info=exc)
+            if request.writer.output_size > 0:  # as aiohttp: a response is half sent already
+                raise ConnectionError("response already sent, cannot send the error")
         try:
             reason = HTTPStatus(status).phrase
         except ValueError:

@@ -466,6 +466,8 @@ def test_every_error_answer_is_error_detail_json(
     assert headers.get("content-type", "").startswith("application/json"), (headers, body)
     answer = json.loads(body)
     assert set(answer) == {"error", "detail"} and all(isinstance(v, str) for v in answer.values())
+    # a client's malformed request is answered and counted, not logged as our error
+    assert '"level": "error"' not in daemon.log_path.read_text()
 
 
 # -- what a hostile review of the above found ---------------------------------------------
