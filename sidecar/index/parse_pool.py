@@ -291,7 +291,7 @@ def _restore(row: _Row) -> Parsed:
     if body is None:
         return rel, None, why
     size, mtime_ns, sha, (metadata, meta_text), rows = body
-    if not all(len(r) == _ROW_FIELDS for r in rows):  # found here, the batch is parsed again
+    if set(map(len, rows)) - {_ROW_FIELDS}:  # found here, the batch is parsed again
         raise ValueError("a chunk row of another shape")
     return rel, PreparedFile(rel, FileState(size, mtime_ns, sha), metadata, meta_text, rows), why
 
