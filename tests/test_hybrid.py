@@ -343,11 +343,20 @@ async def test_in_process_model_finds_a_paraphrase_bm25_cannot(settings: Setting
         "# People\n- Alice adopted a puppy named Rex last spring.\n"
         "- The staging cluster runs in eu-west-2.\n"
     )
+    (settings.agent_dir / "daily").mkdir(exist_ok=True)
+    (settings.agent_dir / "daily" / "2026-11-24.md").write_text(
+        "# Agent memory\n\n## User preferences\n"
+        "- Prefers terse commit subjects (at most 70 characters).\n"
+        "- Wants CHANGELOG entries in the same pull request, never as a follow-up.\n"
+    )
     svc = await started(dataclasses.replace(settings, embedder="auto"))
     try:
         assert svc.embeddings.retrieval() == "hybrid"
         assert await paths(svc, "who got a dog?", "sparse") == []
         assert await paths(svc, "who got a dog?") == ["AGENT.md"]
+        # Nothing in memory is about it: no word shared, and the nearest note (the commit
+        # style, 0.2 to 0.3 similar) is not a filler hit that costs budget and answers nothing.
+        assert await paths(svc, "redis eviction") == []
         status = await svc.status("agent")
         assert status["embeddings"]["model"].startswith("all-MiniLM-L6-v2")
     finally:
