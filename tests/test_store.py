@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -293,6 +295,34 @@ def test_foreign_sqlite_database_is_rebuilt(db_path: Path) -> None:
     conn.commit()
     conn.close()
     assert_rebuilt_empty_and_usable(db_path)
+
+
+def test_a_health_check_keeps_sqlites_locks_against_another_process(db_path: Path) -> None:
+    """``problem`` runs on every /healthz. Had it opened and closed the index file, the
+    daemon would lose its POSIX locks on it, and the next process to close a connection
+    (an offline ``sidecar status -p``) would take itself for the last user, checkpoint
+    and delete the WAL the daemon is still writing."""
+    s = SQLiteStore(db_path)
+    try:
+        fill(s)
+        wal = db_path.with_name(db_path.name + "-wal")
+        assert wal.exists()
+        assert s.problem() is None
+        other = (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "c.execute('SELECT count(*) FROM files').fetchone(); c.close()"
+        )
+        subprocess.run([sys.executable, "-c", other, str(db_path)], check=True, timeout=60)
+        assert wal.exists(), "another process's close took the daemon's WAL"
+        s.replace_file(item("later.md", ("Later", "written after the check")))
+        assert s.problem() is None
+        conn = sqlite3.connect(db_path)  # what another process now reads
+        try:
+            assert ("later.md",) in conn.execute("SELECT path FROM files").fetchall()
+        finally:
+            conn.close()
+    finally:
+        s.close()
 
 
 # -- snapshot isolation ----------------------------------------------------------

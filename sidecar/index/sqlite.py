@@ -168,6 +168,15 @@ class SQLiteStore:
         self._generation = 0  # bumped by reset: readers of an older one reconnect
         self._writer = self._open_writer()
         self._identity = _identity(path)
+        self._header_fd = self._open_header()
+
+    def _open_header(self) -> int:
+        """A descriptor on the database file, held for as long as the store uses that file,
+        for ``problem`` to read its header. Closing any descriptor of a file drops every
+        POSIX lock the process holds on it, SQLite's included: a check that opened and
+        closed the file would let another process (``sidecar status -p``) think it is the
+        last user, checkpoint and delete the WAL this daemon is still writing."""
+        return os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
 
     # -- connections -------------------------------------------------------
 
@@ -236,8 +245,7 @@ class SQLiteStore:
         if now != self._identity:
             return "index file replaced by another file"
         try:
-            with open(self.path, "rb") as fh:
-                head = fh.read(len(_HEADER))
+            head = os.pread(self._header_fd, len(_HEADER), 0)
         except OSError as exc:
             return f"index file unreadable ({exc.strerror})"
         if head != _HEADER:  # overwritten or truncated in place: SQLite may not notice soon
@@ -261,6 +269,8 @@ class SQLiteStore:
             self._writer = _connect(self.path)
             self._writer.executescript(_SCHEMA)
             self._identity = _identity(self.path)
+            old_fd, self._header_fd = self._header_fd, self._open_header()
+            os.close(old_fd)  # the old file is deleted: no process can lock it any more
             with self._readers_lock:  # only now: a reader reconnecting gets the new file
                 self._generation += 1
 
@@ -585,3 +595,6 @@ class SQLiteStore:
             self._readers.clear()
         with self._write_lock:
             self._writer.close()
+            if self._header_fd >= 0:  # last: SQLite's own descriptors are closed by now
+                os.close(self._header_fd)
+                self._header_fd = -1
