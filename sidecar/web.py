@@ -146,6 +146,9 @@ async def json_body(request: web.Request) -> dict[str, Any]:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from exc
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        detail = f"request body holds an unreadable number: {exc}"
+        raise ApiError(400, "invalid_json", detail) from exc
     except RecursionError:
         raise ApiError(
             400, "too_deep", f"request body nests deeper than {MAX_JSON_DEPTH} levels"

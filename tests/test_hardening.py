@@ -204,6 +204,29 @@ async def test_deeply_nested_json_is_a_400(client: TestClient) -> None:
     assert (status, err["error"]) == (400, "too_deep") and "'mode'" in err["detail"]
 
 
+@pytest.mark.parametrize("path", ["/memory/search", "/memory/write", "/memory/journal"])
+async def test_a_number_too_long_for_python_is_a_400(client: TestClient, path: str) -> None:
+    """json.loads refuses integers of more than 4,300 digits with a ValueError that is
+    not a JSONDecodeError; unknown fields are read before they are refused."""
+    body = '{"query": "x", "file": "AGENT.md", "type": "a.b", "x": ' + "9" * 5000 + "}"
+    status, err = await status_of(client, "POST", path, data=body, headers=JSON)
+    assert (status, err["error"]) == (400, "invalid_json"), err
+    assert "number" in err["detail"]
+
+
+async def test_the_journal_listing_refuses_scope_both(client: TestClient) -> None:
+    """One journal per tier: ``both`` is a scope of notes searches, not of a listing."""
+    status, err = await status_of(client, "GET", "/memory/journal?scope=both")
+    assert (status, err["error"]) == (400, "bad_scope"), err
+
+
+async def test_the_change_stream_refuses_parameters_it_would_ignore(client: TestClient) -> None:
+    """It follows every tier; ``?scope=crew`` must not look like a filter that works."""
+    for query in ("scope=x", "scope=crew", "bogus=1"):
+        status, err = await status_of(client, "GET", f"/memory/files/changes?{query}")
+        assert (status, err["error"]) == (400, "unknown_parameter"), err
+
+
 WRONG_TYPES = [["agent"], {"a": 1}, 3, 2.5, True]
 
 

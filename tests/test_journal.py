@@ -100,6 +100,8 @@ async def test_an_event_is_durable_ordered_and_recallable_when_the_answer_comes(
         ({"type": "a.b", "summary": "x", "ts": iso(timedelta(days=3))}, 400, "bad_ts"),
         ({"type": "a.b", "summary": "x", "importance": 1.5}, 400, "bad_importance"),
         ({"type": "a.b", "summary": "x", "priority": "urgent"}, 400, "bad_priority"),
+        ({"type": "a.b", "summary": "x", "priority": ["pin"]}, 400, "bad_priority"),
+        ({"type": "a.b", "summary": "x", "priority": {}}, 400, "bad_priority"),
         ({"type": "a.b", "summary": "x", "id": str(uuid.uuid4())}, 400, "unknown_field"),
         ({"type": "a.b", "summary": "x", "supersedes": "not-an-id"}, 400, "bad_supersedes"),
         ({"type": "a.b", "summary": "x", "supersedes": str(uuid.uuid4())}, 400,

@@ -295,7 +295,7 @@ def check_event(
             )
         record["importance"] = float(value)
     if "priority" in raw:
-        if raw["priority"] not in PRIORITY_FLOORS:
+        if not isinstance(raw["priority"], str) or raw["priority"] not in PRIORITY_FLOORS:
             raise ApiError(
                 400,
                 "bad_priority",

@@ -126,6 +126,8 @@ class Journal:
         return await asyncio.get_running_loop().run_in_executor(self._readers, fn, *args)
 
     def _tier(self, name: str) -> TierJournal:
+        if name not in ("agent", "crew"):  # "both" is a scope of notes, not of one journal
+            raise ApiError(400, "bad_scope", "scope must be agent or crew")
         self.indexes.for_scope(name)  # the 503 naming who owns a tier not served here
         return self.tiers[name]
 

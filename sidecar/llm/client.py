@@ -53,7 +53,7 @@ class LLMClient(Protocol):
 def _problems(text: str, schema: dict[str, Any], check: Callable[[Any], list[str]]) -> list[str]:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # not JSON, or a number too long to read
         return [f"the answer is not JSON ({exc})"]
     found = [
         f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}"
@@ -108,7 +108,7 @@ async def post_json(
         raise LLMError(f"{url} unreachable: {exc}") from None
     try:
         data = json.loads(raw)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number too long to read
         raise LLMError(f"{url} answered something that is not JSON: {raw[:200]!r}") from None
     if not isinstance(data, dict):
         raise LLMError(f"{url} answered JSON that is not an object")

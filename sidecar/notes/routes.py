@@ -66,7 +66,10 @@ async def read_file(request: web.Request) -> web.Response:
 
 async def follow_files(request: web.Request) -> web.StreamResponse:
     """NDJSON: ``{"ready": true}`` once the baseline is taken, then one line per change
-    (``{"scope", "file", "change"}``); a blank line now and then while nothing happens."""
+    (``{"scope", "file", "change"}``); a blank line now and then while nothing happens.
+    It follows every tier: a parameter (``?scope=``) would promise a filter it lacks."""
+    if request.query:
+        raise ApiError(400, "unknown_parameter", f"unknown parameter(s) {sorted(request.query)}")
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     try:
         async with request.app[BROWSER].follow() as changes:
