@@ -12,6 +12,7 @@ from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
 from sidecar.notes.files import today_utc
 from sidecar.service import MemoryService
+from tests.conftest import eventually
 
 
 async def write(client: TestClient, status: int = 201, **body: Any) -> dict[str, Any]:
@@ -259,6 +260,32 @@ async def test_read_ranges_and_missing_file(client: TestClient) -> None:
     resp = await client.get("/memory/read", params={"file": "daily/2020-01-01.md"})
     assert resp.status == 404
     assert "does not exist yet" in (await resp.json())["detail"]
+
+
+async def test_every_note_search_finds_can_be_read_but_not_written(
+    client: TestClient, tier_dirs: tuple[Path, Path]
+) -> None:
+    """A person's own note outside the layout is indexed, so a hit on it must be readable
+    (the memory block tells the model to read hits' lines); writes keep to the layout."""
+    (tier_dirs[0] / "notes").mkdir()
+    (tier_dirs[0] / "notes" / "misc.md").write_text("# Misc\n- The office wifi rotates.\n")
+
+    async def found() -> bool:
+        return await search_files(client, "office wifi") == ["notes/misc.md"]
+
+    await eventually(found, "the hand-made note to be indexed")
+    resp = await client.get("/memory/read", params={"file": "notes/misc.md", "start_line": "2"})
+    assert resp.status == 200
+    assert (await resp.json())["content"] == "- The office wifi rotates."
+    body = await write(client, 400, file="notes/misc.md", content="- x")
+    assert body["error"] == "file_not_allowed"
+    for other, error in (("notes/.hidden.md", "file_not_allowed"),
+                         ("notes/misc.txt", "file_not_allowed"),
+                         ("notes/gone.md", "not_found"),
+                         ("notes/../../etc/passwd.md", "forbidden_path")):  # fmt: skip
+        resp = await client.get("/memory/read", params={"file": other})
+        assert (await resp.json())["error"] == error, other
+    assert (tier_dirs[0] / "notes" / "misc.md").read_text().endswith("rotates.\n")
 
 
 def _fields(settings: Settings) -> dict[str, Any]:

@@ -26,6 +26,7 @@ CORE = "core"  # AGENT.md or CREW.md
 DAILY = "daily"
 TOPIC = "topic"  # topics/ and users/
 LEARNING = "learning"  # learnings/<slug>.md and learnings/archive/YYYY.md
+NOTE = "note"  # any other *.md of the tier: indexed and searchable, so readable; never written
 
 CORE_FILE = {"agent": "AGENT.md", "crew": "CREW.md"}
 _SLUG = "slug: lowercase letters, digits, '-' and '_', at most 64"
@@ -96,6 +97,26 @@ def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
         "file_not_allowed",
         f"{file!r} is not a memory file of the {scope} tier; allowed: {ALLOWED[scope]}",
     )
+
+
+def resolve_read(scope: str, file: object, today: date | None = None) -> MemoryFile:
+    """What a read may open: every file ``resolve`` allows, and any other note the tier's
+    index holds (a regular ``*.md`` outside hidden folders, put there by a person), so
+    every search hit can be read. Reads stay confined to the tier like writes."""
+    try:
+        return resolve(scope, file, today)
+    except ApiError as exc:
+        if exc.error != "file_not_allowed" or not _other_note(file):
+            raise
+    assert isinstance(file, str)
+    return MemoryFile(scope, file, NOTE)
+
+
+def _other_note(file: object) -> bool:
+    if not isinstance(file, str) or _CONTROL.search(file) or file != file.strip():
+        return False
+    parts = file.split("/")
+    return file.endswith(".md") and all(p and not p.startswith(".") for p in parts)
 
 
 def compose(current: bytes | None, content: str, mode: str) -> bytes:

@@ -179,7 +179,7 @@ class Notes:
         self, scope: str, file: object, start_line: int | None = None, end_line: int | None = None
     ) -> dict[str, Any]:
         """Read a memory file (crew files straight from the shared folder, on any role)."""
-        target = files.resolve(scope, file)
+        target = files.resolve_read(scope, file)
         if start_line is not None and start_line < 1:
             raise ApiError(400, "bad_range", "'start_line' must be 1 or more")
         if end_line is not None and end_line < (start_line or 1):
@@ -190,6 +190,8 @@ class Notes:
             got = await loop.run_in_executor(self._files, read_regular, root, target.rel)
         except UnsafePath as exc:
             raise write_job.forbidden(target, str(exc)) from None
+        if got is None and target.kind == files.NOTE:
+            raise ApiError(404, "not_found", f"{target.rel} does not exist in the {scope} tier")
         if got is None:
             raise ApiError(
                 404, "not_found", f"{target.rel} does not exist yet in the {scope} tier; "
