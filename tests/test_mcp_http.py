@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 from sidecar.service import MemoryService
 from sidecar.working.tools import REMEMBER
+from tests.conftest import eventually
 
 NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
 INITIALIZE = {
@@ -194,3 +196,44 @@ async def test_shutdown_ends_open_streams_promptly(service: MemoryService) -> No
             assert time.monotonic() - started < 3
     finally:
         await srv.close()
+
+
+async def test_a_client_leaving_before_its_answer_logs_no_error(
+    server: TestServer, service: MemoryService, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that hangs up while its tool call runs (a session closed early, a killed
+    agent) is the common case, not a failure: the answer finds the connection closing, and
+    nothing is logged as an ERROR (the SDK logs a write that raises, with a traceback)."""
+    caplog.set_level("WARNING")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(mcp_url(server), json=INITIALIZE, headers=MCP_HEADERS) as resp,
+    ):
+        session = resp.headers["mcp-session-id"]
+    headers = {**MCP_HEADERS, "mcp-session-id": session, "Content-Type": "application/json",
+               "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
+    agent_md = service.settings.agent_dir / "AGENT.md"
+    for n in range(10):
+        call = {"jsonrpc": "2.0", "id": n + 2, "method": "tools/call", "params": {
+            "name": WRITE, "arguments": {"scope": "agent", "file": "AGENT.md",
+                                         "content": f"- left before the answer {n}"}}}  # fmt: skip
+        body = json.dumps(call).encode()
+        _, writer = await asyncio.open_connection(server.host, server.port)
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        writer.write(
+            f"POST /mcp HTTP/1.1\r\nHost: {server.host}:{server.port}\r\n{head}"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        writer.close()  # gone before the answer
+        await writer.wait_closed()
+
+        async def landed(n: int = n) -> bool:
+            return agent_md.exists() and f"before the answer {n}" in agent_md.read_text()
+
+        await eventually(landed, "the call to be carried out")
+    async with Client(mcp_url(server)) as client:  # the server still serves sessions
+        assert [t.name for t in (await client.list_tools()).tools] == NAMES
+    errors = [r for r in caplog.records if r.levelno >= 40]
+    assert not errors, [(r.name, r.getMessage()) for r in errors]

@@ -192,7 +192,10 @@ class McpEndpoint:
                     response = web.StreamResponse(status=message["status"])
                     for name, value in message.get("headers", ()):
                         response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
-                    await response.prepare(request)
+                    try:
+                        await response.prepare(request)
+                    except ConnectionResetError:
+                        finished.set()  # the client left before the answer (see below)
                 elif message["type"] == "http.response.body" and failed is not None:
                     failed_body += message.get("body", b"")
                     if not message.get("more_body", False):
@@ -200,10 +203,15 @@ class McpEndpoint:
                         await response.prepare(request)
                         await response.write_eof()
                 elif message["type"] == "http.response.body" and response is not None:
-                    if message.get("body"):
-                        await response.write(message["body"])
-                    if not message.get("more_body", False):
-                        await response.write_eof()
+                    try:
+                        if message.get("body"):
+                            await response.write(message["body"])
+                        if not message.get("more_body", False):
+                            await response.write_eof()
+                    except ConnectionResetError:
+                        # The client left (a session closed as soon as its answer came):
+                        # the SDK hears a disconnect, not an error to log with a traceback.
+                        finished.set()
 
         app = asyncio.create_task(self.manager.handle_request(_scope(request), receive, send))
         try:
