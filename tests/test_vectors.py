@@ -158,6 +158,17 @@ def test_across_tiers_dense_fills_come_after_every_bm25_hit() -> None:
     assert [r.hit.key for r in dense_fill_last([*agent, *proxied])] == ["lead", "fill"]
 
 
+def test_across_tiers_a_tie_goes_to_the_hit_its_tier_scored_higher() -> None:
+    """Each tier's best hit scores 1/61 in the fusion; "which database do we use?" once
+    put an agent note sharing only "use" above the crew's decision on the database."""
+    weak = Result("agent", hit("tabs", 0.0), 0.31, ranks={"sparse": 1})
+    strong = Result("crew", hit("database", 0.0), 0.87, ranks={"sparse": 1})
+    fused = rrf_fuse({"agent": [weak], "crew": [strong]}, 10)
+    assert [r.hit.key for r in fused] == ["database", "tabs"]
+    assert fused[0].score == fused[1].score  # still a tie in the fused score itself
+    assert [r.hit.key for r in rrf_fuse({"agent": [weak], "crew": [strong]}, 1)] == ["database"]
+
+
 class _Clock:
     """monotonic() for vector_sync: moves only when a store read says it took time."""
 

@@ -123,8 +123,14 @@ def dense_fill_last(results: list[Result]) -> list[Result]:
 
 
 def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> list[Result]:
-    """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank)."""
+    """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank).
+
+    Hits of the same rank in two tiers tie; the one its own tier scored higher goes
+    first. Scores of two indexes are not on one scale, but a tie is exactly where a
+    weak hit (a tier's best match for one common word) would otherwise lead over a
+    strong one for no better reason than the order of the tiers' names."""
     scored: dict[tuple[str, str, int, int], Result] = {}
+    own: dict[tuple[str, str, int, int], float] = {}  # the tier's own score of each hit
     for source, results in ranked.items():
         for rank, result in enumerate(results, start=1):
             hit = result.hit
@@ -132,8 +138,12 @@ def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> lis
             prev = scored.get(key)
             add = 1.0 / (k + rank)
             scored[key] = replace(result, score=add + (prev.score if prev else 0.0))
-    fused = sorted(scored.values(), key=lambda r: (-r.score, r.source, r.hit.path))
-    return fused[:limit]
+            own[key] = max(own.get(key, result.score), result.score)
+
+    def order(key: tuple[str, str, int, int]) -> tuple[float, float, str, str]:
+        return -scored[key].score, -own[key], key[0], key[1]
+
+    return [scored[key] for key in sorted(scored, key=order)][:limit]
 
 
 def _stems(words: Sequence[str]) -> list[str]:
