@@ -260,6 +260,11 @@ async def test_read_ranges_and_missing_file(client: TestClient) -> None:
     resp = await client.get("/memory/read", params={"file": "daily/2020-01-01.md"})
     assert resp.status == 404
     assert "does not exist yet" in (await resp.json())["detail"]
+    for route in ("/memory/read", "/memory/files/read"):
+        resp = await client.get(route, params={"scope": "agent"})
+        body = await resp.json()
+        assert (resp.status, body["error"]) == (400, "missing_file"), body
+        assert "'file' parameter is required" in body["detail"]
 
 
 async def test_every_note_search_finds_can_be_read_but_not_written(

@@ -127,7 +127,8 @@ def cmd_health(args: argparse.Namespace) -> int:
     answer = call(args.url, "GET", f"/memory/health?scope={args.scope}")
     if _print(args, answer):
         return 0
-    print(f"{args.scope} journal: {answer['score']} ({answer['band']}), "
+    score = "no score yet" if answer["score"] is None else answer["score"]
+    print(f"{args.scope} journal: {score} ({answer['band']}), "
           f"episodic {answer.get('episodic')}")  # fmt: skip
     for name, metric in answer["metrics"].items():
         value = "n/a" if metric["value"] is None else f"{metric['value']:.1f}"

@@ -46,7 +46,10 @@ async def learn(backend: LearningsBackend, args: dict[str, Any]) -> types.CallTo
     merged = (body.get("compaction") or {}).get("merged", [])
     if any(m.get("from") == body.get("id") for m in merged):
         into = next(m["into"] for m in merged if m.get("from") == body.get("id"))
-        text += f" It repeats learning {into}, so it was merged into it (reinforcing it)."
+        text += (
+            f" It repeats learning {into}, so it was merged into that one (one entry, their "
+            "reinforcement counts added up)."
+        )
     if body.get("warning"):
         text += f"\nWarning: {body['warning']}"
     return result(text, body)

@@ -38,9 +38,18 @@ def _line_param(request: web.Request, name: str) -> int | None:
         raise ApiError(400, "bad_range", f"'{name}' must be a whole number") from None
 
 
+def _file_param(request: web.Request) -> str:
+    if "file" not in request.query:
+        raise ApiError(
+            400, "missing_file", "the 'file' parameter is required: a memory file of the tier, "
+            "as search results name it (e.g. AGENT.md or daily/2026-11-21.md)",
+        )  # fmt: skip
+    return request.query["file"]
+
+
 async def read(request: web.Request) -> web.Response:
     result = await request.app[NOTES].read(
-        request.query.get("scope", "agent"), request.query.get("file", ""),
+        request.query.get("scope", "agent"), _file_param(request),
         _line_param(request, "start_line"), _line_param(request, "end_line"),
     )  # fmt: skip
     return web.json_response(result)
@@ -60,7 +69,7 @@ async def list_files(request: web.Request) -> web.Response:
 
 async def read_file(request: web.Request) -> web.Response:
     browser = request.app[BROWSER]
-    result = await browser.read(request.query.get("scope", "agent"), request.query.get("file", ""))
+    result = await browser.read(request.query.get("scope", "agent"), _file_param(request))
     return web.json_response(result)
 
 
