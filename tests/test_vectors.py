@@ -136,7 +136,7 @@ def test_rerank_keeps_bm25_share_for_chunks_without_a_vector() -> None:
 def test_dense_hits_fill_below_every_bm25_hit_and_never_repeat() -> None:
     sparse = [hit("a", 2.0)]
     fill = [(hit("a", 0.0), 0.99), (hit("z", 0.0), 0.98), (hit("y", 0.0), 0.5),
-            (hit("junk", 0.0), fusion.FILL_MIN_COSINE - 0.01)]  # fmt: skip
+            (hit("junk", 0.0), fusion.NOTES_FILL_MIN_COSINE - 0.01)]  # fmt: skip
     ranked = fusion.rerank(sparse, {"a": -1.0}, fill, 3)
     assert [r.hit.key for r in ranked] == ["a", "z", "y"]
     assert ranked[1].ranks == {"dense": 2}
@@ -167,6 +167,14 @@ def test_across_tiers_a_tie_goes_to_the_hit_its_tier_scored_higher() -> None:
     assert [r.hit.key for r in fused] == ["database", "tabs"]
     assert fused[0].score == fused[1].score  # still a tie in the fused score itself
     assert [r.hit.key for r in rrf_fuse({"agent": [weak], "crew": [strong]}, 1)] == ["database"]
+    # Ranked differently (a member's crew by BM25 alone, its own tier hybrid), the two
+    # scores are on different scales: the tier order decides, as it did before.
+    raw_bm25 = Result("crew", hit("bm25", 0.0), 7.5, ranks={"sparse": 1})
+    mixed = Result("agent", hit("mixed", 0.0), 0.9, ranks={"sparse": 1, "dense": 1})
+    assert [r.hit.key for r in rrf_fuse({"agent": [mixed], "crew": [raw_bm25]}, 10)] == [
+        "mixed",
+        "bm25",
+    ]
 
 
 class _Clock:

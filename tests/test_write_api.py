@@ -284,8 +284,15 @@ async def test_every_note_search_finds_can_be_read_but_not_written(
     assert (await resp.json())["content"] == "- The office wifi rotates."
     body = await write(client, 400, file="notes/misc.md", content="- x")
     assert body["error"] == "file_not_allowed"
+    huge = tier_dirs[0] / "notes" / "export.md"
+    with huge.open("wb") as fh:  # sparse: refused on its size before a byte is read
+        fh.truncate(17 * 1024 * 1024)
+    (tier_dirs[0] / "facts").mkdir()
+    (tier_dirs[0] / "facts" / "FACTS.md").write_text("- not a note: the facts' own format\n")
     for other, error in (("notes/.hidden.md", "file_not_allowed"),
                          ("notes/misc.txt", "file_not_allowed"),
+                         ("notes/export.md", "too_large"),
+                         ("facts/FACTS.md", "file_not_allowed"),
                          ("notes/gone.md", "not_found"),
                          ("notes/../../etc/passwd.md", "forbidden_path")):  # fmt: skip
         resp = await client.get("/memory/read", params={"file": other})

@@ -244,6 +244,8 @@ class SQLiteStore:
             return "index file vanished"
         if now != self._identity:
             return "index file replaced by another file"
+        if self._header_fd < 0:
+            return None  # closed: a health probe racing shutdown has nothing to report
         try:
             head = os.pread(self._header_fd, len(_HEADER), 0)
         except OSError as exc:
@@ -270,7 +272,8 @@ class SQLiteStore:
             self._writer.executescript(_SCHEMA)
             self._identity = _identity(self.path)
             old_fd, self._header_fd = self._header_fd, self._open_header()
-            os.close(old_fd)  # the old file is deleted: no process can lock it any more
+            if old_fd >= 0:  # the old file is deleted: its locks guard nothing any more
+                os.close(old_fd)
             with self._readers_lock:  # only now: a reader reconnecting gets the new file
                 self._generation += 1
 

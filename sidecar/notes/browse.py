@@ -1,8 +1,9 @@
 """The memory files a client may browse (MCP resources): listed, read and followed.
 
-A client sees exactly the files ``memory.read`` would serve (the layout's notes and
-learnings) plus two read-only kinds a person may want to look at: the journal's
-day files and the facts summary. Reads take the same confined, hard-link-refusing
+A client sees the files of the memory layout (its notes and learnings) plus two
+read-only kinds a person may want to look at: the journal's day files and the facts
+summary. (``memory.read`` also opens any other note a search hit names; those are not
+resources.) Reads take the same confined, hard-link-refusing
 path as ``memory.read`` and carry the injection scanner's ``flagged`` verdict.
 
 Changes come from the tier watcher (edits made outside the sidecar included): each

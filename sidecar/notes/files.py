@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
-from sidecar.disk.tiers import decode_text
+from sidecar.disk.tiers import decode_text, is_note
 from sidecar.errors import ApiError
 
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
@@ -113,10 +113,15 @@ def resolve_read(scope: str, file: object, today: date | None = None) -> MemoryF
 
 
 def _other_note(file: object) -> bool:
+    """A path the notes index would hold: ``*.md``, no hidden part, outside the folders
+    with a format of their own (learnings, facts). Names with surrounding whitespace or
+    control characters stay refused: from a model they are far likelier a slip."""
     if not isinstance(file, str) or _CONTROL.search(file) or file != file.strip():
         return False
     parts = file.split("/")
-    return file.endswith(".md") and all(p and not p.startswith(".") for p in parts)
+    return (
+        file.endswith(".md") and all(p and not p.startswith(".") for p in parts) and is_note(file)
+    )
 
 
 def compose(current: bytes | None, content: str, mode: str) -> bytes:

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sidecar.config import Settings
-from sidecar.disk.tiers import UnsafePath, decode_text, read_regular, walk_markdown
+from sidecar.disk.tiers import TooLarge, UnsafePath, decode_text, read_regular, walk_markdown
 from sidecar.errors import ApiError
 from sidecar.index import indexer
 from sidecar.index.chunking import split_lines
@@ -187,9 +187,17 @@ class Notes:
         root = self.settings.agent_dir if scope == "agent" else self.settings.crew_dir
         loop = asyncio.get_running_loop()
         try:
-            got = await loop.run_in_executor(self._files, read_regular, root, target.rel)
+            got = await loop.run_in_executor(
+                self._files, read_regular, root, target.rel, indexer.MAX_FILE_BYTES
+            )
         except UnsafePath as exc:
             raise write_job.forbidden(target, str(exc)) from None
+        except TooLarge:
+            mib = indexer.MAX_FILE_BYTES >> 20
+            raise ApiError(
+                413, "too_large", f"{target.rel} is over {mib} MiB, more than the index reads; "
+                "it is not searched and cannot be read through the API",
+            ) from None  # fmt: skip
         if got is None and target.kind == files.NOTE:
             raise ApiError(404, "not_found", f"{target.rel} does not exist in the {scope} tier")
         if got is None:

@@ -32,6 +32,11 @@ _FILES = (
     "(scope=crew, shared by the whole crew): CREW.md, daily/YYYY-MM-DD.md, topics/<slug>.md and "
     "users/<slug>.md (slug: lowercase letters, digits, '-' and '_'). No other paths are allowed."
 )
+# memory.read also opens any other note a search hit names (a person's own file).
+_READ_FILES = _FILES.replace(
+    "No other paths are allowed.",
+    "memory.read also opens any other .md file a memory.search hit names (read only).",
+)
 _SCOPE_RW = {
     "type": "string",
     "enum": ["agent", "crew"],
@@ -72,7 +77,7 @@ async def read(backend: NotesBackend, args: dict[str, Any]) -> types.CallToolRes
     except ApiError as exc:
         if exc.status != 404 or exc.error != "not_found":
             raise
-        text = f"{scope}/{file} does not exist yet: nothing has been written to it."
+        text = f"{scope}/{file}: {exc.detail}."
         body = {"scope": scope, "file": file, "exists": False, "content": ""}
         return result(text, {**body, "detail": exc.detail, **exc.extra})
     body = withhold_flagged(body)
@@ -124,7 +129,7 @@ READ_TOOL = types.Tool(
     title="Read a memory file",
     description=(
         "Read a long-term memory file, whole or a line range (1-based, inclusive; e.g. the "
-        f"lines memory.search reported). {_FILES} A file nobody has written yet comes back "
+        f"lines memory.search reported). {_READ_FILES} A file nobody has written yet comes back "
         "empty, not as an error."
     ),
     input_schema={

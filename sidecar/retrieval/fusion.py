@@ -11,7 +11,7 @@ helps is letting the dense leg *re-order* BM25's candidates, never add new ones:
 over BM25's top ``POOL`` chunks. A chunk still waiting for its vector keeps its
 BM25 share as its dense share, so it neither gains nor loses for being new.
 When BM25 finds fewer chunks than asked for (no shared words), dense hits at
-least ``FILL_MIN_COSINE`` similar fill the rest, below every BM25 hit.
+least ``NOTES_FILL_MIN_COSINE`` similar fill the rest, below every BM25 hit.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sidecar.index.store import Hit
-from sidecar.retrieval.modes import ALPHA, DENSE, FILL_MIN_COSINE, SPARSE
+from sidecar.retrieval.modes import ALPHA, DENSE, NOTES_FILL_MIN_COSINE, SPARSE
 from sidecar.retrieval.vector_sync import from_blob
 
 if TYPE_CHECKING:
@@ -76,6 +76,6 @@ def rerank(
         for rank, (hit, sim) in enumerate(fill, start=1):
             if len(ranked) >= limit:
                 break
-            if (hit.path, hit.start_line) not in seen and sim >= FILL_MIN_COSINE:
+            if (hit.path, hit.start_line) not in seen and sim >= NOTES_FILL_MIN_COSINE:
                 ranked.append(Ranked(hit, shift + sim, {DENSE: rank}))
     return ranked[:limit]

@@ -10,15 +10,20 @@ MODES = (HYBRID, SPARSE, DENSE)
 
 # The dense leg's share when it re-orders BM25's pool (see ``fusion``).
 ALPHA = 0.5
-# A dense hit only fills a short BM25 list (or joins a recall pool on the dense leg alone)
-# when it is this similar to the query. Such a hit shares no word with the question, so it
-# must be clearly related to earn its budget. Measured on LoCoMo dev (whole-chunk cosine,
-# 760 questions): the best chunk of a *different* conversation, memory that cannot answer,
-# reaches 0.2 for 96% of questions, 0.3 for 66%, 0.4 for 21%, while the best chunk of the
-# question's own conversation reaches 0.3 for 99.8%. "Who got a dog?" against a note that
-# Alice adopted a puppy scores 0.33 to 0.42; "redis eviction" against notes on commit style
-# 0.24. Fills happen for 4 of 760 LoCoMo questions: 0.2, 0.3 and 0.35 score the same.
-FILL_MIN_COSINE = 0.3
+# A dense hit joins a journal or facts recall pool on the dense leg alone only when it is
+# this similar to the query: below it MiniLM pairs are unrelated (a bare date heading
+# scores 0.06 against a question about databases). Events and facts are one sentence each,
+# and a right answer sharing no word with the question can score 0.22 to 0.28.
+FILL_MIN_COSINE = 0.2
+# A note chunk (about 290 characters) fills a short BM25 list only from this cosine. Such a
+# hit shares no word with the question, so it must be clearly related to earn its budget.
+# Measured on LoCoMo dev (whole-chunk cosine, 760 questions): the best chunk of a
+# *different* conversation, memory that cannot answer, reaches 0.2 for 96% of questions,
+# 0.3 for 66%, 0.4 for 21%, while the best chunk of the question's own conversation
+# reaches 0.3 for 99.8%. "Who got a dog?" against a note that Alice adopted a puppy scores
+# 0.33 to 0.42; "redis eviction" against notes on commit style 0.24. Fills happen for 4 of
+# 760 LoCoMo questions: 0.2, 0.3 and 0.35 score the same.
+NOTES_FILL_MIN_COSINE = 0.3
 POOL = 20  # BM25 candidates the dense leg re-orders (``fusion.rerank``)
 # The BM25 weight of a chunk's neighbouring text when BM25 ranks alone (sparse mode, or no
 # embedder): every leave-one-conversation-out fold on LoCoMo dev chose it over the 0.5 the

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
@@ -125,10 +126,12 @@ def dense_fill_last(results: list[Result]) -> list[Result]:
 def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> list[Result]:
     """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank).
 
-    Hits of the same rank in two tiers tie; the one its own tier scored higher goes
-    first. Scores of two indexes are not on one scale, but a tie is exactly where a
-    weak hit (a tier's best match for one common word) would otherwise lead over a
-    strong one for no better reason than the order of the tiers' names."""
+    Hits of the same rank in two tiers tie. When both tiers ranked the same way (both
+    hybrid, or both BM25 alone), the one its own tier scored higher goes first: scores of
+    two indexes are not on one scale, but a tie is exactly where a weak hit (a tier's best
+    match for one common word) would otherwise lead over a strong one for no better
+    reason than the order of the tiers' names. Otherwise (different retrievals, a lead's
+    rendered results, dense fills scored on shifted scales) the tier order decides."""
     scored: dict[tuple[str, str, int, int], Result] = {}
     own: dict[tuple[str, str, int, int], float] = {}  # the tier's own score of each hit
     for source, results in ranked.items():
@@ -140,10 +143,19 @@ def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> lis
             scored[key] = replace(result, score=add + (prev.score if prev else 0.0))
             own[key] = max(own.get(key, result.score), result.score)
 
-    def order(key: tuple[str, str, int, int]) -> tuple[float, float, str, str]:
-        return -scored[key].score, -own[key], key[0], key[1]
+    def legs(key: tuple[str, str, int, int]) -> tuple[str, ...] | None:
+        ranks = scored[key].ranks
+        found = tuple(sorted(ranks)) if ranks else None
+        return found if found and SPARSE in found else None  # BM25-backed, not rendered
 
-    return [scored[key] for key in sorted(scored, key=order)][:limit]
+    def compare(a: tuple[str, str, int, int], b: tuple[str, str, int, int]) -> int:
+        if scored[a].score != scored[b].score:
+            return -1 if scored[a].score > scored[b].score else 1
+        if a[0] != b[0] and legs(a) is not None and legs(a) == legs(b) and own[a] != own[b]:
+            return -1 if own[a] > own[b] else 1
+        return -1 if a < b else 1 if a > b else 0
+
+    return [scored[key] for key in sorted(scored, key=cmp_to_key(compare))][:limit]
 
 
 def _stems(words: Sequence[str]) -> list[str]:

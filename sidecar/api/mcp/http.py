@@ -200,8 +200,11 @@ class McpEndpoint:
                     failed_body += message.get("body", b"")
                     if not message.get("more_body", False):
                         response = _api_error(failed, failed_body)
-                        await response.prepare(request)
-                        await response.write_eof()
+                        try:
+                            await response.prepare(request)
+                            await response.write_eof()
+                        except ConnectionResetError:
+                            finished.set()  # the client left before the answer (see below)
                 elif message["type"] == "http.response.body" and response is not None:
                     try:
                         if message.get("body"):
