@@ -198,13 +198,13 @@ class Notes:
                 413, "too_large", f"{target.rel} is over {mib} MiB, more than the index reads; "
                 "it is not searched and cannot be read through the API",
             ) from None  # fmt: skip
-        if got is None and target.kind == files.NOTE:
-            raise ApiError(404, "not_found", f"{target.rel} does not exist in the {scope} tier")
         if got is None:
-            raise ApiError(
-                404, "not_found", f"{target.rel} does not exist yet in the {scope} tier; "
-                "write to it to create it",
+            where = f"in the {scope} tier"
+            detail = (
+                f"{target.rel} does not exist {where}" if target.kind == files.NOTE
+                else f"{target.rel} does not exist yet {where}; write to it to create it"
             )  # fmt: skip
+            raise ApiError(404, "not_found", detail)
         data = got[0]
         lines = split_lines(decode_text(data))
         if start_line is not None and start_line > max(len(lines), 1):

@@ -26,16 +26,16 @@ class NotesBackend(Protocol):
     ) -> dict[str, Any]: ...
 
 
-_FILES = (
+_LAYOUT = (
     "Files: agent tier (scope=agent, your own memory): AGENT.md (lasting facts, preferences, "
     "decisions) and daily/YYYY-MM-DD.md or daily/today (today's log, UTC). Crew tier "
     "(scope=crew, shared by the whole crew): CREW.md, daily/YYYY-MM-DD.md, topics/<slug>.md and "
-    "users/<slug>.md (slug: lowercase letters, digits, '-' and '_'). No other paths are allowed."
+    "users/<slug>.md (slug: lowercase letters, digits, '-' and '_')."
 )
+_FILES = f"{_LAYOUT} No other paths are allowed."
 # memory.read also opens any other note a search hit names (a person's own file).
-_READ_FILES = _FILES.replace(
-    "No other paths are allowed.",
-    "memory.read also opens any other .md file a memory.search hit names (read only).",
+_READ_FILES = (
+    f"{_LAYOUT} memory.read also opens any other .md file a memory.search hit names (read only)."
 )
 _SCOPE_RW = {
     "type": "string",

@@ -183,38 +183,35 @@ class McpEndpoint:
         failed_body = b""
 
         async def send(message: dict[str, Any]) -> None:
-            nonlocal response, failed, failed_body
             async with lock:
-                if message["type"] == "http.response.start":
-                    if message["status"] >= 400:
-                        failed = message
-                        return
-                    response = web.StreamResponse(status=message["status"])
-                    for name, value in message.get("headers", ()):
-                        response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
-                    try:
-                        await response.prepare(request)
-                    except ConnectionResetError:
-                        finished.set()  # the client left before the answer (see below)
-                elif message["type"] == "http.response.body" and failed is not None:
-                    failed_body += message.get("body", b"")
-                    if not message.get("more_body", False):
-                        response = _api_error(failed, failed_body)
-                        try:
-                            await response.prepare(request)
-                            await response.write_eof()
-                        except ConnectionResetError:
-                            finished.set()  # the client left before the answer (see below)
-                elif message["type"] == "http.response.body" and response is not None:
-                    try:
-                        if message.get("body"):
-                            await response.write(message["body"])
-                        if not message.get("more_body", False):
-                            await response.write_eof()
-                    except ConnectionResetError:
-                        # The client left (a session closed as soon as its answer came):
-                        # the SDK hears a disconnect, not an error to log with a traceback.
-                        finished.set()
+                try:
+                    await deliver(message)
+                except ConnectionResetError:
+                    # The client left (a session closed as soon as its answer came): the
+                    # SDK hears a disconnect, not an error to log with a traceback.
+                    finished.set()
+
+        async def deliver(message: dict[str, Any]) -> None:
+            nonlocal response, failed, failed_body
+            if message["type"] == "http.response.start":
+                if message["status"] >= 400:
+                    failed = message
+                    return
+                response = web.StreamResponse(status=message["status"])
+                for name, value in message.get("headers", ()):
+                    response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+                await response.prepare(request)
+            elif message["type"] == "http.response.body" and failed is not None:
+                failed_body += message.get("body", b"")
+                if not message.get("more_body", False):
+                    response = _api_error(failed, failed_body)
+                    await response.prepare(request)
+                    await response.write_eof()
+            elif message["type"] == "http.response.body" and response is not None:
+                if message.get("body"):
+                    await response.write(message["body"])
+                if not message.get("more_body", False):
+                    await response.write_eof()
 
         app = asyncio.create_task(self.manager.handle_request(_scope(request), receive, send))
         try:
