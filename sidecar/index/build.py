@@ -26,7 +26,7 @@ from sidecar.index.store import BuildFile, IndexStore
 
 BUILD_MIN_FILES = 100  # fewer new files than this are indexed one by one, as edits are
 POOL_MIN_FILES = 400  # from this many new files on, worker processes parse them
-STEP_S = 1.0  # a step commits at least this often, so searches see the build progress
+STEP_S = 0.25  # a step commits at least this often, so searches see the build progress
 COMMIT_FILES = 4000  # files per transaction at most: each commit flushes an FTS5 segment
 YIELD_CHECK_FILES = 32  # how often a step asks whether another job is waiting
 BUILDING = "build_started"  # meta key present while a build is unfinished

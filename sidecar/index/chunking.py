@@ -154,7 +154,7 @@ def _sections(lines: list[str], body_start: int) -> list[tuple[int, int, str]]:
     fence: str | None = None
     for i in range(body_start, len(lines)):
         line = lines[i]
-        if line[:1] not in _STRUCTURE_FIRST:
+        if not line or line[0] not in _STRUCTURE_FIRST:
             continue  # neither a heading nor a fence: most lines, skipped cheaply
         fm = _FENCE.match(line)
         if fm:
