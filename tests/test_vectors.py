@@ -177,6 +177,19 @@ def test_across_tiers_a_tie_goes_to_the_hit_its_tier_scored_higher() -> None:
     ]
 
 
+def test_across_tiers_the_pieces_of_one_long_line_stay_separate_hits() -> None:
+    """A line over the chunk cap is cut into pieces that share its line range; fused by
+    file and lines they were summed into one hit that outranked every other tier."""
+    pieces = [Result("agent", Hit("daily.md", 4, 4, "", f"piece {i}", 1.0, f"p{i}"), 1.0,
+                     ranks={"sparse": i}) for i in range(1, 5)]  # fmt: skip
+    crew = [
+        Result("crew", Hit("kafka.md", 1, 4, "", "brokers", 2.0, "k"), 2.0, ranks={"sparse": 1})
+    ]
+    fused = rrf_fuse({"agent": pieces, "crew": crew}, 10)
+    assert [r.hit.key for r in fused] == ["k", "p1", "p2", "p3", "p4"]
+    assert max(r.score for r in fused) == pytest.approx(1 / 61)
+
+
 class _Clock:
     """monotonic() for vector_sync: moves only when a store read says it took time."""
 

@@ -124,7 +124,7 @@ def dense_fill_last(results: list[Result]) -> list[Result]:
 
 
 def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> list[Result]:
-    """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank).
+    """Reciprocal rank fusion of the tiers' lists: a hit scores 1 / (k + its rank).
 
     Hits of the same rank in two tiers tie. When both tiers ranked the same way (both
     hybrid, or both BM25 alone), the one its own tier scored higher goes first: scores of
@@ -132,23 +132,21 @@ def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> lis
     match for one common word) would otherwise lead over a strong one for no better
     reason than the order of the tiers' names. Otherwise (different retrievals, a lead's
     rendered results, dense fills scored on shifted scales) the tier order decides."""
-    scored: dict[tuple[str, str, int, int], Result] = {}
-    own: dict[tuple[str, str, int, int], float] = {}  # the tier's own score of each hit
+    # Keyed by tier and rank, not by file and lines: the pieces of one over-long line are
+    # separate chunks with the same line range, and each is a hit of its own.
+    scored: dict[tuple[str, int], Result] = {}
+    own: dict[tuple[str, int], float] = {}  # the tier's own score of each hit
     for source, results in ranked.items():
         for rank, result in enumerate(results, start=1):
-            hit = result.hit
-            key = (source, hit.path, hit.start_line, hit.end_line)
-            prev = scored.get(key)
-            add = 1.0 / (k + rank)
-            scored[key] = replace(result, score=add + (prev.score if prev else 0.0))
-            own[key] = max(own.get(key, result.score), result.score)
+            scored[source, rank] = replace(result, score=1.0 / (k + rank))
+            own[source, rank] = result.score
 
-    def legs(key: tuple[str, str, int, int]) -> tuple[str, ...] | None:
+    def legs(key: tuple[str, int]) -> tuple[str, ...] | None:
         ranks = scored[key].ranks
         found = tuple(sorted(ranks)) if ranks else None
         return found if found and SPARSE in found else None  # BM25-backed, not rendered
 
-    def compare(a: tuple[str, str, int, int], b: tuple[str, str, int, int]) -> int:
+    def compare(a: tuple[str, int], b: tuple[str, int]) -> int:
         if scored[a].score != scored[b].score:
             return -1 if scored[a].score > scored[b].score else 1
         if a[0] != b[0] and legs(a) is not None and legs(a) == legs(b) and own[a] != own[b]:
