@@ -491,5 +491,10 @@ async def test_an_embedded_event_links_to_its_similar_predecessor(settings: Sett
             assert health["metrics"]["reachability"]["value"] == pytest.approx(100 * 2 / 3, abs=0.1)
             assert health["metrics"]["coverage"]["value"] == 100.0
             assert health["episodic"] == "vector"
+            assert health["metrics"]["efficiency"]["recalls"] == 1
+            # The crew's journal is empty: the agent tier's recalls are not its efficiency.
+            crew = await (await client.get("/memory/health?scope=crew")).json()
+            assert crew["metrics"]["efficiency"] == {"value": None, "recalls": 0, "weight": 15}
+            assert (crew["score"], crew["band"]) == (None, "no data")
     finally:
         await svc.stop()

@@ -69,7 +69,8 @@ class Journal:
         self.background = Background(self.tiers, embeddings, self.read, self.append, self.model)
         self._tasks: list[asyncio.Task[None]] = []
         self._oneoffs: set[asyncio.Future[Any]] = set()
-        self.cosines = journal_health.RecallCosines()
+        # Per tier: a tier's efficiency is measured on the hits recall found in it.
+        self.cosines: dict[str, journal_health.RecallCosines] = {}
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -334,7 +335,14 @@ class Journal:
         if mark:
             for hit in hits:
                 self.background.refs.setdefault(hit.tier, {})[hit.row.id] = None
-        self.cosines.add([h.candidate.cosine for h in hits if h.candidate.cosine is not None])
+        for name in {hit.tier for hit in hits}:
+            self.cosines.setdefault(name, journal_health.RecallCosines()).add(
+                [
+                    h.candidate.cosine
+                    for h in hits
+                    if h.tier == name and h.candidate.cosine is not None
+                ]
+            )
         return {
             "query": q.text,
             "scope": scope,
@@ -395,7 +403,11 @@ class Journal:
         await self._ready(tj)
         assert tj.index is not None
         report = await self.read(
-            journal_health.compute, tj, self.cosines, self.model(), time.time()
+            journal_health.compute,
+            tj,
+            self.cosines.get(scope, journal_health.RecallCosines()),
+            self.model(),
+            time.time(),
         )
         await tj.run(tj.index.add_snapshot, today(), journal_health.snapshot(report))
         report["history"] = await self.read(tj.index.snapshots, journal_health.HISTORY_DAYS)
