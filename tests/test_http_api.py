@@ -209,6 +209,19 @@ async def test_reindex_rebuilds_from_markdown(
     assert (await search(client, query="walrus"))["count"] == 1
 
 
+async def test_reindex_refuses_a_scope_given_in_the_body(client: TestClient) -> None:
+    """The scope is a query parameter; one in the body was ignored and the agent tier
+    rebuilt instead of the tier asked for."""
+    resp = await client.post("/memory/reindex", json={"scope": "crew"})
+    assert resp.status == 400
+    body = await resp.json()
+    assert body["error"] == "unknown_field" and "?scope=" in body["detail"]
+    resp = await client.post(
+        "/memory/reindex", data=b"", headers={"Content-Type": "application/json"}
+    )
+    assert resp.status == 202
+
+
 async def test_healthz(client: TestClient) -> None:
     resp = await client.get("/healthz")
     body = await resp.json()

@@ -249,7 +249,7 @@ async def test_reinforcement_survives_restart_and_rebuild(settings: Settings) ->
     try:
         async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as c:
             assert (await search(c, "TLS handshake"))["hits"][0]["reinforcement_count"] == 3
-            await c.post("/memory/reindex", json={"scope": "agent"})
+            await c.post("/memory/reindex", params={"scope": "agent"}, json={})
             await svc.indexes.queue.wait_idle()
             await asyncio.gather(*svc.learnings._oneoffs)
             assert (await search(c, "TLS handshake"))["hits"][0]["reinforcement_count"] == 3

@@ -26,6 +26,7 @@ from sidecar.web import (
     error_response,
     is_loopback_host,
     is_loopback_origin,
+    json_body,
 )
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,11 @@ async def status(request: web.Request) -> web.Response:
 
 async def reindex(request: web.Request) -> web.Response:
     scope = _scope_param(request, allow_both=True)
+    if request.body_exists and await request.read():
+        fields = await json_body(request)  # {} or nothing: the scope is a query parameter
+        if fields:
+            detail = f"unknown field(s) {sorted(fields)}; reindex takes no body fields: "
+            raise ApiError(400, "unknown_field", detail + "pass ?scope=agent|crew|both")
     return web.json_response(await request.app[SERVICE].reindex(scope), status=202)
 
 
