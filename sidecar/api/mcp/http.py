@@ -251,6 +251,11 @@ def _api_error(start: dict[str, Any], body: bytes) -> web.Response:
         # a 4xx status, and the client needs the JSON-RPC body to read it. Left as is.
         response = web.Response(status=status, body=body, content_type="application/json")
     else:
+        if status == 405:  # as every other route's 405: name the methods it takes
+            allow = [
+                v.decode("latin-1") for n, v in start.get("headers", ()) if n.lower() == b"allow"
+            ]
+            detail = f"the MCP endpoint takes {allow[0] if allow else 'GET, POST, DELETE'}"
         response = error_response(status, HTTP_CODES.get(status, "mcp_transport_error"), detail)
     for name, value in start.get("headers", ()):
         key = name.decode("latin-1")
