@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from sidecar import strict_json
 from sidecar.errors import ApiError, json_type
 from sidecar.metrics import HTTP_REQUESTS, REJECTED_INPUTS
 
@@ -143,10 +144,10 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     """The request's JSON object; a 400 for anything else, naming what is wrong."""
     raw = await request.read()
     try:
-        body = json.loads(raw)
+        body = strict_json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from exc
-    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+    except ValueError as exc:  # NaN, 1e400, or an integer of more than 4,300 digits
         detail = f"request body holds an unreadable number: {exc}"
         raise ApiError(400, "invalid_json", detail) from exc
     except RecursionError:

@@ -206,6 +206,44 @@ async def test_a_torn_tail_is_set_aside_and_a_bad_line_is_skipped_and_counted(
     assert path.with_name(path.name + ".rejected").read_bytes() == torn + b"\n"
 
 
+async def test_lines_no_other_reader_could_parse_are_skipped_not_fatal(settings: Settings) -> None:
+    """A line nested thousands deep (Python's parser gives up with RecursionError) once
+    failed every append and kept the daemon from starting; NaN and numbers out of a
+    double's range are not JSON for the other readers of these files."""
+    path = day_file(settings.agent_dir)
+    path.parent.mkdir(parents=True)
+    good = {"id": str(uuid.uuid4()), "ts": iso(), "recorded_at": iso(), "type": "tool.call",
+            "summary": "a sound line", "payload": {}}  # fmt: skip
+    deep = '{"summary": "deep", "payload": ' + '{"a": ' * 3000 + "1" + "}" * 3000 + "}\n"
+    path.write_text(json.dumps(good) + "\n" + deep + '{"summary": "nan", "n": NaN}\n'
+                    + '{"summary": "huge", "n": 1e400}\n')  # fmt: skip
+    svc = await started(settings)
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            journal = await status(client)
+            assert (journal["events"], journal["unparsed_lines"]) == (1, 3)
+            assert [p["line"] for p in journal["problems"]] == [2, 3, 4]
+            by_hand = {**good, "id": str(uuid.uuid4()), "summary": "appended by hand"}
+            with path.open("a") as f:  # another program appends while it runs, before
+                f.write(deep + json.dumps(by_hand) + "\n")  # the daemon's first append
+            await record(client, type="tool.call", summary="still recorded")
+
+            async def caught_up() -> bool:
+                return (await status(client))["unparsed_lines"] == 4
+
+            await eventually(caught_up, "the appended lines read")
+            assert (await status(client))["events"] == 3  # none lost behind our append
+            for payload in ('{"n": NaN}', '{"n": 1e400}', '{"n": -Infinity}'):
+                resp = await client.post(
+                    "/memory/journal",
+                    data=f'{{"type": "a.b", "summary": "x", "payload": {payload}}}',
+                    headers={"Content-Type": "application/json"},
+                )
+                assert resp.status == 400 and (await resp.json())["error"] == "invalid_json"
+    finally:
+        await svc.stop()
+
+
 async def test_a_rebuild_gives_back_references_supersessions_and_relations(
     settings: Settings,
 ) -> None:

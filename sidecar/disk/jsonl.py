@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sidecar import strict_json
 from sidecar.disk.durable import fsync
 from sidecar.disk.tiers import HardLinked, UnsafePath, open_confined
 
@@ -59,12 +60,12 @@ class Line:
 
 
 def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    import json
-
     try:
-        record = json.loads(raw)
+        record = strict_json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         return None, f"not JSON: {exc}"
+    except RecursionError:  # a hand-written line nested thousands deep
+        return None, "not JSON: nested too deep to read"
     if not isinstance(record, dict):
         return None, "not a JSON object"
     return record, None

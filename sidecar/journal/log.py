@@ -108,6 +108,9 @@ class Appender:
     on_durable: Callable[[list[Append]], Any]
     before_write: Callable[[str, int], None]
     check_room: Callable[[str, int, int], None]  # (file, its new size, bytes added)
+    # Bytes of a file the index has read: a file opened for its first append since start
+    # may have grown since then, and those lines must be read before ours follow them.
+    known_size: Callable[[str], int]
     _pending: list[Append] = field(default_factory=list)
     _flusher: asyncio.Task[None] | None = None
     _files: dict[str, _Open] = field(default_factory=dict)
@@ -178,7 +181,7 @@ class Appender:
             finally:
                 os.close(dir_fd)
         st = os.fstat(fd)
-        opened = self._files[rel] = _Open(fd, st.st_size, st.st_ino)
+        opened = self._files[rel] = _Open(fd, 0 if created else self.known_size(rel), st.st_ino)
         return opened
 
     def _commit(self, group: list[Append]) -> list[Any]:

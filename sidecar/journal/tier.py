@@ -82,10 +82,15 @@ class TierJournal:
         self.caps = caps
         self.writer = ThreadPoolExecutor(1, thread_name_prefix=f"sidecar-journal-{tier.name}")
         self.index: JournalIndex | None = None
+        self.sizes: dict[str, int] = {}  # bytes of each day file the index has read
         self.appender = Appender(
-            tier.root, self.writer, self._on_durable, self._outside_append, self._check_room
+            tier.root,
+            self.writer,
+            self._on_durable,
+            self._outside_append,
+            self._check_room,
+            lambda rel: self.sizes.get(rel, 0),
         )
-        self.sizes: dict[str, int] = {}  # bytes of each day file, for the caps
         self.set_aside: list[SetAside] = []
         self.ready = asyncio.Event()  # the index has caught up with the files
         self.vectors: EventVectors | None = None
