@@ -22,7 +22,8 @@ STORE_FLAGS = (
     ("agent-store", "the agent tier's index, overriding --store (sqlite: the local file)"),
     ("crew-store", "the crew tier's index, overriding --store (sqlite: the local file)"),
     ("namespace", "this crew's key in a shared PostgreSQL store; the crew tier is "
-                  "NAMESPACE/crew, the agent tier NAMESPACE/agent/AGENT_ID (default: default)"),
+                  "NAMESPACE/crew, the agent tier NAMESPACE/agent/AGENT_ID; no '/' in either "
+                  "(default: default)"),
 )  # fmt: skip
 
 
@@ -107,6 +108,14 @@ class Settings:
                              "namespace); a SQLite file holds one tier: use --agent-store "
                              "or --crew-store for a path")  # fmt: skip
         agent_at, crew_at = self.agent_store or self.store, self.crew_store or self.store
+        # A tier's key in a shared store is namespace/crew or namespace/agent/agent-id: a
+        # "/" in either part could make one tier's key another's ("x" with agent "y/crew"
+        # is the crew of namespace "x/agent/y"), and that tier would read the other's rows.
+        if "/" in self.namespace:
+            raise ValueError(f"the namespace may not contain '/': {self.namespace!r}")
+        if "/" in self.agent_id and is_postgres(agent_at):
+            raise ValueError(f"with the agent tier in PostgreSQL, the agent id may not "
+                             f"contain '/': {self.agent_id!r}")  # fmt: skip
         if agent_at == crew_at and agent_at not in ("", "sqlite") and not is_postgres(agent_at):
             raise ValueError("the agent and crew tiers cannot share one SQLite file")
 

@@ -36,6 +36,19 @@ def test_store_for_each_tier(tmp_path: Path) -> None:
     assert both.store_for(crew)[0] == url and both.store_for(agent)[0] == "sqlite"
 
 
+def test_no_two_tiers_can_be_given_one_namespace_key(tmp_path: Path) -> None:
+    """Namespace "x" with agent id "y/crew" made the agent tier's key "x/agent/y/crew",
+    the crew key of namespace "x/agent/y": that crew read one agent's private notes."""
+    dirs = {"agent_dir": tmp_path / "a", "crew_dir": tmp_path / "c"}
+    url = "postgresql://u@db.example/memory"
+    with pytest.raises(ValueError, match="namespace may not contain '/'"):
+        Settings(**dirs, store=url, namespace="x/agent/y")
+    with pytest.raises(ValueError, match="agent id may not contain '/'"):
+        Settings(**dirs, store=url, namespace="x", agent_id="y/crew")
+    # Kept out of any key, an agent id is only who recorded an event: anything goes.
+    assert Settings(**dirs, agent_store="sqlite", crew_store=url, agent_id="y/crew").agent_id
+
+
 def test_a_store_that_is_not_postgresql_or_a_path_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="postgresql:// URL or a path"):
         Settings(agent_dir=tmp_path / "a", crew_dir=tmp_path / "c", crew_store="mysql://x/y")
