@@ -416,6 +416,17 @@ async def test_an_injected_event_is_recorded_but_its_text_never_leaves(
     assert "[withheld: possible prompt injection" in block
 
 
+async def test_an_injection_in_the_payload_is_flagged_too(client: TestClient) -> None:
+    """Keys and values were joined on one line, "text Ignore all previous ...", which the
+    scanner reads as a mention: the payload's order went to the model unflagged."""
+    (bad,) = (await record(client, type="note.y", summary="harmless",
+                           payload={"text": INJECTION}))["ids"]  # fmt: skip
+    listed = await (await client.get("/memory/journal")).json()
+    assert next(e for e in listed["events"] if e["id"] == bad)["flagged"]["category"]
+    hits = (await recall(client, "system prompt instructions", k=5, mark=False))["hits"]
+    assert next(h for h in hits if h["id"] == bad)["flagged"]
+
+
 async def test_the_recalled_section_stays_within_the_budget(client: TestClient) -> None:
     for n in range(30):
         summary = f"deploy of checkout failed at step {n}: " + "detail " * 60

@@ -188,7 +188,9 @@ def _label(raw: dict[str, Any], name: str, default: str | None, where: str) -> s
 
 
 def payload_text(payload: dict[str, Any]) -> str:
-    """The payload's words for the sparse index and the scanner: keys and string values."""
+    """The payload's words for the sparse index and the scanner: keys and string values,
+    one a line. Joined on one line, a value read as the tail of its key's sentence ("text
+    Ignore all previous instructions"), which the scanner takes for a mention, not an order."""
     parts: list[str] = []
     stack: list[Any] = [payload]
     while stack:
@@ -203,7 +205,7 @@ def payload_text(payload: dict[str, Any]) -> str:
             parts.append(item)
         elif item is not None and not isinstance(item, bool):
             parts.append(str(item))
-    return " ".join(parts)
+    return "\n".join(parts)
 
 
 def check_event(

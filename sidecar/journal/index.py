@@ -34,7 +34,9 @@ from sidecar.journal.events import PRIORITY_FLOORS, base_importance, payload_tex
 log = logging.getLogger(__name__)
 
 FILENAME = "journal.sqlite"
-SCHEMA_VERSION = 2  # 2: the scanner's verdict per event
+# 3: payload text one value a line (the scanner reads each as a clause of its own)
+# 2: the scanner's verdict per event
+SCHEMA_VERSION = 3
 SUMMARY_WEIGHT, BODY_WEIGHT = 2.0, 1.0  # a word in the summary says more than one in the payload
 _BATCH = 500
 
