@@ -294,6 +294,7 @@ async def test_every_note_search_finds_can_be_read_but_not_written(
                          ("notes/export.md", "too_large"),
                          ("facts/FACTS.md", "file_not_allowed"),
                          ("notes/gone.md", "not_found"),
+                         ("notes/" + "b" * 300 + ".md", "file_not_allowed"),  # over NAME_MAX
                          ("notes/../../etc/passwd.md", "forbidden_path")):  # fmt: skip
         resp = await client.get("/memory/read", params={"file": other})
         assert (await resp.json())["error"] == error, other

@@ -16,6 +16,7 @@ from sidecar.errors import ApiError
 
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
 _SLUGGED = re.compile(r"(topics|users)/([a-z0-9][a-z0-9_-]{0,63})\.md")
+_NAME_MAX = 255  # bytes in one path component (Linux's NAME_MAX)
 _LEARNINGS = re.compile(r"learnings/(?:[a-z0-9][a-z0-9_-]{0,63}|archive/\d{4})\.md")
 # The one documented alias: today's daily file (UTC).
 TODAY_ALIAS = "daily/today"
@@ -115,12 +116,15 @@ def resolve_read(scope: str, file: object, today: date | None = None) -> MemoryF
 def _other_note(file: object) -> bool:
     """A path the notes index would hold: ``*.md``, no hidden part, outside the folders
     with a format of their own (learnings, facts). Names with surrounding whitespace or
-    control characters stay refused: from a model they are far likelier a slip."""
+    control characters stay refused: from a model they are far likelier a slip, and so are
+    names longer than a file system allows (255 bytes), which no note can have."""
     if not isinstance(file, str) or _CONTROL.search(file) or file != file.strip():
         return False
     parts = file.split("/")
     return (
-        file.endswith(".md") and all(p and not p.startswith(".") for p in parts) and is_note(file)
+        file.endswith(".md")
+        and all(p and not p.startswith(".") and len(p.encode()) <= _NAME_MAX for p in parts)
+        and is_note(file)
     )
 
 
