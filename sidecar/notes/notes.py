@@ -44,6 +44,21 @@ def _tier_bytes(state: TierState) -> int:
     return sum(st.st_size for _, st in walk_markdown(state.tier.root))
 
 
+def refuse_injection(content: str) -> None:
+    """422 for text the memory block would withhold: nothing that reaches a model's
+    context later is written in the first place."""
+    finding = scan(content)
+    if finding is not None:
+        INJECTION_BLOCKS.labels(category=finding.category).inc()
+        raise ApiError(
+            422, "injection_suspected",
+            f"content looks like a prompt injection (category={finding.category}, "
+            f"pattern={finding.pattern}); nothing was written. Memory holds notes, not "
+            "instructions: describe what happened instead of quoting commands to a model.",
+            {"category": finding.category, "pattern": finding.pattern},
+        )  # fmt: skip
+
+
 class Notes:
     def __init__(self, settings: Settings, indexes: TierIndexes) -> None:
         self.settings = settings
@@ -81,16 +96,7 @@ class Notes:
             raise ApiError(400, "bad_content", "'content' must not contain NUL characters")
         if mode == "append" and not content.strip():
             raise ApiError(400, "bad_content", "nothing to append: 'content' is empty")
-        finding = scan(content)
-        if finding is not None:
-            INJECTION_BLOCKS.labels(category=finding.category).inc()
-            raise ApiError(
-                422, "injection_suspected",
-                f"content looks like a prompt injection (category={finding.category}, "
-                f"pattern={finding.pattern}); nothing was written. Memory holds notes, not "
-                "instructions: describe what happened instead of quoting commands to a model.",
-                {"category": finding.category, "pattern": finding.pattern},
-            )  # fmt: skip
+        refuse_injection(content)
         target = files.resolve(scope, file)
         state = self._writable_tier(scope)
         caps = self.settings.caps

@@ -25,7 +25,7 @@ from sidecar.index.queue import FILE, OPTIMIZE, JobKey
 from sidecar.journal.journal import Journal
 from sidecar.llm.client import LLMClient, LLMError, ask
 from sidecar.notes.files import TOPIC, MemoryFile
-from sidecar.notes.notes import Notes
+from sidecar.notes.notes import Notes, refuse_injection
 from sidecar.operators import model
 
 MIN_MESSAGES = 10
@@ -140,6 +140,7 @@ class Operators:
         def build(current: bytes | None) -> bytes:
             now = model.merge(model.parse((current or b"").decode("utf-8", "replace")), fields)
             text = model.render(now)
+            refuse_injection(text)  # the memory block would withhold the whole model
             if len(text.encode()) > model.CAP_BYTES:
                 raise ApiError(
                     413,
