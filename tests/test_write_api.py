@@ -188,6 +188,10 @@ async def test_tier_cap(settings: Settings, tier_dirs: tuple[Path, Path]) -> Non
             body = await write(c, 422, file="AGENT.md", content="b" * 200)
             assert "agent tier" in body["detail"]
             assert body["cap"] == 1000
+            # The usage is the tier's, and the advice says where the bytes are: consolidating
+            # AGENT.md alone cannot make room (it once said "0 of 1000 bytes, 0%").
+            assert int(body["usage"].split()[0]) >= 900
+            assert "GET /memory/files" in body["detail"]
     finally:
         await svc.stop()
 

@@ -150,28 +150,45 @@ WARN_PCT = 80
 
 
 class CapExceeded(Exception):
-    """Raised inside the write lock: the projected file (or tier) is over its cap."""
+    """Raised inside the write lock: the projected file (or tier) is over its cap.
+    ``tier_bytes`` is what the tier holds now when it is the tier's cap that was hit."""
 
-    def __init__(self, what: str, cap: int, projected: int, current: bytes | None) -> None:
+    def __init__(
+        self, what: str, cap: int, projected: int, current: bytes | None, tier_bytes: int = -1
+    ) -> None:
         super().__init__(what)
         self.what = what
         self.cap = cap
         self.projected = projected
         self.current = current
+        self.tier_bytes = tier_bytes
 
     def to_api_error(self) -> ApiError:
         entries = decode_text(self.current or b"")
+        held = len(self.current or b"")
+        if self.tier_bytes < 0:
+            advice = (
+                "Consolidate the current entries (merge duplicates, drop what is outdated or "
+                "already done) and retry in this same turn with mode=replace and the "
+                "consolidated content plus the new entry."
+            )
+            used = held
+        else:  # most of the tier may be in other files, which consolidating this one won't free
+            advice = (
+                f"This file holds {held} of those bytes: consolidate it (mode=replace) if "
+                "that is much, else the tier's other files need shrinking or removing "
+                "(GET /memory/files lists their sizes), or a larger --cap-tier-bytes."
+            )
+            used = self.tier_bytes
         return ApiError(
             422,
             "cap_exceeded",
             f"{self.what} would be {self.projected} bytes, over its cap of {self.cap}; "
-            "nothing was written. Consolidate the current entries (merge duplicates, drop "
-            "what is outdated or already done) and retry in this same turn with "
-            "mode=replace and the consolidated content plus the new entry.",
+            f"nothing was written. {advice}",
             {
                 "cap": self.cap,
                 "projected": self.projected,
                 "current_entries": entries,
-                "usage": usage_text(len(self.current or b""), self.cap),
+                "usage": usage_text(used, self.cap),
             },
         )

@@ -107,9 +107,11 @@ class Notes:
             if len(new) > cap:
                 raise CapExceeded(target.rel, cap, len(new), current)
             if target.kind != files.LEARNING:  # learnings have their own cap, not the tier's
-                projected_tier = _tier_bytes(state) - len(current or b"") + len(new)
+                held = _tier_bytes(state)
+                projected_tier = held - len(current or b"") + len(new)
                 if projected_tier > caps.tier:
-                    raise CapExceeded(f"the {scope} tier", caps.tier, projected_tier, current)
+                    what = f"the {scope} tier"
+                    raise CapExceeded(what, caps.tier, projected_tier, current, held)
             return new
 
         done, rebuilding = await self.commit(target, build)
