@@ -96,7 +96,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             response.headers["Retry-After"] = str(exc.extra["retry_after"])
         return response
     except web.RequestPayloadError as exc:  # a body that will not decode (bad gzip, say)
-        return error_response(400, "bad_request", f"request body unreadable: {exc}")
+        # Done with it: aiohttp would otherwise read the rest after answering, meet the same
+        # error again and log it as an unhandled exception with a traceback.
+        request.content.feed_eof()
+        response = error_response(400, "bad_request", f"request body unreadable: {exc}")
+        response.force_close()
+        return response
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
