@@ -336,6 +336,9 @@ async def test_listing_pages_in_order_and_filters(client: TestClient) -> None:
     assert [e["summary"] for e in page["events"]] == ["event 5", "event 6"]
     resp = await client.get("/memory/journal?limit=0")
     assert (await resp.json())["error"] == "bad_limit"
+    for forged in ("nan|x", "inf|x", "1_000|x", "\u0661\u0662|x", "12", "12|"):
+        resp = await client.get("/memory/journal", params={"cursor": forged})
+        assert (resp.status, (await resp.json())["error"]) == (400, "bad_cursor"), forged
 
 
 # -- importance ---------------------------------------------------------------------

@@ -11,7 +11,9 @@ import asyncio
 import contextlib
 import errno
 import logging
+import math
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -544,16 +546,23 @@ def _high_value(filters: Filters) -> Filters:
     )
 
 
+_CURSOR_TS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?")
+
+
 def parse_cursor(raw: str | None) -> tuple[float, str] | None:
     if not raw:
         return None
-    ts, _, event_id = raw.partition("|")
+    ts, sep, event_id = raw.partition("|")
     try:
-        return float(ts), event_id
+        # What ``listing`` wrote: repr() of a finite float, then the event's id.
+        at = float(ts) if _CURSOR_TS.fullmatch(ts) and sep and event_id else math.nan
     except ValueError:
+        at = math.nan
+    if not math.isfinite(at):
         raise ApiError(
             400, "bad_cursor", "'cursor' must be a next_cursor value from an earlier answer"
-        ) from None
+        )
+    return at, event_id
 
 
 def time_param(value: str | None, name: str) -> float | None:
