@@ -136,6 +136,8 @@ async def test_list_read_and_complete(
         assert done.completion.values == ["daily/2026-11-24.md"]
         tiers = await client.complete(ref, {"name": "tier", "value": "c"})
         assert tiers.completion.values == ["crew"]
+        stray = await client.complete(ref, {"name": "path", "value": ""}, {"tier": "../../etc"})
+        assert stray.completion.values == []
 
 
 async def test_listing_is_paged(tier_dirs: tuple[Path, Path], tmp_path: Path) -> None:

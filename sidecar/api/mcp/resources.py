@@ -332,6 +332,9 @@ class MemoryResources:
             return [t for t in TIERS if t.startswith(value)]
         if argument != "path" or self.unhealthy() is not None:
             return []
-        tiers = [context["tier"]] if context.get("tier") in TIERS else list(TIERS)
+        tier = context.get("tier")
+        if tier is not None and tier not in TIERS:
+            return []  # no such tier: nothing under it to offer
+        tiers = [tier] if tier is not None else list(TIERS)
         paths = [item["file"] for scope, item in await self.all_files() if scope in tiers]
         return sorted({p for p in paths if p.startswith(value)})
