@@ -126,7 +126,9 @@ def run(ctx: Context) -> BenchResult:
     all_runs: list[SizeRuns] = []
     with ctx.tempdir(NAME) as tmp:
         for files in sizes:
-            all_runs.append(measure(tmp, files, ROUNDS[files]))
+            all_runs.append(
+                measure(tmp, files, min(ROUNDS[files], 3) if ctx.quick else ROUNDS[files])
+            )
     rows = []
     for runs in all_runs:
         label = f"{runs.files // 1000}k files"
@@ -148,7 +150,7 @@ def run(ctx: Context) -> BenchResult:
     result.notes += [
         "sidecar: `sidecar serve --embedder none` until /memory/status shows every file and "
         "indexing false, less the same on an empty tier; bare: bench/bare_fts.index_tree",
-        f"rounds per size {', '.join(f'{n // 1000}k: {r}' for n, r in ROUNDS.items())}, "
+        f"rounds per size {', '.join(f'{r.files // 1000}k: {len(r.full_s)}' for r in all_runs)}, "
         "index files deleted before each; "
         f"{os.cpu_count()} CPUs",
     ]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
+import os
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,6 +18,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
+from sidecar.errors import ApiError
+from sidecar.journal.events import check_event
 from sidecar.journal.index import FILENAME, JournalIndex
 from sidecar.service import MemoryService
 from tests.conftest import eventually, fill
@@ -206,37 +211,46 @@ async def test_a_torn_tail_is_set_aside_and_a_bad_line_is_skipped_and_counted(
     assert path.with_name(path.name + ".rejected").read_bytes() == torn + b"\n"
 
 
-async def test_lines_no_other_reader_could_parse_are_skipped_not_fatal(settings: Settings) -> None:
+async def test_lines_python_reads_but_others_would_not_are_handled(settings: Settings) -> None:
     """A line nested thousands deep (Python's parser gives up with RecursionError) once
-    failed every append and kept the daemon from starting; NaN and numbers out of a
-    double's range are not JSON for the other readers of these files."""
+    failed every append and kept the daemon from starting: it is skipped and listed.
+    NaN and numbers out of a double's range, which older versions let in, keep their
+    event, read as null, so every answer stays JSON; new ones are refused."""
     path = day_file(settings.agent_dir)
     path.parent.mkdir(parents=True)
-    good = {"id": str(uuid.uuid4()), "ts": iso(), "recorded_at": iso(), "type": "tool.call",
-            "summary": "a sound line", "payload": {}}  # fmt: skip
+
+    def event(summary: str, payload: str = "{}") -> str:
+        head = json.dumps({"id": str(uuid.uuid4()), "ts": iso(), "recorded_at": iso(),
+                           "type": "tool.call", "summary": summary})  # fmt: skip
+        return head[:-1] + f', "payload": {payload}}}\n'
+
     deep = '{"summary": "deep", "payload": ' + '{"a": ' * 3000 + "1" + "}" * 3000 + "}\n"
-    path.write_text(json.dumps(good) + "\n" + deep + '{"summary": "nan", "n": NaN}\n'
-                    + '{"summary": "huge", "n": 1e400}\n')  # fmt: skip
+    path.write_text(event("a sound line") + deep + event("nan", '{"n": NaN}')
+                    + event("huge", '{"n": -1e400}'))  # fmt: skip
     svc = await started(settings)
     try:
         async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
             journal = await status(client)
-            assert (journal["events"], journal["unparsed_lines"]) == (1, 3)
-            assert [p["line"] for p in journal["problems"]] == [2, 3, 4]
-            by_hand = {**good, "id": str(uuid.uuid4()), "summary": "appended by hand"}
+            assert (journal["events"], journal["unparsed_lines"]) == (3, 1)
+            assert [p["line"] for p in journal["problems"]] == [2]
+            listed = (await (await client.get("/memory/journal")).json())["events"]
+            assert [e["payload"] for e in listed if e["summary"] in ("nan", "huge")] == [
+                {"n": None},
+                {"n": None},
+            ]
             with path.open("a") as f:  # another program appends while it runs, before
-                f.write(deep + json.dumps(by_hand) + "\n")  # the daemon's first append
+                f.write(deep + event("appended by hand"))  # the daemon's first append
             await record(client, type="tool.call", summary="still recorded")
 
             async def caught_up() -> bool:
-                return (await status(client))["unparsed_lines"] == 4
+                return (await status(client))["unparsed_lines"] == 2
 
             await eventually(caught_up, "the appended lines read")
-            assert (await status(client))["events"] == 3  # none lost behind our append
-            for payload in ('{"n": NaN}', '{"n": 1e400}', '{"n": -Infinity}'):
+            assert (await status(client))["events"] == 5  # none lost behind our append
+            for payload in ('{"n": NaN}', '{"n": 1e400}', '{"n": -Infinity}', "1" + "0" * 400):
                 resp = await client.post(
                     "/memory/journal",
-                    data=f'{{"type": "a.b", "summary": "x", "payload": {payload}}}',
+                    data=f'{{"type": "a.b", "summary": "x", "payload": {{"n": {payload}}}}}',
                     headers={"Content-Type": "application/json"},
                 )
                 assert resp.status == 400 and (await resp.json())["error"] == "invalid_json"
@@ -497,6 +511,32 @@ async def test_a_day_file_over_its_cap_is_a_422_and_writes_nothing(
         await svc.stop()
 
 
+async def test_an_append_after_the_file_was_cut_short_lands_in_the_file(
+    client: TestClient, settings: Settings
+) -> None:
+    """The catch-up before an append may rebuild the index, which closes the appender's
+    descriptors: the append once went on through a closed (or reused) descriptor."""
+    await record(client, type="a.b", summary="kept")
+    await record(client, type="a.b", summary="cut away")
+    path = day_file(settings.agent_dir)
+    first = path.read_bytes().split(b"\n")[0] + b"\n"
+    os.truncate(path, len(first))  # another program cuts the file back to its first line
+    await record(client, type="a.b", summary="after the cut")
+    assert [e["summary"] for e in lines(settings.agent_dir)] == ["kept", "after the cut"]
+    listed = await (await client.get("/memory/journal")).json()
+    assert [e["summary"] for e in listed["events"]] == ["kept", "after the cut"]
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
+def test_an_event_from_a_lenient_client_with_nan_is_refused(number: float) -> None:
+    """MCP's JSON reader takes NaN and 1e400 (as infinity); written, the line would be
+    one no other reader of the journal could parse."""
+    raw = {"type": "a.b", "summary": "x", "payload": {"n": [number]}}
+    with pytest.raises(ApiError) as caught:
+        check_event(raw, time.time(), "agent-1")
+    assert caught.value.error == "bad_payload"
+
+
 def test_the_index_rebuilds_from_the_files_alone(tmp_path: Path) -> None:
     root = tmp_path / "tier"
     (root / "journal").mkdir(parents=True)
@@ -511,6 +551,37 @@ def test_the_index_rebuilds_from_the_files_alone(tmp_path: Path) -> None:
         assert index.rebuild(root) == 1
         (row,) = index.fetch("id", [event["id"]])
         assert row.refs == 2
+    finally:
+        index.close()
+
+
+def test_an_index_of_the_previous_schema_is_read_again_and_keeps_its_history(
+    tmp_path: Path,
+) -> None:
+    """Version 2 read payloads one line; version 3 reads them one value a line. Deleting
+    the old index would lose the health history, which the files cannot give back."""
+    root = tmp_path / "tier"
+    (root / "journal").mkdir(parents=True)
+    event = {"id": str(uuid.uuid4()), "ts": iso(), "recorded_at": iso(), "type": "a.b",
+             "summary": "hello", "payload": {"k": "v"}}  # fmt: skip
+    (root / "journal" / "2026-11-01.jsonl").write_text(json.dumps(event) + "\n")
+    index = JournalIndex(tmp_path / "j.sqlite")
+    index.rebuild(root)
+    index.add_snapshot("2026-11-01", {"score": 80.0})
+    index._writer.execute("PRAGMA user_version = 2")
+    index.close()
+    index = JournalIndex(tmp_path / "j.sqlite")
+    try:
+        assert index.rebuilt  # every line is read again before the index is used
+        assert index.rebuild(root) == 1
+        assert index.snapshots(30) == [{"day": "2026-11-01", "score": 80.0}]
+        (row,) = index.fetch("id", [event["id"]])
+        assert row.summary == "hello"
+    finally:
+        index.close()
+    index = JournalIndex(tmp_path / "j.sqlite")
+    try:
+        assert not index.rebuilt  # the version was moved on with the lines it read
     finally:
         index.close()
 

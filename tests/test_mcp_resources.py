@@ -328,6 +328,8 @@ async def test_prompts(daemon: SidecarProcess, tmp_path: Path, transport: str) -
         ref = types.PromptReference(name="consolidate-memory-file")
         files = await client.complete(ref, {"name": "file", "value": "A"}, {"scope": "agent"})
         assert files.completion.values == ["AGENT.md"]
+        anywhere = await client.complete(ref, {"name": "file", "value": "A"})  # no scope yet
+        assert anywhere.completion.values == ["AGENT.md"]
         with pytest.raises(MCPError, match=r"'budget' must be a whole number from 1000 to 200000"):
             await client.get_prompt("memory-block", {"budget": "12"})
         with pytest.raises(MCPError, match="unknown prompt"):

@@ -190,7 +190,8 @@ async def test_tier_cap(settings: Settings, tier_dirs: tuple[Path, Path]) -> Non
             assert body["cap"] == 1000
             # The usage is the tier's, and the advice says where the bytes are: consolidating
             # AGENT.md alone cannot make room (it once said "0 of 1000 bytes, 0%").
-            assert int(body["usage"].split()[0]) >= 900
+            assert body["usage"].startswith("the agent tier holds ")
+            assert int(body["usage"].split()[4]) >= 900
             assert "GET /memory/files" in body["detail"]
     finally:
         await svc.stop()

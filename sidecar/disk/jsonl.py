@@ -61,7 +61,7 @@ class Line:
 
 def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        record = strict_json.loads(raw)
+        record = strict_json.loads_stored(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         return None, f"not JSON: {exc}"
     except RecursionError:  # a hand-written line nested thousands deep

@@ -262,7 +262,13 @@ def check_event(
         raise ApiError(
             400, "bad_payload", f"{where}'payload' must be a JSON object, not {json_type(payload)}"
         )
-    size = len(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode())
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # NaN or Infinity (an MCP client's JSON may carry them): not JSON
+        raise ApiError(
+            400, "bad_payload", f"{where}'payload' holds NaN or Infinity, which JSON cannot hold"
+        ) from None
+    size = len(text.encode())
     if size > MAX_PAYLOAD_BYTES:
         raise ApiError(
             413,

@@ -37,6 +37,7 @@ FILENAME = "journal.sqlite"
 # 3: payload text one value a line (the scanner reads each as a clause of its own)
 # 2: the scanner's verdict per event
 SCHEMA_VERSION = 3
+_REREAD_FROM = (2,)  # versions whose tables are this one's: only the lines' reading changed
 SUMMARY_WEIGHT, BODY_WEIGHT = 2.0, 1.0  # a word in the summary says more than one in the payload
 _BATCH = 500
 
@@ -233,6 +234,9 @@ class JournalIndex:
             if version == SCHEMA_VERSION:
                 conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH 'x'")
                 return conn
+            if version in _REREAD_FROM:  # same tables: ``rebuild`` re-reads the lines, and
+                self.rebuilt = True  # keeps the vectors and the health history
+                return conn
             conn.close()
             if version:
                 log.warning("journal index schema changed; rebuilding it from the journal")
@@ -303,6 +307,7 @@ class JournalIndex:
                     total += _apply(conn, rel, jsonl.read_lines(root, rel), inode)
                 except (OSError, ValueError) as exc:
                     log.error("journal file not indexed", extra={"file": rel, "error": str(exc)})
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # with the lines it read
         self.rebuilt = False
         self.optimize()
         return total

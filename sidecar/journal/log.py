@@ -207,7 +207,10 @@ class Appender:
         size = os.fstat(opened.fd).st_size
         if size != opened.size:  # someone else appended (or cut) the file
             self.before_write(rel, size)
-            opened.size = size
+            # Reading them may have rebuilt the index, which closes our descriptors: the
+            # file is opened again rather than written through a number since reused.
+            opened = self._file(rel)
+            size = opened.size = os.fstat(opened.fd).st_size
         prefix = b""
         if size and os.pread(opened.fd, 1, size - 1) != b"\n":
             prefix = b"\n"  # an outside edit left a partial line: ours start on a new one

@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 
 def encode(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return line.encode() + b"\n"
 
 
 @dataclass

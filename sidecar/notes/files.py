@@ -172,14 +172,14 @@ class CapExceeded(Exception):
                 "already done) and retry in this same turn with mode=replace and the "
                 "consolidated content plus the new entry."
             )
-            used = held
+            usage = usage_text(held, self.cap)
         else:  # most of the tier may be in other files, which consolidating this one won't free
             advice = (
                 f"This file holds {held} of those bytes: consolidate it (mode=replace) if "
                 "that is much, else the tier's other files need shrinking or removing "
                 "(GET /memory/files lists their sizes), or a larger --cap-tier-bytes."
             )
-            used = self.tier_bytes
+            usage = f"{self.what} holds {usage_text(self.tier_bytes, self.cap)}; this file {held}"
         return ApiError(
             422,
             "cap_exceeded",
@@ -189,6 +189,6 @@ class CapExceeded(Exception):
                 "cap": self.cap,
                 "projected": self.projected,
                 "current_entries": entries,
-                "usage": usage_text(used, self.cap),
+                "usage": usage,
             },
         )

@@ -332,7 +332,7 @@ class MemoryResources:
             return [t for t in TIERS if t.startswith(value)]
         if argument != "path" or self.unhealthy() is not None:
             return []
-        tier = context.get("tier")
+        tier = context.get("tier") or None  # a prompt passes "" for a scope not given
         if tier is not None and tier not in TIERS:
             return []  # no such tier: nothing under it to offer
         tiers = [tier] if tier is not None else list(TIERS)
