@@ -187,6 +187,15 @@ def check_fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
         )
 
 
+def check_params(request: web.Request, allowed: tuple[str, ...]) -> None:
+    """400 for a query parameter the route does not read: a misspelt one (``?scop=crew``)
+    would otherwise be ignored, and the answer be about the default instead."""
+    unknown = sorted(set(request.query) - set(allowed))
+    if unknown:
+        takes = f"; allowed: {', '.join(allowed)}" if allowed else "; it takes none"
+        raise ApiError(400, "unknown_parameter", f"unknown parameter(s) {unknown}{takes}")
+
+
 def bool_field(body: dict[str, Any], name: str, default: bool) -> bool:
     value = body.get(name, default)
     if not isinstance(value, bool):

@@ -248,3 +248,24 @@ async def test_agent_role_has_no_crew_tier(tier_dirs: tuple[Path, Path]) -> None
             assert resp.status == 503
     finally:
         await svc.stop()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/memory/status?scop=crew",
+        "/memory/read?file=AGENT.md&lines=2",
+        "/memory/context?budjet=2000",
+        "/memory/files?scope=agent&x=1",
+        "/memory/files/read?file=AGENT.md&x=1",
+        "/memory/health?scop=crew",
+        "/healthz?verbose=1",
+    ],
+)
+async def test_a_misspelt_query_parameter_is_refused(client: TestClient, url: str) -> None:
+    """Ignored, ``?scop=crew`` answered about the agent tier as if it had been asked."""
+    resp = await client.get(url)
+    assert resp.status == 400
+    body = await resp.json()
+    assert body["error"] == "unknown_parameter"
+    assert "allowed: " in body["detail"] or "it takes none" in body["detail"]

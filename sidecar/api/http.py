@@ -23,6 +23,7 @@ from sidecar.web import (
     HTTP_CODES,
     MAX_BODY_BYTES,
     Handler,
+    check_params,
     error_response,
     is_loopback_host,
     is_loopback_origin,
@@ -119,6 +120,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 
 
 def _scope_param(request: web.Request, allow_both: bool) -> str:
+    check_params(request, ("scope",))
     scope = request.query.get("scope", "agent")
     allowed = SCOPES if allow_both else ("agent", "crew")
     if scope not in allowed:
@@ -142,6 +144,7 @@ async def reindex(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
+    check_params(request, ())
     return web.json_response(await request.app[SERVICE].health())
 
 

@@ -6,11 +6,13 @@ from aiohttp import web
 
 from sidecar.context.builder import ContextBuilder
 from sidecar.errors import ApiError
+from sidecar.web import check_params
 
 CONTEXT: web.AppKey[ContextBuilder] = web.AppKey("context", ContextBuilder)
 
 
 async def context(request: web.Request) -> web.StreamResponse:
+    check_params(request, ("budget", "query", "user_id", "workspace_id", "session_id"))
     q = request.query
     try:
         budget = int(q.get("budget", "15000"))

@@ -11,7 +11,7 @@ from sidecar.facts.facts import Facts
 from sidecar.facts.log import CATEGORIES
 from sidecar.journal.events import parse_time
 from sidecar.retrieval.routes import task_query
-from sidecar.web import check_fields, int_field, json_body, string_field
+from sidecar.web import check_fields, check_params, int_field, json_body, string_field
 
 FACTS: web.AppKey[Facts] = web.AppKey("facts", Facts)
 SEARCH_FIELDS = ("query", "category", "limit", "as_of", "scope")
@@ -43,6 +43,7 @@ async def search(request: web.Request) -> web.Response:
 
 
 async def history(request: web.Request) -> web.Response:
+    check_params(request, ("scope",))
     scope = _scope(request.query.get("scope"))
     return web.json_response(request.app[FACTS].history(scope, request.match_info["id"]))
 

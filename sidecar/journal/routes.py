@@ -12,7 +12,14 @@ from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal, parse_cursor, time_param
 from sidecar.journal.recall import RecallQuery
 from sidecar.retrieval.routes import task_query
-from sidecar.web import bool_field, check_fields, int_field, json_body, string_field
+from sidecar.web import (
+    bool_field,
+    check_fields,
+    check_params,
+    int_field,
+    json_body,
+    string_field,
+)
 
 JOURNAL: web.AppKey[Journal] = web.AppKey("journal", Journal)
 MAX_LIST = 500
@@ -64,10 +71,8 @@ async def record(request: web.Request) -> web.Response:
 
 
 async def listing(request: web.Request) -> web.Response:
+    check_params(request, ("scope", "since", "until", "type", "session_id", "limit", "cursor"))
     q = request.query
-    unknown = sorted(set(q) - {"scope", "since", "until", "type", "session_id", "limit", "cursor"})
-    if unknown:
-        raise ApiError(400, "unknown_parameter", f"unknown parameter(s) {unknown}")
     try:
         limit = int(q.get("limit", "50"))
     except ValueError:
@@ -110,6 +115,7 @@ async def relate(request: web.Request) -> web.Response:
 
 
 async def health(request: web.Request) -> web.Response:
+    check_params(request, ("scope",))
     scope = request.query.get("scope", "agent")
     if scope not in ("agent", "crew"):
         raise ApiError(400, "bad_scope", "scope must be agent or crew")

@@ -11,7 +11,7 @@ from aiohttp import web
 from sidecar.errors import ApiError
 from sidecar.notes.browse import Browser
 from sidecar.notes.notes import Notes
-from sidecar.web import check_fields, json_body, string_field
+from sidecar.web import check_fields, check_params, json_body, string_field
 
 NOTES: web.AppKey[Notes] = web.AppKey("notes", Notes)
 BROWSER: web.AppKey[Browser] = web.AppKey("browser", Browser)
@@ -48,6 +48,7 @@ def _file_param(request: web.Request) -> str:
 
 
 async def read(request: web.Request) -> web.Response:
+    check_params(request, ("scope", "file", "start_line", "end_line"))
     result = await request.app[NOTES].read(
         request.query.get("scope", "agent"), _file_param(request),
         _line_param(request, "start_line"), _line_param(request, "end_line"),
@@ -62,6 +63,7 @@ def add_routes(app: web.Application, capability: Notes) -> None:
 
 
 async def list_files(request: web.Request) -> web.Response:
+    check_params(request, ("scope",))
     scope = request.query.get("scope", "agent")
     found = await request.app[BROWSER].list(scope)
     return web.json_response({"scope": scope, "files": found})
@@ -69,6 +71,7 @@ async def list_files(request: web.Request) -> web.Response:
 
 async def read_file(request: web.Request) -> web.Response:
     browser = request.app[BROWSER]
+    check_params(request, ("scope", "file"))
     result = await browser.read(request.query.get("scope", "agent"), _file_param(request))
     return web.json_response(result)
 
@@ -77,8 +80,7 @@ async def follow_files(request: web.Request) -> web.StreamResponse:
     """NDJSON: ``{"ready": true}`` once the baseline is taken, then one line per change
     (``{"scope", "file", "change"}``); a blank line now and then while nothing happens.
     It follows every tier: a parameter (``?scope=``) would promise a filter it lacks."""
-    if request.query:
-        raise ApiError(400, "unknown_parameter", f"unknown parameter(s) {sorted(request.query)}")
+    check_params(request, ())
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     try:
         async with request.app[BROWSER].follow() as changes:
