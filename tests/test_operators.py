@@ -35,6 +35,8 @@ async def test_updates_merge_and_the_block_shows_the_model(
     assert "- tone: friendly" in text and "- timezone: Europe/Lisbon" in text
     assert "u-42" not in text and "ws-7" not in text  # no identity on disk
     block = await (await client.get("/memory/context?user_id=u-42&workspace_id=ws-7")).text()
+    alone = await client.get("/memory/context?user_id=u-42")  # whose workspace? not guessed
+    assert (alone.status, (await alone.json())["error"]) == (400, "bad_workspace_id")
     assert "- language: pt" in block
     found = await client.post("/memory/search", json={"query": "Lisbon", "scope": "crew"})
     assert [r["file"] for r in (await found.json())["results"]] == [path_of("u-42", "ws-7")]

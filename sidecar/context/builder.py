@@ -64,6 +64,9 @@ class ContextBuilder:
             raise ApiError(400, "bad_budget", "'budget' must be from 1000 to 200000 characters")
         if query is not None:
             check_length(query)
+        if user_id and workspace_id is None:  # else the operator's model is silently left out
+            raise ApiError(400, "bad_workspace_id", "'user_id' needs 'workspace_id': the "
+                           "operator model is kept per user and workspace")  # fmt: skip
         today = today_utc()
         agent_dir, crew_dir = self.settings.agent_dir, self.settings.crew_dir
 
