@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,19 @@ async def test_files_outside_the_layout_are_400(
     assert body["error"] == "file_not_allowed"
     assert "allowed:" in body["detail"] or "real date" in body["detail"]
     assert not list(tier_dirs[0].rglob("*.md")) and not list(tier_dirs[1].rglob("*.md"))
+
+
+async def test_a_daily_log_far_in_the_future_is_refused(
+    client: TestClient, tier_dirs: tuple[Path, Path]
+) -> None:
+    """A year typed wrong (9999, 2062) made a daily log nobody would look for; tomorrow is
+    allowed, since somewhere it is tomorrow already."""
+    today = datetime.now(UTC).date()
+    body = await write(client, 400, file="daily/9999-12-31.md", content="- x")
+    assert body["error"] == "file_not_allowed" and "daily/today" in body["detail"]
+    tomorrow = (today + timedelta(days=1)).isoformat()
+    await write(client, 201, file=f"daily/{tomorrow}.md", content="- early")
+    assert [p.name for p in (tier_dirs[0] / "daily").iterdir()] == [f"{tomorrow}.md"]
 
 
 @pytest.mark.parametrize(

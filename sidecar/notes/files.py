@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from sidecar.disk.tiers import decode_text, is_note
 from sidecar.errors import ApiError
@@ -98,6 +98,19 @@ def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
         "file_not_allowed",
         f"{file!r} is not a memory file of the {scope} tier; allowed: {ALLOWED[scope]}",
     )
+
+
+def refuse_future_daily(target: MemoryFile, today: date | None = None) -> None:
+    """A daily log records what happened: a date more than a day past today in UTC (as
+    far as any time zone is ahead) is a slip, 2062 for 2026, not a plan."""
+    if target.kind != DAILY:
+        return
+    day, now = date.fromisoformat(target.rel[len("daily/") : -len(".md")]), today or today_utc()
+    if day > now + timedelta(days=1):
+        raise ApiError(
+            400, "file_not_allowed", f"{target.rel} is more than a day after today "
+            f"({now.isoformat()} UTC): a daily log is for what happened; write to {TODAY_ALIAS}",
+        )  # fmt: skip
 
 
 def resolve_read(scope: str, file: object, today: date | None = None) -> MemoryFile:

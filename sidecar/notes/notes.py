@@ -98,6 +98,7 @@ class Notes:
             raise ApiError(400, "bad_content", "nothing to append: 'content' is empty")
         refuse_injection(content)
         target = files.resolve(scope, file)
+        files.refuse_future_daily(target)
         state = self._writable_tier(scope)
         caps = self.settings.caps
         cap = caps.for_kind(target.kind)
