@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 _INT_LIMIT = 2**1024  # the first integer a double cannot hold
 
@@ -26,7 +26,7 @@ def loads_stored(raw: bytes | str) -> Any:
     return json.loads(raw, parse_constant=lambda _: None, parse_float=_finite_or_none)
 
 
-def _not_json(name: str) -> float:
+def _not_json(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 

@@ -386,6 +386,8 @@ async def test_a_priority_floors_importance(client: TestClient) -> None:
 async def test_health_metrics_on_a_small_journal(client: TestClient) -> None:
     empty = await (await client.get("/memory/health")).json()
     assert (empty["score"], empty["band"]) == (None, "no data")
+    both = await client.get("/memory/health?scope=both")
+    assert (both.status, (await both.json())["error"]) == (400, "bad_scope")
     for days in (10, 30, 90):  # median age 30 days
         await record(client, type="tool.call", summary=f"{days} days ago",
                      ts=iso(timedelta(days=-days)))  # fmt: skip

@@ -337,14 +337,12 @@ class Journal:
         if mark:
             for hit in hits:
                 self.background.refs.setdefault(hit.tier, {})[hit.row.id] = None
-        for name in {hit.tier for hit in hits}:
-            self.cosines.setdefault(name, journal_health.RecallCosines()).add(
-                [
-                    h.candidate.cosine
-                    for h in hits
-                    if h.tier == name and h.candidate.cosine is not None
-                ]
-            )
+        by_tier: dict[str, list[float]] = {}
+        for hit in hits:
+            if hit.candidate.cosine is not None:
+                by_tier.setdefault(hit.tier, []).append(hit.candidate.cosine)
+        for name, found in by_tier.items():
+            self.cosines.setdefault(name, journal_health.RecallCosines()).add(found)
         return {
             "query": q.text,
             "scope": scope,
@@ -553,12 +551,9 @@ def parse_cursor(raw: str | None) -> tuple[float, str] | None:
     if not raw:
         return None
     ts, sep, event_id = raw.partition("|")
-    try:
-        # What ``listing`` wrote: repr() of a finite float, then the event's id.
-        at = float(ts) if _CURSOR_TS.fullmatch(ts) and sep and event_id else math.nan
-    except ValueError:
-        at = math.nan
-    if not math.isfinite(at):
+    # What ``listing`` wrote: repr() of a finite float, then the event's id.
+    at = float(ts) if _CURSOR_TS.fullmatch(ts) and sep and event_id else math.nan
+    if not math.isfinite(at):  # also a number too large for a float ("1e999")
         raise ApiError(
             400, "bad_cursor", "'cursor' must be a next_cursor value from an earlier answer"
         )

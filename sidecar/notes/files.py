@@ -16,8 +16,8 @@ from sidecar.errors import ApiError
 
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
 _SLUGGED = re.compile(r"(topics|users)/([a-z0-9][a-z0-9_-]{0,63})\.md")
-_NAME_MAX = 255  # bytes in one path component (Linux's NAME_MAX)
 _LEARNINGS = re.compile(r"learnings/(?:[a-z0-9][a-z0-9_-]{0,63}|archive/\d{4})\.md")
+_NAME_MAX = 255  # bytes in one path component (Linux's NAME_MAX)
 # The one documented alias: today's daily file (UTC).
 TODAY_ALIAS = "daily/today"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

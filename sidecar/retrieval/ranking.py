@@ -134,26 +134,25 @@ def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> lis
     rendered results, dense fills scored on shifted scales) the tier order decides."""
     # Keyed by tier and rank, not by file and lines: the pieces of one over-long line are
     # separate chunks with the same line range, and each is a hit of its own.
-    scored: dict[tuple[str, int], Result] = {}
-    own: dict[tuple[str, int], float] = {}  # the tier's own score of each hit
-    for source, results in ranked.items():
-        for rank, result in enumerate(results, start=1):
-            scored[source, rank] = replace(result, score=1.0 / (k + rank))
-            own[source, rank] = result.score
+    own = {(source, rank): result for source, results in ranked.items()
+           for rank, result in enumerate(results, start=1)}  # fmt: skip
 
     def legs(key: tuple[str, int]) -> tuple[str, ...] | None:
-        ranks = scored[key].ranks
+        ranks = own[key].ranks
         found = tuple(sorted(ranks)) if ranks else None
         return found if found and SPARSE in found else None  # BM25-backed, not rendered
 
     def compare(a: tuple[str, int], b: tuple[str, int]) -> int:
-        if scored[a].score != scored[b].score:
-            return -1 if scored[a].score > scored[b].score else 1
-        if a[0] != b[0] and legs(a) is not None and legs(a) == legs(b) and own[a] != own[b]:
-            return -1 if own[a] > own[b] else 1
+        """The fused score orders by rank; a tie across tiers as the docstring says."""
+        if a[1] != b[1]:
+            return -1 if a[1] < b[1] else 1
+        score_a, score_b = own[a].score, own[b].score
+        if a[0] != b[0] and legs(a) is not None and legs(a) == legs(b) and score_a != score_b:
+            return -1 if score_a > score_b else 1
         return -1 if a < b else 1 if a > b else 0
 
-    return [scored[key] for key in sorted(scored, key=cmp_to_key(compare))][:limit]
+    fused = sorted(own, key=cmp_to_key(compare))[:limit]
+    return [replace(own[key], score=1.0 / (k + key[1])) for key in fused]
 
 
 def _stems(words: Sequence[str]) -> list[str]:
