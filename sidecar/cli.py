@@ -236,17 +236,23 @@ def build_parser() -> argparse.ArgumentParser:
 # -- serve -------------------------------------------------------------------
 
 
-def _check_free(host: str, port: int) -> None:
-    """Fail before anything starts (no index file is created) when the port is taken, as
-    binding it later would; SO_REUSEADDR as the server sets it, so a closing socket of an
-    earlier run does not count."""
-    for family, kind, proto, _, address in socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    ):
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+def _reserve(host: str, port: int) -> list[socket.socket]:
+    """Bind the listening sockets before anything starts, so a taken port fails the start
+    (no index file is created) and nobody can take the port while the indexes load. They
+    listen only when the service is ready: until then connections are refused, not queued.
+    SO_REUSEADDR as aiohttp sets it, so a closing socket of an earlier run does not count."""
+    socks: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        ):
+            sock = socket.socket(family, kind, proto)
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             try:
-                probe.bind(address)
+                sock.bind(address)
             except OSError as exc:
                 if exc.errno != errno.EADDRINUSE:
                     raise
@@ -254,22 +260,30 @@ def _check_free(host: str, port: int) -> None:
                     f"{host}:{port} is in use (another sidecar?): choose a port with --port "
                     "(SIDECAR_PORT), or PORT=... with make run"
                 ) from None
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
 
 
 async def serve(settings: Settings) -> None:
     """Run until SIGTERM/SIGINT; then stop taking requests and drain the reindex queue."""
-    _check_free(settings.host, settings.port)
-    if settings.crew_listen:
-        _check_free(*settings.crew_listen)
-    service = MemoryService(settings)
-    await service.start()
-    sites = [(create_app(service), settings.host, settings.port)]
-    if settings.crew_listen:
-        host, port = settings.crew_listen
-        sites.append((create_crew_app(service, settings.crew_token or ""), host, port))
+    loopback = _reserve(settings.host, settings.port)
+    crew = _reserve(*settings.crew_listen) if settings.crew_listen else []
+    try:
+        service = MemoryService(settings)
+        await service.start()
+    except BaseException:
+        for sock in loopback + crew:
+            sock.close()
+        raise
+    sites = [(create_app(service), loopback)]
+    if crew:
+        sites.append((create_crew_app(service, settings.crew_token or ""), crew))
     runners: list[JsonErrorRunner] = []
     try:
-        for app, host, port in sites:
+        for app, socks in sites:
             # A request line long enough for the longest query the stdio proxy sends in a
             # URL (GET /memory/context: 4,096 characters, percent-encoded UTF-8).
             runner = JsonErrorRunner(
@@ -277,8 +291,11 @@ async def serve(settings: Settings) -> None:
             )
             runners.append(runner)
             await runner.setup()
-            await web.TCPSite(runner, host, port).start()
-            log.info("listening", extra={"url": f"http://{host}:{port}"})
+            for sock in socks:
+                await web.SockSite(runner, sock).start()
+                host, port = sock.getsockname()[:2]
+                host = f"[{host}]" if sock.family == socket.AF_INET6 else host
+                log.info("listening", extra={"url": f"http://{host}:{port}"})
     except OSError:
         for runner in runners:
             await runner.cleanup()

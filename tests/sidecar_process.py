@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -15,10 +16,27 @@ from pathlib import Path
 from typing import Any
 
 
+def _ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port below the ephemeral range: a port the kernel handed out (bind to 0) can
+    be given to any outgoing connection in the time before the sidecar binds it, and once
+    was; ports below the range are never handed out that way."""
+    floor = _ephemeral_floor()
+    for _ in range(1000):
+        port = random.randrange(max(1024, floor - 12_000), floor)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port below {floor}")
 
 
 # What every client of the API sends: writes and reindex requests need it.
