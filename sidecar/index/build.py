@@ -28,6 +28,9 @@ BUILD_MIN_FILES = 100  # fewer new files than this are indexed one by one, as ed
 POOL_MIN_FILES = 400  # from this many new files on, worker processes parse them
 STEP_S = 0.25  # a step commits at least this often, so searches see the build progress
 COMMIT_FILES = 4000  # files per transaction at most: each commit flushes an FTS5 segment
+# A small build commits in quarters at least, so the writer inserts while the workers parse
+# instead of waiting for all of it and then inserting alone on one core.
+COMMIT_PARTS = 4
 YIELD_CHECK_FILES = 32  # how often a step asks whether another job is waiting
 BUILDING = "build_started"  # meta key present while a build is unfinished
 
@@ -48,6 +51,7 @@ class Build:
             pool.parse(root, rels, max_chars) if pool is not None and pool.usable
             else self._in_process(root, rels, max_chars)
         )  # fmt: skip
+        self._commit_files = min(COMMIT_FILES, max(BATCH_FILES, len(rels) // COMMIT_PARTS))
         self._touched: set[str] = set()
         self._touched_dirs: set[str] = set()
         self.added = 0
@@ -80,8 +84,9 @@ class Build:
         budget_s: float | None = None,
     ) -> bool:
         """Insert what the next ``budget_s`` (``STEP_S``) of parsing yields, one transaction
-        per ``COMMIT_FILES``, ending early (after committing) as soon as ``waiting()`` says
-        another job wants the writer; True once every file is done."""
+        per ``COMMIT_FILES`` (a quarter of a small build), ending early (after committing)
+        as soon as ``waiting()`` says another job wants the writer; True once every file
+        is done."""
         deadline = time.monotonic() + (STEP_S if budget_s is None else budget_s)
         while True:
             items: list[BuildFile] = []

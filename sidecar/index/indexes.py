@@ -436,10 +436,11 @@ class TierIndexes:
             if self._loop is not None:
                 self._loop.call_soon_threadsafe(self._continue_build, state.tier.name)
             return
-        state.store.set_meta(BUILDING, None)
-        state.build = None
-        self._release_pool()
+        # Every file is searchable now: say so before the housekeeping, whose commit may
+        # wait on a WAL checkpoint's fsync (an unset marker only costs a next start a walk).
         self._finish(state, build.progress)
+        state.store.set_meta(BUILDING, None)
+        self._release_pool()
         state.changes_since_optimize += build.added
         self._changed()
         log.info("index build done; every file is searchable", extra=build.progress.log_fields())
