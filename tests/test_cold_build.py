@@ -157,6 +157,30 @@ async def test_status_shows_the_build_and_searches_see_what_is_committed(
     assert progress_of.files_done == 200
 
 
+def automerge(db: Path) -> int:
+    """The index's FTS5 'automerge' setting, read by a connection of the test's own."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchone()
+    return 4 if row is None else int(row[0])  # FTS5's default when never set
+
+
+async def test_a_build_pauses_segment_merging_and_the_optimize_after_it_resumes_it(
+    cold_service: MemoryService, gate: Gate, settings: Settings
+) -> None:
+    """Merging as each batch commits rewrites segments the build's closing optimize
+    merges anyway; left off after it, every later edit would add a segment to search."""
+    db = settings.agent_dir / "index.sqlite"
+    await asyncio.to_thread(gate.blocked.wait, 10)
+    assert automerge(db) == 0
+    gate.release_all()
+
+    async def resumed() -> bool:
+        return automerge(db) == 4
+
+    await eventually(resumed, "the optimize after the build")
+    assert (await cold_service.status("agent"))["total_files"] == 200
+
+
 async def test_a_write_is_answered_between_build_steps(
     cold_service: MemoryService, gate: Gate
 ) -> None:

@@ -171,7 +171,8 @@ class IndexStore(Protocol):
     def add_files(self, items: Iterable[BuildFile]) -> int:
         """Insert a batch of files in one transaction, leaving alone any path the index
         already holds; returns how many were added. A cold build commits batch by batch
-        this way, so searches see its progress and a crash keeps what was committed."""
+        this way, so searches see its progress and a crash keeps what was committed. A
+        build ends with ``optimize``: a store may leave tidying to it."""
         ...
 
     def get_meta(self, key: str) -> str | None:
@@ -216,7 +217,9 @@ class IndexStore(Protocol):
         """Size of every indexed file: cheap enough for each write's tier-cap check."""
         ...
 
-    def optimize(self) -> None: ...
+    def optimize(self) -> None:
+        """Tidy the index for searches: after every build, and after many edits."""
+        ...
 
     def problem(self, exc: BaseException | None = None) -> str | None:
         """Why this index can no longer be used and must be rebuilt (corrupt, not a
