@@ -296,6 +296,12 @@ def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: 
     try:
         assert pool.usable
         parsed = list(pool.parse(root, rels, 650))
+        # Each has answered (and so run nicer than the daemon, whose writer inserting what
+        # they parse sets the pace), round robin over five batches.
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        for worker in pool._workers:
+            nice = os.getpriority(os.PRIO_PROCESS, worker.pid)
+            assert nice == min(19, mine + parse_pool.WORKER_NICE)
         in_process = indexer.read_parsed(root, rels, 650)
         assert plain(parsed) == plain(in_process)
         # what the workers computed for the store is what it computes itself
@@ -323,6 +329,30 @@ def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: 
         pool.close()
     ((rel, item, why),) = [p for p in indexer.read_parsed(root, rels, 650) if p[1] is None]
     assert rel == "notes/f0/skipped.md" and item is None and "2 hard links" in str(why)
+
+
+def test_a_small_build_commits_in_quarters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One transaction for all of a small build leaves the writer waiting while it is
+    parsed, then inserting alone while the workers wait: quarters overlap the two."""
+    root = tmp_path / "tier"
+    make_tree(root, 400)
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    rels = indexer.plan_tree(store, root).new
+    commits: list[int] = []
+    add_files = store.add_files
+
+    def counted(items: Any) -> int:
+        batch = list(items)
+        commits.append(len(batch))
+        return add_files(batch)
+
+    monkeypatch.setattr(store, "add_files", counted)
+    cold = build.Build(BuildProgress("agent", "cold", len(rels)), root, rels, 650, None)
+    while not cold.step(store, {}, budget_s=60):  # no step ends for time
+        pass
+    assert commits == [100, 100, 100, 100]
+    assert store.stats().total_files == 400
+    store.close()
 
 
 def test_workers_parse_ahead_of_a_slow_taker_and_a_build_stopped_early_leaves_nothing(

@@ -99,7 +99,7 @@ class Build:
                     if item is not None:
                         items.append(item)
                 if (
-                    len(items) >= COMMIT_FILES
+                    len(items) >= self._commit_files
                     or time.monotonic() >= deadline
                     or (seen % YIELD_CHECK_FILES == 0 and waiting())
                 ):

@@ -37,6 +37,11 @@ BATCH_FILES = 64  # files per request: small enough to keep every worker busy
 # a build commits at once (build.COMMIT_FILES), so workers keep parsing while it inserts.
 AHEAD_FILES = 6144
 MAX_FD = 65536  # a forked worker closes every descriptor from 3 up to this
+# Workers run this much nicer than the daemon. Its writer thread inserting what they parse
+# sets a build's pace: at equal priority two workers leave it two thirds of a core, and it
+# ends the build inserting a backlog alone (10k notes: faster in 6 of 7 paired builds).
+# The agent beside the sidecar keeps its priority over a background build too.
+WORKER_NICE = 10
 # An answer's frame: its ticket and the length of the pickled rows that follow.
 _FRAME = struct.Struct("<QQ")
 
@@ -89,6 +94,7 @@ class _Worker:
                 os.dup2(req_r, 0)
                 os.dup2(res_w, 1)
                 os.closerange(3, MAX_FD)
+                _lower_priority()
                 serve(os.fdopen(0, "rb"), os.fdopen(1, "wb"))
                 code = 0
             finally:
@@ -310,7 +316,13 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
         stdout.flush()
 
 
+def _lower_priority() -> None:
+    with contextlib.suppress(OSError):  # raising niceness is always allowed; be safe anyway
+        os.nice(WORKER_NICE)
+
+
 def _main() -> None:
+    _lower_priority()
     with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
         serve(sys.stdin.buffer, sys.stdout.buffer)
 
