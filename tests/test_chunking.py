@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import given, settings
@@ -602,10 +602,10 @@ def test_appends_only_move_chunks_near_the_old_end(
     offsets = list(itertools.accumulate(len(line) + 1 for line in old))
     old_end = offsets[-1]
     after = section_chunks(new, max_chars)
-    cuts = [replace(c, context="") for c in after]
+    cuts = [c._replace(context="") for c in after]
     for c in section_chunks(old, max_chars):
         starts_at = offsets[c.start_line - 2] if c.start_line > 1 else 0
         if old_end - starts_at > 2 * max_chars:
-            assert replace(c, context="") in cuts, (c, old_end - starts_at)
+            assert c._replace(context="") in cuts, (c, old_end - starts_at)
             if old_end - offsets[c.end_line - 1] > CONTEXT_CHARS:
                 assert c in after, (c, old_end - offsets[c.end_line - 1])

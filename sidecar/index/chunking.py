@@ -16,7 +16,7 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -53,8 +53,10 @@ _WINDOW = 32  # units either side of the best-sized chunk start that _pack tries
 CONTEXT_CHARS = 400
 
 
-@dataclass(frozen=True, slots=True)
-class Chunk:
+class Chunk(NamedTuple):
+    """A tuple: a note has several, made more than once each while its cuts settle, and a
+    frozen dataclass costs several times as much to make."""
+
     start_line: int  # 1-based, inclusive
     end_line: int  # 1-based, inclusive
     heading: str  # breadcrumb, e.g. "Decisions > Database"
@@ -143,12 +145,12 @@ def _flat_front_matter(lines: list[str], lo: int, hi: int) -> dict[str, Any] | N
     return data
 
 
-def _sections(lines: list[str], body_start: int) -> list[tuple[int, int, str]]:
-    """(first index, end index exclusive, breadcrumb) per heading section.
-
-    Headings inside fenced code blocks are code, not structure.
+def _sections(lines: list[str], body_start: int) -> tuple[list[tuple[int, int, str]], set[int]]:
+    """(first index, end index exclusive, breadcrumb) per heading section, and the indices
+    of the heading lines. Headings inside fenced code blocks are code, not structure.
     """
     sections: list[tuple[int, int, str]] = []
+    headings: set[int] = set()
     stack: list[tuple[int, str]] = []
     start, crumb = body_start, ""
     fence: str | None = None
@@ -169,17 +171,18 @@ def _sections(lines: list[str], body_start: int) -> list[tuple[int, int, str]]:
         m = _HEADING.match(line)
         if m is None:
             continue
+        headings.add(i)
         if i > start:
             sections.append((start, i, crumb))
         level, title = len(m.group(1)), (m.group(2) or "").strip()
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
-        crumb = " > ".join(t for _, t in stack if t)
+        crumb = " > ".join([t for _, t in stack if t])
         start = i
     if len(lines) > start:
         sections.append((start, len(lines), crumb))
-    return sections
+    return sections, headings
 
 
 def _is_regional_indicator(ch: str) -> bool:
@@ -231,16 +234,16 @@ def _units(
     """Paragraphs of lines[lo:hi] (runs ending in blank lines); a paragraph that alone
     exceeds the cap is broken into its lines. ``stripped`` holds each line stripped and
     ``cum`` the characters before each line (see ``_Lines``)."""
-    blank = [not s for s in stripped[lo:hi]]
     paragraphs: list[tuple[int, int]] = []
     p = lo
-    if True in blank:
-        for k, is_blank in enumerate(blank):
-            if is_blank and (k + 1 == len(blank) or not blank[k + 1]):
-                paragraphs.append((p, lo + k + 1))
-                p = lo + k + 1
-    if p < hi:
-        paragraphs.append((p, hi))
+    after_blank = False
+    for k in range(lo, hi):
+        if not stripped[k]:
+            after_blank = True
+        elif after_blank:  # the first line after blank ones starts a paragraph
+            paragraphs.append((p, k))
+            p, after_blank = k, False
+    paragraphs.append((p, hi))
     units: list[tuple[int, int]] = []
     for a, b in paragraphs:
         if cum[b] - cum[a] + (b - a - 1) <= max_chars:
@@ -276,7 +279,7 @@ def _pack(
     sig: list[int] = []
     for a, b in units:
         size = cum[b] - cum[a] + b - a
-        sig.append(-size if lines[b - 1].rstrip().endswith(_LEAD_IN) else size)
+        sig.append(-size if stripped[b - 1].endswith(_LEAD_IN) else size)
     ends = list(accumulate(map(abs, sig)))  # characters through unit k
     horizon = _HORIZON * max_chars
     ranges: list[tuple[int, int]] = []
@@ -369,12 +372,16 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
     lines = split_lines(text)
     fm_lines, metadata = parse_front_matter(lines)
     chunks: list[Chunk] = []
-    sections = _sections(lines, fm_lines)
+    sections, headings = _sections(lines, fm_lines)
     # Each line stripped, and the characters before each line: computed once per file,
     # not once per paragraph, chunk and neighbour that asks.
     stripped = list(map(str.strip, lines))
     cum = [0, *accumulate(map(len, lines))]
     for s_lo, s_hi, crumb in sections:
+        if cum[s_hi] - cum[s_lo] + s_hi - s_lo - 1 <= max_chars:  # the section fits
+            text = "\n".join(lines[s_lo:s_hi]).strip()
+            chunks.append(Chunk(s_lo + 1, s_hi, crumb, text))
+            continue
         for a, b in _pack(lines, stripped, cum, s_lo, s_hi, max_chars):
             if b - a == 1 and len(lines[a]) > max_chars:
                 chunks.extend(
@@ -383,8 +390,6 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
                 )
             else:
                 chunks.append(Chunk(a + 1, b, crumb, "\n".join(lines[a:b]).strip()))
-    # Heading lines are where sections start (a "# line" inside a code fence is code).
-    headings = {lo for lo, _, _ in sections if _HEADING.match(lines[lo])}
     chunks = _fold_bare_headings(chunks, lines, stripped, headings, max_chars)
     chunks = _absorb_blank_chunks(chunks, len(lines))
     return ParsedFile(
@@ -499,7 +504,11 @@ def _fold_bare_headings(
     out: list[Chunk] = []
     waiting: list[Chunk] = []  # bare-heading chunks waiting for their section
     for c in chunks:
-        body, bare = _only_headings(stripped, headings, c.start_line - 1, c.end_line)
+        first = c.start_line - 1
+        if stripped[first] and first not in headings:  # most chunks: text from the start
+            body, bare = True, False
+        else:
+            body, bare = _only_headings(stripped, headings, first, c.end_line)
         if bare and (body or waiting):
             waiting.append(c)  # bare headings, and the blank lines among them
             continue
