@@ -235,16 +235,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -- serve -------------------------------------------------------------------
 
+LISTEN_BACKLOG = 128  # connections the kernel holds while the service starts
+PORT_ADVICE = "choose a port with --port (SIDECAR_PORT), or PORT=... with make run"
+CREW_PORT_ADVICE = "choose the crew address with --crew-listen (SIDECAR_CREW_LISTEN)"
 
-def _reserve(host: str, port: int) -> list[socket.socket]:
-    """Bind the listening sockets before anything starts, so a taken port fails the start
-    (no index file is created) and nobody can take the port while the indexes load. They
-    listen only when the service is ready: until then connections are refused, not queued.
-    SO_REUSEADDR as aiohttp sets it, so a closing socket of an earlier run does not count."""
+
+def _reserve(host: str, port: int, flag: str) -> list[socket.socket]:
+    """Bind and listen before anything starts: a taken port fails the start before any
+    index file exists, and nothing else can take the port while the indexes load (a
+    bound socket that is not listening yet can be shared by any server setting
+    SO_REUSEADDR). A connection made meanwhile waits in the backlog and is answered once
+    the service is up. SO_REUSEADDR as aiohttp sets it, so a closing socket of an earlier
+    run does not count; an address the resolver lists twice is bound once."""
     socks: list[socket.socket] = []
     try:
-        for family, kind, proto, _, address in socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        for family, kind, proto, _, address in dict.fromkeys(
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         ):
             sock = socket.socket(family, kind, proto)
             socks.append(sock)
@@ -253,13 +259,11 @@ def _reserve(host: str, port: int) -> list[socket.socket]:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             try:
                 sock.bind(address)
+                sock.listen(LISTEN_BACKLOG)
             except OSError as exc:
                 if exc.errno != errno.EADDRINUSE:
                     raise
-                raise OSError(
-                    f"{host}:{port} is in use (another sidecar?): choose a port with --port "
-                    "(SIDECAR_PORT), or PORT=... with make run"
-                ) from None
+                raise OSError(f"{host}:{port} is in use (another sidecar?): {flag}") from None
     except BaseException:
         for sock in socks:
             sock.close()
@@ -269,13 +273,18 @@ def _reserve(host: str, port: int) -> list[socket.socket]:
 
 async def serve(settings: Settings) -> None:
     """Run until SIGTERM/SIGINT; then stop taking requests and drain the reindex queue."""
-    loopback = _reserve(settings.host, settings.port)
-    crew = _reserve(*settings.crew_listen) if settings.crew_listen else []
+    reserved: list[socket.socket] = []
     try:
+        loopback = _reserve(settings.host, settings.port, PORT_ADVICE)
+        reserved += loopback
+        crew: list[socket.socket] = []
+        if settings.crew_listen:
+            crew = _reserve(*settings.crew_listen, CREW_PORT_ADVICE)
+            reserved += crew
         service = MemoryService(settings)
         await service.start()
     except BaseException:
-        for sock in loopback + crew:
+        for sock in reserved:
             sock.close()
         raise
     sites = [(create_app(service), loopback)]
@@ -299,6 +308,8 @@ async def serve(settings: Settings) -> None:
     except OSError:
         for runner in runners:
             await runner.cleanup()
+        for sock in reserved:
+            sock.close()  # those no site took yet; closing one twice does nothing
         await service.stop()
         raise
     stop = asyncio.Event()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from sidecar import cli
 from sidecar.cli import main
 
 
@@ -156,6 +158,46 @@ def test_a_port_in_use_fails_the_start_before_anything_is_created(tmp_path: Path
     assert result.returncode == 2
     assert f"127.0.0.1:{port} is in use" in result.stderr and "--port" in result.stderr
     assert not agent.exists() and not crew.exists()  # nothing was opened or created
+
+
+def test_a_crew_address_in_use_names_its_own_flag(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        agent, crew = tmp_path / "agent", tmp_path / "crew"
+        result = run_sidecar(["serve", "--agent-dir", str(agent), "--crew-dir", str(crew),
+                              "--role", "lead", "--port", "0", "--crew-listen", f"127.0.0.1:{port}",
+                              "--embedder", "none"], {"SIDECAR_CREW_TOKEN": "t"})  # fmt: skip
+    assert result.returncode == 2
+    assert f"127.0.0.1:{port} is in use" in result.stderr and "--crew-listen" in result.stderr
+    assert not agent.exists() and not crew.exists()
+
+
+def test_a_reserved_port_cannot_be_shared_by_another_server() -> None:
+    """Bound but not listening, a port can still be bound by any server that sets
+    SO_REUSEADDR (as aiohttp and asyncio do), which then takes it from the sidecar."""
+    (mine,) = cli._reserve("127.0.0.1", 0, "advice")
+    with mine, socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with pytest.raises(OSError) as taken:
+            other.bind(mine.getsockname())
+        assert taken.value.errno == errno.EADDRINUSE
+
+
+def test_an_address_the_resolver_lists_twice_is_reserved_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """glibc lists an address twice when /etc/hosts names it on two lines; binding it twice
+    with SO_REUSEADDR would succeed, and the second listener would then fail the start."""
+    resolve = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: resolve(*a, **k) * 2)
+    socks = cli._reserve("127.0.0.1", 0, "advice")
+    try:
+        assert len(socks) == 1
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(
