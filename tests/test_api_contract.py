@@ -12,11 +12,13 @@ import os
 import subprocess
 import sys
 import urllib.request
+from importlib import resources
 from pathlib import Path
 
 import jsonschema
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
+from ruamel.yaml import YAML
 
 from sidecar.api.http import create_app
 from sidecar.api.openapi import document
@@ -54,6 +56,13 @@ async def test_openapi_lists_exactly_the_routes_served(client: TestClient) -> No
     served = served_routes(app_routes)
     assert documented - served == set(), "documented but not served"
     assert served - documented == set(), "served but not documented"
+
+
+def test_openapi_reads_the_same_as_yaml_1_2_says() -> None:
+    """libyaml reads YAML 1.1, where an unquoted on, off, yes or no is a boolean; the
+    document is written to YAML 1.2 (ruamel's reading), where they are strings."""
+    text = resources.files("sidecar.api").joinpath("openapi.yaml").read_text("utf-8")
+    assert document() == YAML(typ="safe", pure=True).load(text)
 
 
 async def test_openapi_is_served_and_every_error_answer_has_the_error_shape(

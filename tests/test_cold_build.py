@@ -181,6 +181,23 @@ async def test_a_build_pauses_segment_merging_and_the_optimize_after_it_resumes_
     assert (await cold_service.status("agent"))["total_files"] == 200
 
 
+def test_merging_left_paused_by_a_build_cut_short_resumes_on_the_next_open(
+    tmp_path: Path,
+) -> None:
+    """Killed between a build's last batch and its optimize, an index would otherwise
+    keep merging off for good: nothing else turns it back on."""
+    root = tmp_path / "tier"
+    make_tree(root, 3)
+    db = tmp_path / "index.sqlite"
+    store = SQLiteStore(db)
+    rels = [rel for rel, _ in indexer.walk_markdown(root)]
+    store.add_files([f for _, f, _ in indexer.read_parsed(root, rels, 650) if f is not None])
+    store.close()  # no optimize: the process died first
+    assert automerge(db) == 0
+    SQLiteStore(db).close()
+    assert automerge(db) == 4
+
+
 async def test_a_write_is_answered_between_build_steps(
     cold_service: MemoryService, gate: Gate
 ) -> None:
@@ -300,7 +317,8 @@ def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: 
         # they parse sets the pace), round robin over five batches.
         mine = os.getpriority(os.PRIO_PROCESS, 0)
         for worker in pool._workers:
-            nice = os.getpriority(os.PRIO_PROCESS, worker.pid)
+            pid = worker.proc.pid if worker.proc is not None else worker.pid
+            nice = os.getpriority(os.PRIO_PROCESS, pid)
             assert nice == min(19, mine + parse_pool.WORKER_NICE)
         in_process = indexer.read_parsed(root, rels, 650)
         assert plain(parsed) == plain(in_process)

@@ -97,6 +97,20 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 
+
+def _resume_merging(conn: sqlite3.Connection) -> None:
+    """Merging left paused (a build cut short, or the optimize after it never reached):
+    turn it back on, or every edit from now on adds a segment to search. A build going
+    on pauses it again at its next batch. Best effort: an index another process is
+    writing, or a read-only one, is opened as it is."""
+    row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchone()
+    if row is not None and row[0] == 0:
+        with suppress(sqlite3.OperationalError), immediate(conn):
+            conn.execute(
+                "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', ?)", (AUTOMERGE,)
+            )
+
+
 # FTS5 reports a bad MATCH expression with many different messages; these are the
 # operational failures that are *not* the query's fault.
 _RUNTIME_FAILURES = (
@@ -190,6 +204,7 @@ class SQLiteStore:
             tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
             if version == SCHEMA_VERSION:
                 conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'x'")
+                _resume_merging(conn)
                 return conn
             conn.close()
             if tables:
