@@ -147,31 +147,28 @@ def test_a_bad_serve_setting_does_not_break_other_commands(tmp_path: Path) -> No
     assert "unreachable" in result.stdout
 
 
-def test_a_port_in_use_fails_the_start_before_anything_is_created(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("flags", "names"),
+    [
+        (["--port", "{port}"], "--port"),
+        (["--role", "lead", "--port", "0", "--crew-listen", "127.0.0.1:{port}"], "--crew-listen"),
+    ],
+    ids=["loopback", "crew"],
+)
+def test_a_port_in_use_fails_the_start_before_anything_is_created(
+    tmp_path: Path, flags: list[str], names: str
+) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         agent, crew = tmp_path / "agent", tmp_path / "crew"
-        result = run_sidecar(["serve", "--agent-dir", str(agent), "--crew-dir", str(crew),
-                              "--port", str(port), "--embedder", "none"], {})  # fmt: skip
+        args = ["serve", "--agent-dir", str(agent), "--crew-dir", str(crew), "--embedder", "none"]
+        args += [flag.format(port=port) for flag in flags]
+        result = run_sidecar(args, {"SIDECAR_CREW_TOKEN": "t"})
     assert result.returncode == 2
-    assert f"127.0.0.1:{port} is in use" in result.stderr and "--port" in result.stderr
+    assert f"127.0.0.1:{port} is in use" in result.stderr and names in result.stderr
     assert not agent.exists() and not crew.exists()  # nothing was opened or created
-
-
-def test_a_crew_address_in_use_names_its_own_flag(tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        agent, crew = tmp_path / "agent", tmp_path / "crew"
-        result = run_sidecar(["serve", "--agent-dir", str(agent), "--crew-dir", str(crew),
-                              "--role", "lead", "--port", "0", "--crew-listen", f"127.0.0.1:{port}",
-                              "--embedder", "none"], {"SIDECAR_CREW_TOKEN": "t"})  # fmt: skip
-    assert result.returncode == 2
-    assert f"127.0.0.1:{port} is in use" in result.stderr and "--crew-listen" in result.stderr
-    assert not agent.exists() and not crew.exists()
 
 
 def test_a_reserved_port_cannot_be_shared_by_another_server() -> None:
