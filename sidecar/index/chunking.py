@@ -504,11 +504,7 @@ def _fold_bare_headings(
     out: list[Chunk] = []
     waiting: list[Chunk] = []  # bare-heading chunks waiting for their section
     for c in chunks:
-        first = c.start_line - 1
-        if stripped[first] and first not in headings:  # most chunks: text from the start
-            body, bare = True, False
-        else:
-            body, bare = _only_headings(stripped, headings, first, c.end_line)
+        body, bare = _only_headings(stripped, headings, c.start_line - 1, c.end_line)
         if bare and (body or waiting):
             waiting.append(c)  # bare headings, and the blank lines among them
             continue
