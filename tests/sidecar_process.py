@@ -78,8 +78,8 @@ class SidecarProcess:
                     t["state"] in ("ready", "proxied") for t in health["tiers"].values()
                 ):
                     return self
-            except (urllib.error.URLError, ConnectionError):
-                pass
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass  # not listening yet, or listening and still starting its service
             if time.monotonic() > deadline:
                 self.kill()  # not left running past the test that gave up on it
                 raise AssertionError(f"sidecar not ready:\n{self.log_path.read_text()}")

@@ -480,7 +480,7 @@ def test_cli_reindex_piped_prints_no_bar(tmp_path: Path) -> None:
 def status_of(proc: SidecarProcess) -> dict[str, Any] | None:
     try:
         return dict(proc.get("/memory/status?scope=agent"))
-    except (urllib.error.URLError, ConnectionError):
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
         return None
 
 

@@ -313,7 +313,7 @@ def lead_reason(proc: SidecarProcess) -> str | None:
 def _answers(proc: SidecarProcess) -> bool:
     try:
         proc.get("/healthz")
-    except (urllib.error.URLError, ConnectionError):
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
         return False
     return True
 
