@@ -164,10 +164,16 @@ WARN_PCT = 80
 
 class CapExceeded(Exception):
     """Raised inside the write lock: the projected file (or tier) is over its cap.
-    ``tier_bytes`` is what the tier holds now when it is the tier's cap that was hit."""
+    ``tier_bytes`` is what the tier holds now when it is the tier's cap that was hit, and
+    None when it is the file's own."""
 
     def __init__(
-        self, what: str, cap: int, projected: int, current: bytes | None, tier_bytes: int = -1
+        self,
+        what: str,
+        cap: int,
+        projected: int,
+        current: bytes | None,
+        tier_bytes: int | None = None,
     ) -> None:
         super().__init__(what)
         self.what = what
@@ -179,7 +185,7 @@ class CapExceeded(Exception):
     def to_api_error(self) -> ApiError:
         entries = decode_text(self.current or b"")
         held = len(self.current or b"")
-        if self.tier_bytes < 0:
+        if self.tier_bytes is None:
             advice = (
                 "Consolidate the current entries (merge duplicates, drop what is outdated or "
                 "already done) and retry in this same turn with mode=replace and the "
