@@ -3,6 +3,10 @@
 The offline commands (search, reindex, status) need no running server: they
 open ``<PATH>/index.sqlite`` directly, which is handy on a backup or a frozen
 container. Every ``serve`` flag can also come from a ``SIDECAR_*`` variable.
+
+A command imports what only it needs (the daemon, the MCP SDK, numpy) when it runs:
+``serve`` starts parsing a cold tier's notes before it loads the daemon, so the two
+overlap, and every other command starts faster.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ import errno
 import json
 import logging
 import os
-import signal
 import socket
 import sys
 import urllib.error
@@ -22,19 +25,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-from prometheus_client.parser import text_string_to_metric_families
-
 from sidecar import demo, logs
-from sidecar.api.crew import create_crew_app
-from sidecar.api.http import create_app
 from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, STORE_FLAGS, Caps, Settings
 from sidecar.daemon_client import error_detail, get_json
 from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
 from sidecar.facts import cli as facts_cli
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
-from sidecar.index.indexes import stats_json
+from sidecar.index.head_start import head_start
 from sidecar.index.progress import tracked
 from sidecar.index.sqlite import SQLiteStore
 from sidecar.journal import cli as journal_cli
@@ -42,13 +40,8 @@ from sidecar.learnings import cli as learnings_cli
 from sidecar.retrieval import query
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE
 from sidecar.retrieval.modes import SPARSE_CONTEXT_WEIGHT
-from sidecar.retrieval.ranking import Result, search_store
-from sidecar.retrieval.search import SearchResponse
-from sidecar.service import MemoryService
-from sidecar.web import JsonErrorRunner
 
 log = logging.getLogger("sidecar")
-MAX_REQUEST_LINE = 64 * 1024  # aiohttp's default is 8 KiB
 
 
 def _env(name: str, default: Any) -> Any:
@@ -271,58 +264,6 @@ def _reserve(host: str, port: int, flag: str) -> list[socket.socket]:
     return socks
 
 
-async def serve(settings: Settings) -> None:
-    """Run until SIGTERM/SIGINT; then stop taking requests and drain the reindex queue."""
-    reserved: list[socket.socket] = []
-    try:
-        loopback = _reserve(settings.host, settings.port, PORT_ADVICE)
-        reserved += loopback
-        crew: list[socket.socket] = []
-        if settings.crew_listen:
-            crew = _reserve(*settings.crew_listen, CREW_PORT_ADVICE)
-            reserved += crew
-        service = MemoryService(settings)
-        await service.start()
-    except BaseException:
-        for sock in reserved:
-            sock.close()
-        raise
-    sites = [(create_app(service), loopback)]
-    if crew:
-        sites.append((create_crew_app(service, settings.crew_token or ""), crew))
-    runners: list[JsonErrorRunner] = []
-    try:
-        for app, socks in sites:
-            # A request line long enough for the longest query the stdio proxy sends in a
-            # URL (GET /memory/context: 4,096 characters, percent-encoded UTF-8).
-            runner = JsonErrorRunner(
-                app, access_log=None, shutdown_timeout=5, max_line_size=MAX_REQUEST_LINE
-            )
-            runners.append(runner)
-            await runner.setup()
-            for sock in socks:
-                await web.SockSite(runner, sock).start()
-                host, port = sock.getsockname()[:2]
-                host = f"[{host}]" if sock.family == socket.AF_INET6 else host
-                log.info("listening", extra={"url": f"http://{host}:{port}"})
-    except OSError:
-        for runner in runners:
-            await runner.cleanup()
-        for sock in reserved:
-            sock.close()  # those no site took yet; closing one twice does nothing
-        await service.stop()
-        raise
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    log.info("shutting down: draining the reindex queue")
-    for runner in runners:
-        await runner.cleanup()
-    await service.stop()
-
-
 def _host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit():
@@ -371,11 +312,39 @@ def cmd_serve(args: argparse.Namespace) -> int:
             llm_api_key_env=args.llm_api_key_env,
             llm_timeout=args.llm_timeout,
         )
-        asyncio.run(serve(settings))
+        asyncio.run(_serve(settings))
     except (ValueError, OSError) as exc:
         log.error("cannot start", extra={"error": str(exc)})
         return 2
     return 0
+
+
+async def _serve(settings: Settings) -> None:
+    """Reserve the ports, start parsing a cold tier, and only then load the daemon: loading
+    it takes most of a second on one core, while the parser workers use the others."""
+    reserved: list[socket.socket] = []
+    pool = None
+    try:
+        loopback = _reserve(settings.host, settings.port, PORT_ADVICE)
+        reserved += loopback
+        crew: list[socket.socket] = []
+        if settings.crew_listen:
+            crew = _reserve(*settings.crew_listen, CREW_PORT_ADVICE)
+            reserved += crew
+        sqlite_tiers = [t for t in settings.tiers() if not settings.store_for(t)[0]]
+        pool = head_start(sqlite_tiers, settings.chunk_chars)
+        from sidecar import server  # the HTTP stack and every capability: most of a start
+    except BaseException:
+        for sock in reserved:
+            sock.close()
+        if pool is not None:
+            pool.close()
+        raise
+    try:
+        await server.serve(settings, loopback, crew, pool)
+    finally:
+        if pool is not None:
+            pool.close()  # the daemon's, closed with it; closing twice does nothing
 
 
 # -- context -----------------------------------------------------------------------
@@ -480,6 +449,8 @@ def _list_metrics(base: str) -> None:
     except (urllib.error.URLError, OSError) as exc:
         print(f"metrics: unreadable ({getattr(exc, 'reason', exc)})")
         return
+    from prometheus_client.parser import text_string_to_metric_families
+
     for family in text_string_to_metric_families(text):
         name = family.name + ("_total" if family.type == "counter" else "")
         print(f"  {name} ({family.type}): {family.documentation}")
@@ -550,6 +521,9 @@ def _open(args: argparse.Namespace) -> SQLiteStore:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from sidecar.retrieval.ranking import Result, search_store  # numpy: this command only
+    from sidecar.retrieval.search import SearchResponse
+
     if not 1 <= args.limit <= 50:
         raise SystemExit("sidecar: --limit must be from 1 to 50")
     planned = query.plan(args.query)
@@ -604,7 +578,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     finally:
         store.close()
     scope = tier_of(args.path.expanduser(), args.scope)
-    print(json.dumps({"scope": scope, **stats_json(stats)}, indent=2))
+    print(json.dumps({"scope": scope, **stats.to_json()}, indent=2))
     return 0
 
 

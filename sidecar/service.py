@@ -24,7 +24,8 @@ from sidecar.disk.tiers import Tier
 from sidecar.errors import ApiError
 from sidecar.facts import routes as facts_routes
 from sidecar.facts.facts import Facts
-from sidecar.index.indexes import TierIndexes, stats_json
+from sidecar.index.indexes import TierIndexes
+from sidecar.index.parse_pool import ParsePool
 from sidecar.index.store import IndexStore
 from sidecar.journal import routes as journal_routes
 from sidecar.journal.journal import Journal
@@ -48,7 +49,8 @@ log = logging.getLogger(__name__)
 
 
 class MemoryService:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, parse_pool: ParsePool | None = None) -> None:
+        """``parse_pool``: parser workers already parsing a cold tier (``head_start``)."""
         self.settings = settings
         self.lead: LeadClient | None = None
         if settings.lead_url:
@@ -59,6 +61,7 @@ class MemoryService:
             settings.reconcile_interval,
             settings.role,
             self._open_store,
+            parse_pool,
         )
         self.embeddings = Embeddings(settings, self.indexes)
         reader = settings.crew_reader()  # a member reading the crew index in PostgreSQL
@@ -150,7 +153,7 @@ class MemoryService:
                 if why is None:
                     raise
                 raise ApiError(503, "crew_store_unavailable", f"crew index: {why}") from None
-            return {"scope": "crew", "store": describe(self.crew_reader), **stats_json(stats)}
+            return {"scope": "crew", "store": describe(self.crew_reader), **stats.to_json()}
         if scope == "crew" and self.lead is not None:
             try:
                 return await self.lead.request("GET", "/memory/status?scope=crew")

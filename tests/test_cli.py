@@ -208,3 +208,13 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(
         monkeypatch.setattr(sys, "stdout", closed)
         args = ["search", "database", "-p", str(tmp_path / "demo" / "crew"), "--format", "json"]
         assert main(args) == 1
+
+
+def test_the_command_line_loads_the_daemon_only_to_serve() -> None:
+    """``serve`` starts parsing a cold tier before it loads the HTTP stack and every
+    capability (most of a start), so the two overlap; nothing imported with the command
+    line may bring them in first."""
+    heavy = ["aiohttp", "mcp", "numpy", "sidecar.service", "sidecar.server"]
+    code = f"import sys, sidecar.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

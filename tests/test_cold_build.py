@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import io
 import json
 import os
@@ -26,7 +27,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sidecar import metrics
 from sidecar.api.metrics import read_state, render
 from sidecar.config import Settings
-from sidecar.index import build, indexer, indexes, parse_pool
+from sidecar.disk.tiers import Tier
+from sidecar.index import build, head_start, indexer, indexes, parse_pool
 from sidecar.index.parse_pool import ParsePool
 from sidecar.index.progress import BuildProgress, ProgressBar, tracked
 from sidecar.index.sqlite import SQLiteStore
@@ -349,6 +351,94 @@ def test_a_build_in_worker_processes_indexes_what_one_in_process_does(tmp_path: 
     assert rel == "notes/f0/skipped.md" and item is None and "2 hard links" in str(why)
 
 
+def test_a_head_start_is_taken_over_by_the_build_that_lists_the_same_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests sent before the daemon loaded are not sent again; requests for a list the
+    build does not begin with are dropped, answers and all."""
+    root = tmp_path / "tier"
+    make_tree(root, 450)
+    pool = head_start.head_start([Tier("agent", root)], 650)
+    assert pool is not None
+    sent = []
+    submit = pool._submit
+    monkeypatch.setattr(pool, "_submit", lambda *a: sent.append(a[1]) or submit(*a))
+    try:
+        assert pool.parsing_ahead(root)
+        plan_store = SQLiteStore(tmp_path / "plan.sqlite")
+        rels = indexer.plan_tree(plan_store, root).new
+        plan_store.close()
+        parsing = pool.parse(root, rels, 650)
+        assert parsing.taken_over == 450 and not pool.parsing_ahead(root)
+        assert plain(list(parsing)) == plain(indexer.read_parsed(root, rels, 650))
+        assert sent == [] and pool._answers == {}
+        # a list that does not start with what was sent: parsed afresh, nothing left behind
+        pool.ahead(root, rels[:200], 650)
+        other = pool.parse(root, rels[1:], 650)
+        assert other.taken_over == 0
+        assert plain(list(other)) == plain(indexer.read_parsed(root, rels[1:], 650))
+        assert [f for batch in sent[4:] for f in batch] == rels[1:] and pool._answers == {}
+        # another chunk size is another parse
+        pool.ahead(root, rels, 650)
+        resized = pool.parse(root, rels, 400)
+        assert resized.taken_over == 0
+        resized.close()
+    finally:
+        pool.close()
+
+
+def test_a_head_start_is_for_a_cold_index_big_enough_for_workers(tmp_path: Path) -> None:
+    root = tmp_path / "tier"
+    make_tree(root, head_start.POOL_MIN_FILES - 1)
+    tier = Tier("agent", root)
+    assert head_start.indexed_paths(tier.index_path) == set()  # no index: built from nothing
+    assert head_start.head_start([tier], 650) is None  # too few files for the workers
+    make_tree(root, 600)
+    store = SQLiteStore(tier.index_path)
+    rels = indexer.plan_tree(store, root).new
+    store.add_files([f for _, f, _ in indexer.read_parsed(root, rels[:150], 650) if f])
+    store.close()
+    assert head_start.indexed_paths(tier.index_path) is None  # built: nothing to start
+    assert head_start.head_start([tier], 650) is None
+    # an unfinished build: the files it committed are left out, the rest go in walk order
+    store = SQLiteStore(tier.index_path)
+    store.set_meta(build.BUILDING, "2026-11-26T10:00:00+00:00")
+    store.close()
+    assert head_start.indexed_paths(tier.index_path) == set(rels[:150])
+    pool = head_start.head_start([tier], 650)
+    assert pool is not None
+    try:
+        assert pool._ahead[root][0] == rels[150:]
+    finally:
+        pool.close()
+    # an index of another schema, or not a database, is rebuilt from nothing
+    with sqlite3.connect(tier.index_path) as conn:
+        conn.execute("PRAGMA user_version = 1")
+    assert head_start.indexed_paths(tier.index_path) == set()
+    tier.index_path.write_bytes(b"not a database" * 100)
+    assert head_start.indexed_paths(tier.index_path) == set()
+
+
+def test_answers_do_not_wait_on_the_daemon_to_drain_a_small_pipe(tmp_path: Path) -> None:
+    """A batch's answer is several hundred KB: at the default 64 KB a worker would block
+    part way through each one until the daemon's reader thread (which needs the GIL)
+    had drained it."""
+    make_tree(tmp_path, 1)
+    pool = ParsePool(1)
+    try:
+        (worker,) = pool._workers
+        assert worker.proc is None  # forked: its pipes are the pool's own
+        assert len(list(pool.parse(tmp_path, ["notes/f0/n00000.md"], 650))) == 1  # it serves
+        answers = os.open(f"/proc/{worker.pid}/fd/1", os.O_WRONLY)  # the same pipe
+        try:
+            for end in (worker.stdin.fileno(), answers):
+                assert fcntl.fcntl(end, fcntl.F_GETPIPE_SZ) == parse_pool.PIPE_BYTES
+        finally:
+            os.close(answers)
+    finally:
+        pool.close()
+
+
 def test_a_small_build_commits_in_quarters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One transaction for all of a small build leaves the writer waiting while it is
     parsed, then inserting alone while the workers wait: quarters overlap the two."""
@@ -531,6 +621,10 @@ def test_a_build_killed_half_way_is_completed_on_the_next_start(tmp_path: Path) 
     assert resumed and resumed[0]["tier"] == "agent"
     done = [e for e in log if e["msg"] == "index build done; every file is searchable"]
     assert done and done[0]["files_total"] == files - partial
+    # the workers were asked for the files still to index before the daemon had loaded, and
+    # the build took those requests over rather than asking again
+    (started,) = [e for e in log if e["msg"].startswith("index build started")]
+    assert started["head_start_files"] == min(files - partial, parse_pool.AHEAD_FILES)
     index = SQLiteStore(agent / "index.sqlite")
     try:
         assert index.get_meta(build.BUILDING) is None

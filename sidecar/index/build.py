@@ -47,10 +47,11 @@ class Build:
         pool: ParsePool | None,
     ) -> None:
         self.progress = progress
-        self._source: Iterator[Parsed] = (
-            pool.parse(root, rels, max_chars) if pool is not None and pool.usable
-            else self._in_process(root, rels, max_chars)
-        )  # fmt: skip
+        self._source: Iterator[Parsed] = self._in_process(root, rels, max_chars)
+        self.head_start = 0  # files the workers were asked for before the daemon loaded
+        if pool is not None and pool.usable:
+            parsing = pool.parse(root, rels, max_chars)
+            self._source, self.head_start = parsing, parsing.taken_over
         self._commit_files = min(COMMIT_FILES, max(BATCH_FILES, len(rels) // COMMIT_PARTS))
         self._touched: set[str] = set()
         self._touched_dirs: set[str] = set()

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
 from sidecar import metrics
@@ -41,7 +40,7 @@ from sidecar.index.queue import (
     ReindexQueue,
 )
 from sidecar.index.sqlite import SQLiteStore
-from sidecar.index.store import IndexStore, StoreStats
+from sidecar.index.store import IndexStore, StoreStats, iso
 
 log = logging.getLogger(__name__)
 
@@ -81,19 +80,6 @@ class Change(Protocol):
 C = TypeVar("C", bound=Change)
 
 
-def iso(ts: float | None) -> str | None:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds") if ts else None
-
-
-def stats_json(stats: StoreStats) -> dict[str, Any]:
-    return {
-        "total_files": stats.total_files,
-        "total_chunks": stats.total_chunks,
-        "indexed_at": iso(stats.indexed_at),
-        "total_size_kb": round(stats.total_bytes / 1024, 1),
-    }
-
-
 class TierIndexes:
     def __init__(
         self,
@@ -102,6 +88,7 @@ class TierIndexes:
         reconcile_interval: float,
         role: str,
         open_store: Callable[[Tier], IndexStore] | None = None,
+        pool: ParsePool | None = None,
     ) -> None:
         self._tier_list = tiers
         # Which store holds each tier (``sidecar.stores`` decides); SQLite by default.
@@ -127,7 +114,9 @@ class TierIndexes:
         self.on_file: list[Callable[[str, str], None]] = []
         # Told (on the event loop) of every watcher event below a tier root: MCP resources.
         self.on_event: list[Callable[[str, str], None]] = []
-        self._pool: ParsePool | None = None  # parser workers, while a cold build needs them
+        # Parser workers, while a cold build needs them; perhaps started before the daemon
+        # loaded, already parsing a tier (``head_start``).
+        self._pool: ParsePool | None = pool
         self._cold = False  # a cold build is coming: watch once it is done
         self._build_done = asyncio.Event()  # set (on the loop) as each build finishes
 
@@ -166,8 +155,18 @@ class TierIndexes:
         return cold
 
     def _release_pool(self) -> None:
-        """Stop the parser workers once no build needs them (they hold memory)."""
-        if self._pool is not None and all(s.build is None for s in self.tiers.values()):
+        """Stop the parser workers once no build needs them (they hold memory): none is
+        running, and no tier they parse ahead for is still to be reconciled."""
+        pool = self._pool
+        if pool is None or any(
+            s.build is not None or (not s.reconciled and pool.parsing_ahead(s.tier.root))
+            for s in self.tiers.values()
+        ):
+            return
+        self._stop_pool()
+
+    def _stop_pool(self) -> None:
+        if self._pool is not None:
             self._pool.close()
             self._pool = None
 
@@ -222,7 +221,7 @@ class TierIndexes:
         for state in self.tiers.values():
             state.build = None  # unfinished: the next start completes it
             await loop.run_in_executor(self._writer, state.store.close)
-        await loop.run_in_executor(self._writer, self._release_pool)
+        await loop.run_in_executor(self._writer, self._stop_pool)
         self._writer.shutdown()
         self._readers.shutdown()
 
@@ -407,7 +406,8 @@ class TierIndexes:
         state.build = Build(progress, root, plan.new, cap, pool)
         workers = pool.workers if pool is not None else 0
         log.info("index build started; searches answer from the files indexed so far",
-                 extra={**progress.log_fields(), "workers": workers})  # fmt: skip
+                 extra={**progress.log_fields(), "workers": workers,
+                        "head_start_files": state.build.head_start})  # fmt: skip
         self._build_step(state)
         return None
 
@@ -643,7 +643,7 @@ class TierIndexes:
         rebuilding = self.queue.pending(scope, REBUILD) or state.broken is not None
         body: dict[str, Any] = {
             "scope": scope,
-            **stats_json(stats or StoreStats(0, 0, 0, None)),
+            **(stats or StoreStats(0, 0, 0, None)).to_json(),
             "search_ready": state.reconciled and not rebuilding,
             "indexing": rebuilding or not state.reconciled,
             "queue_depth": self.queue.depth(scope),

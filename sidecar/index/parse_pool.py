@@ -13,6 +13,7 @@ parsing in the calling thread, so a build never depends on them.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import logging
 import os
@@ -42,6 +43,11 @@ MAX_FD = 65536  # a forked worker closes every descriptor from 3 up to this
 # ends the build inserting a backlog alone (10k notes: faster in 6 of 7 paired builds).
 # The agent beside the sidecar keeps its priority over a background build too.
 WORKER_NICE = 10
+# The pipes' size. At Linux's default 64 KB a worker blocks part way through every answer
+# (a batch is about 350 KB) until the daemon's reader thread drains the pipe, and that
+# thread needs the GIL for each read; and requests sent ahead (``ParsePool.ahead``) would
+# block the daemon's start. 1 MB is the most an unprivileged process may ask for.
+PIPE_BYTES = 1 << 20
 # An answer's frame: its ticket and the length of the pickled rows that follow.
 _FRAME = struct.Struct("<QQ")
 
@@ -84,6 +90,9 @@ class _Worker:
     def _fork(self) -> tuple[int, int]:
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
+        for end in (req_w, res_w):
+            with contextlib.suppress(OSError, AttributeError):  # Linux only; a cap may refuse
+                fcntl.fcntl(end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         pid = os.fork()
         if pid == 0:  # the child: never returns
             code = 1
@@ -160,6 +169,8 @@ class ParsePool:
         self._workers: list[_Worker] = []
         self._broken = False
         self._next = 0
+        # Requests sent before anyone asked, by root: (files, max_chars, their tickets).
+        self._ahead: dict[Path, tuple[list[str], int, list[int | None]]] = {}
         try:
             for _ in range(workers or default_workers()):
                 self._workers.append(_Worker(self))
@@ -205,6 +216,13 @@ class ParsePool:
             return None
         return ticket
 
+    def _drop(self, tickets: list[int | None]) -> None:
+        """Forget answers a parsing stopped before taking (still to come, or come)."""
+        with self._lock:
+            for ticket in tickets:
+                if ticket is not None:
+                    self._answers.pop(ticket, None)
+
     def _take(self, ticket: int | None) -> list[Parsed] | None:
         """The answer to ``ticket``; None if the workers failed before giving it."""
         if ticket is None:
@@ -221,60 +239,127 @@ class ParsePool:
             log.warning("a parser worker's answer was unreadable; parsing in process")
             return None
 
-    def parse(self, root: Path, rels: list[str], max_chars: int) -> Iterator[Parsed]:
-        """Every file of ``rels``, read and parsed, in order. A feeder thread keeps up to
-        ``AHEAD_FILES`` of them requested and not yet taken, whatever the caller is doing:
-        were requests sent only as the caller takes answers, the workers would sit idle
-        while it inserts a batch."""
-        batches = [rels[i : i + BATCH_FILES] for i in range(0, len(rels), BATCH_FILES)]
-        window = max(2 * len(self._workers), AHEAD_FILES // BATCH_FILES)
-        tickets: list[int | None] = []
-        cond = threading.Condition()
-        taken = 0
-        stop = False
+    def parse(self, root: Path, rels: list[str], max_chars: int) -> Parsing:
+        """Every file of ``rels``, read and parsed, in order. Requests sent ``ahead`` for
+        this root are taken over when they are the start of ``rels``, else dropped."""
+        with self._lock:
+            early = self._ahead.pop(root, None)
+        taken_over: list[int | None] = []
+        if early is not None:
+            sent, chars, tickets = early
+            if chars == max_chars and rels[: len(sent)] == sent:
+                taken_over = tickets
+            else:
+                self._drop(tickets)
+        return Parsing(self, root, rels, max_chars, taken_over)
 
-        def feed() -> None:
-            for batch in batches:
-                with cond:
-                    while not stop and len(tickets) - taken >= window:
-                        cond.wait()
-                    if stop:
-                        return
-                ticket = self._submit(root, batch, max_chars)
-                with cond:
-                    tickets.append(ticket)
-                    cond.notify_all()
+    def ahead(self, root: Path, rels: list[str], max_chars: int) -> None:
+        """Request the parsing of ``rels`` (at most ``AHEAD_FILES``) before anyone asks: a
+        daemon facing a cold build does this before it has loaded, and its build takes
+        the answers over (``parse``). Sent from the caller's thread: the requests fit in
+        the pipes' buffers, and a thread of its own would compete with the loading for
+        the GIL."""
+        rels = rels[:AHEAD_FILES]
+        with self._lock:
+            if self._broken or root in self._ahead:
+                return
+        tickets = [
+            self._submit(root, rels[i : i + BATCH_FILES], max_chars)
+            for i in range(0, len(rels), BATCH_FILES)
+        ]
+        with self._lock:
+            self._ahead[root] = (rels, max_chars, tickets)
 
-        feeder = threading.Thread(target=feed, name="sidecar-parse-feeder", daemon=True)
-        feeder.start()
-        try:
-            for k, batch in enumerate(batches):
-                with cond:
-                    while len(tickets) <= k:
-                        cond.wait()
-                    ticket = tickets[k]
-                answer = self._take(ticket)
-                with cond:
-                    taken = k + 1
-                    cond.notify_all()
-                yield from answer if answer is not None else read_parsed(root, batch, max_chars)
-        finally:
-            with cond:
-                stop = True
-                cond.notify_all()
-            feeder.join()
-            with self._lock:  # answers still to come for a build that stopped early
-                for ticket in tickets[taken:]:
-                    if ticket is not None:
-                        self._answers.pop(ticket, None)
+    def parsing_ahead(self, root: Path) -> bool:
+        """Whether ``ahead`` parses ``root`` and no ``parse`` has taken it over yet."""
+        with self._lock:
+            return root in self._ahead
 
     def close(self) -> None:
         with self._lock:
             workers, self._workers = self._workers, []
+            self._ahead = {}
             self._broken = True
             self._lock.notify_all()
         for worker in workers:
             worker.close()
+
+
+class Parsing:
+    """One list of files being parsed by the pool; iterate to take them in order.
+
+    A feeder thread keeps up to ``AHEAD_FILES`` of them requested and not yet taken,
+    whatever the taker is doing: were requests sent only as answers are taken, the
+    workers would sit idle while the writer inserts a batch.
+    """
+
+    def __init__(
+        self,
+        pool: ParsePool,
+        root: Path,
+        rels: list[str],
+        max_chars: int,
+        sent: list[int | None] | None = None,
+    ) -> None:
+        """``sent``: tickets of the first batches of ``rels``, requested already."""
+        self._pool, self._root, self._max_chars = pool, root, max_chars
+        self._batches = [rels[i : i + BATCH_FILES] for i in range(0, len(rels), BATCH_FILES)]
+        self._cond = threading.Condition()
+        self._tickets: list[int | None] = list(sent or [])
+        self.taken_over = sum(map(len, self._batches[: len(self._tickets)]))  # files in ``sent``
+        self._taken = 0
+        self._stopped = False
+        self._gen = self._take_all()
+        self._feeder = threading.Thread(target=self._feed, name="sidecar-parse-feeder", daemon=True)
+        self._feeder.start()
+
+    def _feed(self) -> None:
+        window = max(2 * self._pool.workers, AHEAD_FILES // BATCH_FILES)
+        for batch in self._batches[len(self._tickets) :]:
+            with self._cond:
+                while not self._stopped and len(self._tickets) - self._taken >= window:
+                    self._cond.wait()
+                if self._stopped:
+                    return
+            ticket = self._pool._submit(self._root, batch, self._max_chars)
+            with self._cond:
+                self._tickets.append(ticket)
+                self._cond.notify_all()
+
+    def __iter__(self) -> Parsing:
+        return self
+
+    def __next__(self) -> Parsed:
+        return next(self._gen)
+
+    def _take_all(self) -> Iterator[Parsed]:
+        try:
+            for k, batch in enumerate(self._batches):
+                with self._cond:
+                    while len(self._tickets) <= k:
+                        self._cond.wait()
+                    ticket = self._tickets[k]
+                answer = self._pool._take(ticket)
+                with self._cond:
+                    self._taken = k + 1
+                    self._cond.notify_all()
+                if answer is None:
+                    answer = read_parsed(self._root, batch, self._max_chars)
+                yield from answer
+        finally:
+            self._stop()
+
+    def close(self) -> None:
+        """Stop early: answers still to come are dropped."""
+        self._gen.close()
+        self._stop()
+
+    def _stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._feeder.join()
+        self._pool._drop(self._tickets[self._taken :])
 
 
 # Parsed files cross the pipe as plain tuples, their chunks as the rows a store inserts:

@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from sidecar.index.chunking import Chunk
@@ -132,12 +133,24 @@ class Hit:
     key: str = ""  # content hash of ``text``: what its vectors are stored under
 
 
+def iso(ts: float | None) -> str | None:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds") if ts else None
+
+
 @dataclass(frozen=True, slots=True)
 class StoreStats:
     total_files: int
     total_chunks: int
     total_bytes: int
     indexed_at: float | None  # unix time of the last change, None if never indexed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total_files": self.total_files,
+            "total_chunks": self.total_chunks,
+            "indexed_at": iso(self.indexed_at),
+            "total_size_kb": round(self.total_bytes / 1024, 1),
+        }
 
 
 class QuerySyntaxError(ValueError):
