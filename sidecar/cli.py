@@ -331,8 +331,7 @@ async def _serve(settings: Settings) -> None:
         if settings.crew_listen:
             crew = _reserve(*settings.crew_listen, CREW_PORT_ADVICE)
             reserved += crew
-        sqlite_tiers = [t for t in settings.tiers() if not settings.store_for(t)[0]]
-        pool = head_start(sqlite_tiers, settings.chunk_chars)
+        pool = head_start(settings.sqlite_indexes(), settings.chunk_chars)
         from sidecar import server  # the HTTP stack and every capability: most of a start
     except BaseException:
         for sock in reserved:

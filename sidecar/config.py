@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sidecar.disk.tiers import Tier
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
-from sidecar.stores import is_postgres
+from sidecar.stores import is_postgres, sqlite_file
 from sidecar.stores import validate as validate_store
 
 KIB = 1024
@@ -133,6 +133,11 @@ class Settings:
         if tier.name == "crew":
             return own or self.store, f"{space}/crew"
         return own or self.store, f"{space}/agent/{self.agent_id or 'agent'}"
+
+    def sqlite_indexes(self) -> list[tuple[Path, Path]]:
+        """(folder, index file) of each tier this sidecar indexes in a SQLite file."""
+        files = [(t.root, sqlite_file(self.store_for(t)[0], t.index_path)) for t in self.tiers()]
+        return [(root, file) for root, file in files if file is not None]
 
     def crew_reader(self) -> tuple[str, str] | None:
         """Where a member reads the crew tier's index itself, read-only: the crew store

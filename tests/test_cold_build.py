@@ -358,7 +358,7 @@ def test_a_head_start_is_taken_over_by_the_build_that_lists_the_same_files(
     build does not begin with are dropped, answers and all."""
     root = tmp_path / "tier"
     make_tree(root, 450)
-    pool = head_start.head_start([Tier("agent", root)], 650)
+    pool = head_start.head_start([(root, tmp_path / "index.sqlite")], 650)
     assert pool is not None
     sent = []
     submit = pool._submit
@@ -383,8 +383,71 @@ def test_a_head_start_is_taken_over_by_the_build_that_lists_the_same_files(
         resized = pool.parse(root, rels, 400)
         assert resized.taken_over == 0
         resized.close()
+        # a note added after the walk: the batches before it are taken over, not the short
+        # last one, which does not ask for it
+        (root / "notes/f6/zz-late.md").write_text("# Late\n\nuniqlate arrived last\n")
+        longer = [*rels, "notes/f6/zz-late.md"]
+        pool.ahead(root, rels, 650)
+        grown = pool.parse(root, longer, 650)
+        assert grown.taken_over == 448
+        assert plain(list(grown)) == plain(indexer.read_parsed(root, longer, 650))
+        # and one deleted early in the walk: what came before it is kept
+        pool.ahead(root, rels, 650)
+        shorter = [*rels[:100], *rels[101:]]
+        assert pool.parse(root, shorter, 650).taken_over == 64
     finally:
         pool.close()
+    assert pool._answers == {} and not feeders()
+
+
+def feeders() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "sidecar-parse-feeder"]
+
+
+def test_a_build_dropped_part_way_leaves_no_thread_or_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parse_pool, "AHEAD_FILES", 256)  # four requests ahead: the feeder waits
+    root = tmp_path / "tier"
+    make_tree(root, 600)
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    rels = indexer.plan_tree(store, root).new
+    pool = ParsePool(2)
+    try:
+        cold = build.Build(BuildProgress("agent", "cold", len(rels)), root, rels, 650, pool)
+        assert not cold.step(store, {}, budget_s=0.0)  # one commit, then dropped (a failure)
+        assert feeders() and pool._answers
+        cold.close()
+        assert not feeders() and pool._answers == {}
+        # a pool closed under a parsing stops it too, and keeps no answer
+        under_way = pool.parse(root, rels, 650)
+        next(under_way)
+    finally:
+        pool.close()
+        store.close()
+    assert not feeders() and pool._answers == {}
+
+
+async def test_a_head_start_no_build_takes_over_is_let_go(tier_dirs: tuple[Path, Path]) -> None:
+    """Parsed ahead for a build that does not come (files gone meanwhile, too few left to
+    build in bulk): the requests are dropped and the workers stopped once the tier is
+    reconciled, not kept until the daemon stops."""
+    agent, crew = tier_dirs  # an agent alone: no other tier's reconcile lets the pool go
+    settings = Settings(agent_dir=agent, crew_dir=crew, role="agent", embedder="none")
+    make_tree(settings.agent_dir, 450)
+    pool = head_start.head_start(settings.sqlite_indexes(), settings.chunk_chars)
+    assert pool is not None and pool.parsing_ahead(settings.agent_dir)
+    for rel in [r for r, _ in indexer.walk_markdown(settings.agent_dir)][:360]:
+        (settings.agent_dir / rel).unlink()  # 90 left: indexed one by one, as edits are
+    svc = MemoryService(settings, pool)
+    await svc.start()
+    try:
+        await svc.indexes.queue.wait_idle()
+        assert not svc.indexes.tiers["agent"].build
+        assert (await svc.status("agent"))["total_files"] == 90
+        assert svc.indexes._pool is None and not pool.usable and pool._answers == {}
+    finally:
+        await svc.stop()
 
 
 def test_a_head_start_is_for_a_cold_index_big_enough_for_workers(tmp_path: Path) -> None:
@@ -392,20 +455,20 @@ def test_a_head_start_is_for_a_cold_index_big_enough_for_workers(tmp_path: Path)
     make_tree(root, head_start.POOL_MIN_FILES - 1)
     tier = Tier("agent", root)
     assert head_start.indexed_paths(tier.index_path) == set()  # no index: built from nothing
-    assert head_start.head_start([tier], 650) is None  # too few files for the workers
+    assert head_start.head_start([(root, tier.index_path)], 650) is None  # too few files
     make_tree(root, 600)
     store = SQLiteStore(tier.index_path)
     rels = indexer.plan_tree(store, root).new
     store.add_files([f for _, f, _ in indexer.read_parsed(root, rels[:150], 650) if f])
     store.close()
     assert head_start.indexed_paths(tier.index_path) is None  # built: nothing to start
-    assert head_start.head_start([tier], 650) is None
+    assert head_start.head_start([(root, tier.index_path)], 650) is None
     # an unfinished build: the files it committed are left out, the rest go in walk order
     store = SQLiteStore(tier.index_path)
     store.set_meta(build.BUILDING, "2026-11-26T10:00:00+00:00")
     store.close()
     assert head_start.indexed_paths(tier.index_path) == set(rels[:150])
-    pool = head_start.head_start([tier], 650)
+    pool = head_start.head_start([(root, tier.index_path)], 650)
     assert pool is not None
     try:
         assert pool._ahead[root][0] == rels[150:]
@@ -419,10 +482,10 @@ def test_a_head_start_is_for_a_cold_index_big_enough_for_workers(tmp_path: Path)
     assert head_start.indexed_paths(tier.index_path) == set()
 
 
-def test_answers_do_not_wait_on_the_daemon_to_drain_a_small_pipe(tmp_path: Path) -> None:
-    """A batch's answer is several hundred KB: at the default 64 KB a worker would block
-    part way through each one until the daemon's reader thread (which needs the GIL)
-    had drained it."""
+def test_worker_pipes_hold_a_head_start_and_whole_answers(tmp_path: Path) -> None:
+    """At the default 64 KB, the requests a head start sends would block the daemon's start
+    until the workers read them, and a worker would block part way through each answer
+    (several hundred KB) until the daemon's reader thread had drained it."""
     make_tree(tmp_path, 1)
     pool = ParsePool(1)
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sidecar.index import indexer
 from sidecar.index.indexer import Parsed, Skipped
-from sidecar.index.parse_pool import BATCH_FILES, ParsePool
+from sidecar.index.parse_pool import BATCH_FILES, ParsePool, Parsing
 from sidecar.index.progress import BuildProgress
 from sidecar.index.store import BuildFile, IndexStore
 
@@ -48,10 +48,11 @@ class Build:
     ) -> None:
         self.progress = progress
         self._source: Iterator[Parsed] = self._in_process(root, rels, max_chars)
+        self._parsing: Parsing | None = None
         self.head_start = 0  # files the workers were asked for before the daemon loaded
         if pool is not None and pool.usable:
-            parsing = pool.parse(root, rels, max_chars)
-            self._source, self.head_start = parsing, parsing.taken_over
+            self._parsing = self._source = pool.parse(root, rels, max_chars)
+            self.head_start = self._parsing.taken_over
         self._commit_files = min(COMMIT_FILES, max(BATCH_FILES, len(rels) // COMMIT_PARTS))
         self._touched: set[str] = set()
         self._touched_dirs: set[str] = set()
@@ -61,6 +62,12 @@ class Build:
     def _in_process(root: Path, rels: list[str], max_chars: int) -> Iterator[Parsed]:
         for start in range(0, len(rels), BATCH_FILES):
             yield from indexer.read_parsed(root, rels[start : start + BATCH_FILES], max_chars)
+
+    def close(self) -> None:
+        """A build dropped before its end (failed, replaced, the daemon stopping) stops
+        its parsing: no thread or answer is left behind."""
+        if self._parsing is not None:
+            self._parsing.close()
 
     def touch(self, path: str, tree: bool = False) -> None:
         """Another job has handled ``path`` (everything below it, with ``tree``)."""

@@ -15,27 +15,28 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from sidecar.disk.tiers import Tier, walk_markdown
+from sidecar.disk.tiers import walk_markdown
 from sidecar.index.build import BUILDING, POOL_MIN_FILES
 from sidecar.index.parse_pool import AHEAD_FILES, ParsePool
 from sidecar.index.sqlite import SCHEMA_VERSION
 
 
-def head_start(tiers: Iterable[Tier], max_chars: int) -> ParsePool | None:
-    """Parser workers parsing the first notes of every tier in ``tiers`` that faces a
-    cold build big enough to use them, for the daemon to take over; None if none does."""
+def head_start(tiers: Iterable[tuple[Path, Path]], max_chars: int) -> ParsePool | None:
+    """Parser workers parsing the first notes of every tier (its folder, its SQLite file)
+    that faces a cold build big enough to use them, for the daemon to take over; None if
+    none does."""
     pool: ParsePool | None = None
-    for tier in tiers:
-        held = indexed_paths(tier.index_path)
+    for root, index in tiers:
+        held = indexed_paths(index)
         if held is None:
             continue
         # The files the build will list first as new (``indexer.plan_tree``): walk order,
         # less those the index holds.
-        new = (rel for rel, _ in walk_markdown(tier.root) if rel not in held)
+        new = (rel for rel, _ in walk_markdown(root) if rel not in held)
         rels = list(itertools.islice(new, AHEAD_FILES))
         if len(rels) >= POOL_MIN_FILES:
             pool = pool or ParsePool()
-            pool.ahead(tier.root, rels, max_chars)
+            pool.ahead(root, rels, max_chars)
     return pool
 
 

@@ -165,6 +165,12 @@ class TierIndexes:
             return
         self._stop_pool()
 
+    @staticmethod
+    def _drop_build(state: TierState) -> None:
+        if state.build is not None:
+            state.build.close()
+            state.build = None
+
     def _stop_pool(self) -> None:
         if self._pool is not None:
             self._pool.close()
@@ -219,8 +225,8 @@ class TierIndexes:
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
         for state in self.tiers.values():
-            state.build = None  # unfinished: the next start completes it
-            await loop.run_in_executor(self._writer, state.store.close)
+            await loop.run_in_executor(self._writer, self._drop_build, state)  # the next start
+            await loop.run_in_executor(self._writer, state.store.close)  # completes it
         await loop.run_in_executor(self._writer, self._stop_pool)
         self._writer.shutdown()
         self._readers.shutdown()
@@ -382,6 +388,8 @@ class TierIndexes:
         unfinished = store.get_meta(BUILDING)
         plan = indexer.plan_tree(store, root, "", state.skipped)
         bulk = len(plan.new) >= BUILD_MIN_FILES or unfinished is not None
+        if self._pool is not None and not (bulk and len(plan.new) >= POOL_MIN_FILES):
+            self._pool.drop_ahead(root)  # parsed ahead for a build that is not coming
         result = indexer.SyncResult(unchanged=plan.unchanged)
         for rel in plan.changed if bulk else [*plan.changed, *plan.new]:
             result.add(indexer.sync_file(store, root, rel, cap, state.skipped))
@@ -427,7 +435,7 @@ class TierIndexes:
             while not done and not waiting():
                 done = build.step(state.store, state.skipped, waiting)
         except BaseException:
-            state.build = None  # the marker stays: the next reconcile starts it again
+            self._drop_build(state)  # the marker stays: the next reconcile starts it again
             build.progress.finish("failed")
             self._release_pool()
             self._build_ended()
@@ -476,7 +484,7 @@ class TierIndexes:
     def _finish(self, state: TierState, progress: BuildProgress) -> None:
         """A full build is done: every file searchable. Record it for /metrics."""
         progress.finish()
-        state.build = None
+        self._drop_build(state)  # done, or replaced by the rebuild that finished
         state.reconciled = True
         state.last_reconcile = time.time()
         metrics.INDEX_BUILDS.labels(tier=progress.tier, kind=progress.kind).inc()
@@ -510,7 +518,9 @@ class TierIndexes:
         log.warning("rebuilding an unusable index from markdown",
                     extra={"tier": name, "reason": state.broken})  # fmt: skip
         os.makedirs(state.tier.root, 0o755, exist_ok=True)
-        state.build = None  # the reset drops it; this rebuild reads every file
+        self._drop_build(state)  # the reset drops it; this rebuild reads every file
+        if self._pool is not None:
+            self._pool.drop_ahead(state.tier.root)
         self._release_pool()
         state.store.reset()
         progress = self._begin(state, "heal")

@@ -43,10 +43,11 @@ MAX_FD = 65536  # a forked worker closes every descriptor from 3 up to this
 # ends the build inserting a backlog alone (10k notes: faster in 6 of 7 paired builds).
 # The agent beside the sidecar keeps its priority over a background build too.
 WORKER_NICE = 10
-# The pipes' size. At Linux's default 64 KB a worker blocks part way through every answer
-# (a batch is about 350 KB) until the daemon's reader thread drains the pipe, and that
-# thread needs the GIL for each read; and requests sent ahead (``ParsePool.ahead``) would
-# block the daemon's start. 1 MB is the most an unprivileged process may ask for.
+# The pipes' size (Linux's default is 64 KB; 1 MB is the most an unprivileged process may
+# ask for). Requests sent ahead (``ParsePool.ahead``, 96 of about 3 KB) fill a 64 KB pipe,
+# and the daemon's start then waits for the workers to read them: 0.83 s at 10k notes,
+# against 0.08 s. An answer (about 350 KB) fits whole, so a worker goes on parsing while
+# the daemon's reader thread waits for the GIL, as it does while the daemon loads.
 PIPE_BYTES = 1 << 20
 # An answer's frame: its ticket and the length of the pickled rows that follow.
 _FRAME = struct.Struct("<QQ")
@@ -171,6 +172,7 @@ class ParsePool:
         self._next = 0
         # Requests sent before anyone asked, by root: (files, max_chars, their tickets).
         self._ahead: dict[Path, tuple[list[str], int, list[int | None]]] = {}
+        self._parsings: set[Parsing] = set()  # under way, for ``close`` to stop
         try:
             for _ in range(workers or default_workers()):
                 self._workers.append(_Worker(self))
@@ -240,18 +242,28 @@ class ParsePool:
             return None
 
     def parse(self, root: Path, rels: list[str], max_chars: int) -> Parsing:
-        """Every file of ``rels``, read and parsed, in order. Requests sent ``ahead`` for
-        this root are taken over when they are the start of ``rels``, else dropped."""
+        """Every file of ``rels``, read and parsed, in order. Of the requests sent ``ahead``
+        for this root, those asking for the same files as ``rels``'s batches, from the
+        first one on, are taken over; the rest are dropped."""
         with self._lock:
             early = self._ahead.pop(root, None)
         taken_over: list[int | None] = []
         if early is not None:
             sent, chars, tickets = early
-            if chars == max_chars and rels[: len(sent)] == sent:
-                taken_over = tickets
-            else:
-                self._drop(tickets)
+            for k, ticket in enumerate(tickets):
+                batch = slice(k * BATCH_FILES, (k + 1) * BATCH_FILES)
+                if chars != max_chars or rels[batch] != sent[batch]:
+                    break
+                taken_over.append(ticket)
+            self._drop(tickets[len(taken_over) :])
         return Parsing(self, root, rels, max_chars, taken_over)
+
+    def drop_ahead(self, root: Path) -> None:
+        """Drop the requests sent ahead for ``root``: no build of it will take them over."""
+        with self._lock:
+            early = self._ahead.pop(root, None)
+        if early is not None:
+            self._drop(early[2])
 
     def ahead(self, root: Path, rels: list[str], max_chars: int) -> None:
         """Request the parsing of ``rels`` (at most ``AHEAD_FILES``) before anyone asks: a
@@ -276,13 +288,20 @@ class ParsePool:
             return root in self._ahead
 
     def close(self) -> None:
+        """Stop the workers, and every parsing still under way (its takers parse what is
+        left in process)."""
         with self._lock:
             workers, self._workers = self._workers, []
+            parsings, self._parsings = list(self._parsings), set()
             self._ahead = {}
             self._broken = True
             self._lock.notify_all()
+        for parsing in parsings:
+            parsing._stop()
         for worker in workers:
             worker.close()
+        with self._lock:
+            self._answers.clear()
 
 
 class Parsing:
@@ -311,6 +330,8 @@ class Parsing:
         self._stopped = False
         self._gen = self._take_all()
         self._feeder = threading.Thread(target=self._feed, name="sidecar-parse-feeder", daemon=True)
+        with pool._lock:
+            pool._parsings.add(self)
         self._feeder.start()
 
     def _feed(self) -> None:
@@ -350,7 +371,8 @@ class Parsing:
             self._stop()
 
     def close(self) -> None:
-        """Stop early: answers still to come are dropped."""
+        """Stop early: answers still to come are dropped. The feeder thread holds this
+        object, so one that is only let go of never stops: whoever drops it closes it."""
         self._gen.close()
         self._stop()
 
@@ -360,6 +382,8 @@ class Parsing:
             self._cond.notify_all()
         self._feeder.join()
         self._pool._drop(self._tickets[self._taken :])
+        with self._pool._lock:
+            self._pool._parsings.discard(self)
 
 
 # Parsed files cross the pipe as plain tuples, their chunks as the rows a store inserts:

@@ -76,11 +76,18 @@ def open_store(
         from sidecar.stores.postgres import PostgresStore  # psycopg only when asked for
 
         return PostgresStore(str(location), namespace, single_writer=single_writer, **options)
-    if location in ("", "sqlite"):
-        if default is None:
-            raise ValueError("no SQLite file to open: give a path or a postgresql:// URL")
-        location = default
-    return SQLiteStore(Path(location))
+    path = sqlite_file(location, default)
+    if path is None:
+        raise ValueError("no SQLite file to open: give a path or a postgresql:// URL")
+    return SQLiteStore(path)
+
+
+def sqlite_file(location: str | Path, default: Path | None) -> Path | None:
+    """The SQLite file ``location`` names: ``default`` for an empty location or ``sqlite``;
+    None for PostgreSQL."""
+    if is_postgres(location):
+        return None
+    return default if location in ("", "sqlite") else Path(location)
 
 
 def describe(store: IndexStore) -> dict[str, Any]:
