@@ -159,25 +159,28 @@ async def test_status_shows_the_build_and_searches_see_what_is_committed(
     assert progress_of.files_done == 200
 
 
-def automerge(db: Path) -> int:
-    """The index's FTS5 'automerge' setting, read by a connection of the test's own."""
+def merging(db: Path) -> tuple[int, int]:
+    """The index's FTS5 'automerge' and 'crisismerge', read by a connection of the test's
+    own."""
     with contextlib.closing(sqlite3.connect(db)) as conn:
-        row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchone()
-    return 4 if row is None else int(row[0])  # FTS5's default when never set
+        rows = dict(conn.execute("SELECT k, v FROM chunks_fts_config"))
+    return int(rows.get("automerge", 4)), int(rows.get("crisismerge", 16))  # FTS5's defaults
 
 
 async def test_a_build_pauses_segment_merging_and_the_optimize_after_it_resumes_it(
     cold_service: MemoryService, gate: Gate, settings: Settings
 ) -> None:
     """Merging as each batch commits rewrites segments the build's closing optimize
-    merges anyway; left off after it, every later edit would add a segment to search."""
+    merges anyway, and so does a level merged at once when it reaches 16 segments (3 s of
+    a 50k build); left as in the build after it, every later edit would add a segment to
+    search."""
     db = settings.agent_dir / "index.sqlite"
     await asyncio.to_thread(gate.blocked.wait, 10)
-    assert automerge(db) == 0
+    assert merging(db) == (0, 64)
     gate.release_all()
 
     async def resumed() -> bool:
-        return automerge(db) == 4
+        return merging(db) == (4, 16)
 
     await eventually(resumed, "the optimize after the build")
     assert (await cold_service.status("agent"))["total_files"] == 200
@@ -195,9 +198,9 @@ def test_merging_left_paused_by_a_build_cut_short_resumes_on_the_next_open(
     rels = [rel for rel, _ in indexer.walk_markdown(root)]
     store.add_files([f for _, f, _ in indexer.read_parsed(root, rels, 650) if f is not None])
     store.close()  # no optimize: the process died first
-    assert automerge(db) == 0
+    assert merging(db) == (0, 64)
     SQLiteStore(db).close()
-    assert automerge(db) == 4
+    assert merging(db) == (4, 16)
 
 
 async def test_a_write_is_answered_between_build_steps(

@@ -56,6 +56,10 @@ FTS_HASH_BYTES = 32 * 1024 * 1024
 # FTS5's default: how many segments of a level are merged in the background as writes go.
 # A build turns it off (see ``add_files``) and the optimize after it turns it back on.
 AUTOMERGE = 4
+# How many segments a level may reach before FTS5 merges them at once, in the transaction
+# that adds the last: FTS5's default, and what a build raises it to (see ``add_files``).
+CRISISMERGE = 16
+BUILD_CRISISMERGE = 64
 
 _SCHEMA = f"""
 CREATE TABLE files (
@@ -106,9 +110,15 @@ def _resume_merging(conn: sqlite3.Connection) -> None:
     row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchone()
     if row is not None and row[0] == 0:
         with suppress(sqlite3.OperationalError), immediate(conn):
-            conn.execute(
-                "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', ?)", (AUTOMERGE,)
-            )
+            _merge_as_usual(conn)
+
+
+def _merge_as_usual(conn: sqlite3.Connection) -> None:
+    """FTS5's merging as it is outside a build."""
+    conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', ?)", (AUTOMERGE,))
+    conn.execute(
+        "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('crisismerge', ?)", (CRISISMERGE,)
+    )
 
 
 # FTS5 reports a bad MATCH expression with many different messages; these are the
@@ -517,9 +527,16 @@ class SQLiteStore:
         with self._bulk(), self._transaction() as conn:
             # Merging segments as each batch commits would rewrite most of them again and
             # again before the build's closing optimize merges them all once: a fifth of
-            # the writer's time at 10k files. FTS5 still merges a level that reaches its
-            # 'crisismerge' count, so a long build keeps its segments in check.
+            # the writer's time at 10k files. A level that reaches 'crisismerge' segments is
+            # still merged at once, blocking the build: at FTS5's 16 that came after about
+            # 40k files, 3 s of a 50k build, merging what the optimize merges again anyway.
+            # At 64 a build of 100k files never waits on one; searches during it read a few
+            # dozen segments (see README, "Cold build").
             conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 0)")
+            conn.execute(
+                "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('crisismerge', ?)",
+                (BUILD_CRISISMERGE,),
+            )
             held: set[str] = set()
             wanted = [i.path for i in batch]
             for start in range(0, len(wanted), _BATCH):
@@ -613,9 +630,7 @@ class SQLiteStore:
     def optimize(self) -> None:
         """Merge every segment into one, and merge as writes go again (a build pauses it)."""
         with self._transaction() as conn:
-            conn.execute(
-                "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', ?)", (AUTOMERGE,)
-            )
+            _merge_as_usual(conn)
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
 
     def close(self) -> None:
