@@ -201,6 +201,10 @@ def test_merging_left_paused_by_a_build_cut_short_resumes_on_the_next_open(
     assert merging(db) == (0, 64)
     SQLiteStore(db).close()
     assert merging(db) == (4, 16)
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:  # only one left as a build set it
+        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('crisismerge', 64)")
+    SQLiteStore(db).close()
+    assert merging(db) == (4, 16)
 
 
 async def test_a_write_is_answered_between_build_steps(
@@ -422,13 +426,21 @@ def test_a_build_dropped_part_way_leaves_no_thread_or_answer(
         assert feeders() and pool._answers
         cold.close()
         assert not feeders() and pool._answers == {}
-        # a pool closed under a parsing stops it too, and keeps no answer
+        # a pool closed under a parsing stops it too and keeps no answer; what its taker
+        # has not had yet, it parses in process
         under_way = pool.parse(root, rels, 650)
-        next(under_way)
+        first = next(under_way)
+        pool.close()
+        assert not feeders() and pool._answers == {}
+        rest: list[indexer.Parsed] = []
+        taker = threading.Thread(target=lambda: rest.extend(under_way), daemon=True)
+        taker.start()
+        taker.join(60)
+        assert not taker.is_alive(), "the taker waits for requests the pool never sent"
+        assert plain([first, *rest]) == plain(indexer.read_parsed(root, rels, 650))
     finally:
         pool.close()
         store.close()
-    assert not feeders() and pool._answers == {}
 
 
 async def test_a_head_start_no_build_takes_over_is_let_go(tier_dirs: tuple[Path, Path]) -> None:

@@ -357,9 +357,9 @@ class Parsing:
         try:
             for k, batch in enumerate(self._batches):
                 with self._cond:
-                    while len(self._tickets) <= k:
+                    while len(self._tickets) <= k and not self._stopped:
                         self._cond.wait()
-                    ticket = self._tickets[k]
+                    ticket = self._tickets[k] if k < len(self._tickets) else None  # never sent
                 answer = self._pool._take(ticket)
                 with self._cond:
                     self._taken = k + 1

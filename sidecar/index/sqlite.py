@@ -107,8 +107,10 @@ def _resume_merging(conn: sqlite3.Connection) -> None:
     turn it back on, or every edit from now on adds a segment to search. A build going
     on pauses it again at its next batch. Best effort: an index another process is
     writing, or a read-only one, is opened as it is."""
-    row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchone()
-    if row is not None and row[0] == 0:
+    config = dict(conn.execute("SELECT k, v FROM chunks_fts_config"))
+    if config.get("automerge", AUTOMERGE) == 0 or config.get("crisismerge", CRISISMERGE) != (
+        CRISISMERGE
+    ):
         with suppress(sqlite3.OperationalError), immediate(conn):
             _merge_as_usual(conn)
 
