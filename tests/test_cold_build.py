@@ -489,6 +489,10 @@ def test_a_head_start_is_for_a_cold_index_big_enough_for_workers(tmp_path: Path)
         assert pool._ahead[root][0] == rels[150:]
     finally:
         pool.close()
+    # a folder the walk cannot enter is no head start, not a failed start (the daemon says
+    # what is wrong with it)
+    beneath_a_file = tier.index_path / "tier"
+    assert head_start.head_start([(beneath_a_file, tmp_path / "x.sqlite")], 650) is None
     # an index of another schema, or not a database, is rebuilt from nothing
     with sqlite3.connect(tier.index_path) as conn:
         conn.execute("PRAGMA user_version = 1")

@@ -31,9 +31,12 @@ def head_start(tiers: Iterable[tuple[Path, Path]], max_chars: int) -> ParsePool 
         if held is None:
             continue
         # The files the build will list first as new (``indexer.plan_tree``): walk order,
-        # less those the index holds.
+        # less those the index holds. A folder it cannot read is the daemon's to report.
         new = (rel for rel, _ in walk_markdown(root) if rel not in held)
-        rels = list(itertools.islice(new, AHEAD_FILES))
+        try:
+            rels = list(itertools.islice(new, AHEAD_FILES))
+        except OSError:
+            continue
         if len(rels) >= POOL_MIN_FILES:
             pool = pool or ParsePool()
             pool.ahead(root, rels, max_chars)
