@@ -47,12 +47,12 @@ class Build:
         pool: ParsePool | None,
     ) -> None:
         self.progress = progress
-        self._source: Iterator[Parsed] = self._in_process(root, rels, max_chars)
-        self._parsing: Parsing | None = None
-        self.head_start = 0  # files the workers were asked for before the daemon loaded
-        if pool is not None and pool.usable:
-            self._parsing = self._source = pool.parse(root, rels, max_chars)
-            self.head_start = self._parsing.taken_over
+        self._parsing: Parsing | None = (
+            pool.parse(root, rels, max_chars) if pool is not None and pool.usable else None
+        )
+        self._source: Iterator[Parsed] = self._parsing or self._in_process(root, rels, max_chars)
+        # files the workers were asked for before the daemon loaded
+        self.head_start = self._parsing.taken_over if self._parsing else 0
         self._commit_files = min(COMMIT_FILES, max(BATCH_FILES, len(rels) // COMMIT_PARTS))
         self._touched: set[str] = set()
         self._touched_dirs: set[str] = set()

@@ -250,9 +250,9 @@ class ParsePool:
         taken_over: list[int | None] = []
         if early is not None:
             sent, chars, tickets = early
-            for k, ticket in enumerate(tickets):
-                batch = slice(k * BATCH_FILES, (k + 1) * BATCH_FILES)
-                if chars != max_chars or rels[batch] != sent[batch]:
+            pairs = zip(tickets, _batches(rels), _batches(sent), strict=False)
+            for ticket, mine, theirs in pairs:
+                if chars != max_chars or mine != theirs:
                     break
                 taken_over.append(ticket)
             self._drop(tickets[len(taken_over) :])
@@ -275,10 +275,7 @@ class ParsePool:
         with self._lock:
             if self._broken or root in self._ahead:
                 return
-        tickets = [
-            self._submit(root, rels[i : i + BATCH_FILES], max_chars)
-            for i in range(0, len(rels), BATCH_FILES)
-        ]
+        tickets = [self._submit(root, batch, max_chars) for batch in _batches(rels)]
         with self._lock:
             self._ahead[root] = (rels, max_chars, tickets)
 
@@ -322,7 +319,7 @@ class Parsing:
     ) -> None:
         """``sent``: tickets of the first batches of ``rels``, requested already."""
         self._pool, self._root, self._max_chars = pool, root, max_chars
-        self._batches = [rels[i : i + BATCH_FILES] for i in range(0, len(rels), BATCH_FILES)]
+        self._batches = _batches(rels)
         self._cond = threading.Condition()
         self._tickets: list[int | None] = list(sent or [])
         self.taken_over = sum(map(len, self._batches[: len(self._tickets)]))  # files in ``sent``
@@ -384,6 +381,11 @@ class Parsing:
         self._pool._drop(self._tickets[self._taken :])
         with self._pool._lock:
             self._pool._parsings.discard(self)
+
+
+def _batches(rels: list[str]) -> list[list[str]]:
+    """``rels`` as the requests the workers get: ``BATCH_FILES`` files each."""
+    return [rels[i : i + BATCH_FILES] for i in range(0, len(rels), BATCH_FILES)]
 
 
 # Parsed files cross the pipe as plain tuples, their chunks as the rows a store inserts:

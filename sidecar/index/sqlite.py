@@ -108,9 +108,8 @@ def _resume_merging(conn: sqlite3.Connection) -> None:
     on pauses it again at its next batch. Best effort: an index another process is
     writing, or a read-only one, is opened as it is."""
     config = dict(conn.execute("SELECT k, v FROM chunks_fts_config"))
-    if config.get("automerge", AUTOMERGE) == 0 or config.get("crisismerge", CRISISMERGE) != (
-        CRISISMERGE
-    ):
+    usual = (AUTOMERGE, CRISISMERGE)
+    if (config.get("automerge", AUTOMERGE), config.get("crisismerge", CRISISMERGE)) != usual:
         with suppress(sqlite3.OperationalError), immediate(conn):
             _merge_as_usual(conn)
 
