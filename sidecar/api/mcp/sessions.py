@@ -26,7 +26,7 @@ from starlette.types import Receive, Scope, Send
 log = logging.getLogger(__name__)
 
 MAX_SESSIONS = 32  # an agent, its subagents and an inspector, with room to spare
-IDLE_TIMEOUT = 300.0  # seconds without a request in flight (an open GET stream is one)
+IDLE_TIMEOUT = 600.0  # seconds without a request in flight (an open GET stream is one)
 _HEADER = MCP_SESSION_ID_HEADER.encode("latin-1")
 
 
@@ -45,7 +45,7 @@ class BoundedSessions(StreamableHTTPSessionManager):
             app, max_sessions=max_sessions, session_idle_timeout=idle_timeout, **kwargs
         )
         self._returned: set[str] = set()  # sessions used again after their opening request
-        self._full = False  # told the log the limit was reached, until there is room again
+        self._warned = False  # the log was told of the limit, until there is room again
 
     @property
     def open_sessions(self) -> int:
@@ -58,10 +58,10 @@ class BoundedSessions(StreamableHTTPSessionManager):
         await super()._handle_stateful_request(scope, receive, send)
 
     def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
-        full = self.max_sessions is not None and len(self._server_instances) >= self.max_sessions
-        if full:
+        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
             self._evict_one()
-        self._full = full
+        else:
+            self._warned = False
         return super()._admit_session(requestor)
 
     async def _discard_session(
@@ -93,7 +93,8 @@ class BoundedSessions(StreamableHTTPSessionManager):
         assert transport.idle_scope is not None
         transport.idle_scope.cancel()
         # Once per spell at the limit: a flood of initializes evicts at every request.
-        if not self._full:
+        if not self._warned:
+            self._warned = True
             log.warning(
                 "MCP sessions at their limit: the idlest is ended for each new client",
                 extra={"limit": self.max_sessions, "idle_timeout_s": self.session_idle_timeout},
