@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
+
+MAX_LABEL_CHARS = 128  # session_id, source, agent_id
+# Controls, format characters (bidi overrides and isolates, zero-width marks), surrogates
+# and line or paragraph separators: none has a place in a label.
+_UNSEEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 class ApiError(Exception):
@@ -38,3 +44,20 @@ def json_type(value: object) -> str:
     if isinstance(value, str):
         return "a string"
     return "an array" if isinstance(value, list) else "an object"
+
+
+def check_label(value: str | None, name: str, where: str = "") -> str | None:
+    """``value`` if it is a fit label (a ``session_id`` or ``source``), else a 400 naming
+    the field. Labels show in logs, prompts and files people read, and a bidi control in
+    one makes it read as something it is not; one check for every way a label comes in."""
+    if value is not None and (
+        not 1 <= len(value) <= MAX_LABEL_CHARS
+        or any(unicodedata.category(c) in _UNSEEN for c in value)
+    ):
+        raise ApiError(
+            400,
+            f"bad_{name}",
+            f"{where}'{name}' must be 1 to {MAX_LABEL_CHARS} printable characters, "
+            "without control, bidi or other invisible characters",
+        )
+    return value

@@ -192,6 +192,38 @@ async def test_hostile_paths_are_refused(
     assert "memory://agent/daily/2026-11-23.md" not in listed
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "memory://crew/audit.jsonl",  # in the tier folder, but no memory file
+        "memory://agent/daily/2026-11-24\uff0emd",  # a fullwidth dot
+        "memory://agent/\uff0e\uff0e/\uff0e\uff0e/etc/passwd",
+        "memory://agent/daily/today",  # an alias for writing, not a file
+        "memory://agent/%2e%2e/AGENT.md",
+    ],
+)
+async def test_subscribe_and_listen_refuse_what_read_refuses(
+    service: MemoryService, uri: str
+) -> None:
+    (service.settings.crew_dir / "audit.jsonl").write_text('{"seen": true}\n')
+    async with (
+        TestServer(create_app(service), host="127.0.0.1") as srv,
+        Client(mcp_url(srv), mode="legacy") as legacy,
+        Client(mcp_url(srv)) as modern,
+    ):
+        with pytest.raises(MCPError) as read:
+            await legacy.read_resource(uri, cache_mode="bypass")
+        assert read.value.code == types.INVALID_PARAMS
+        with pytest.raises(MCPError) as subscribed:
+            await legacy.subscribe_resource(uri)
+        with pytest.raises(MCPError) as listened:
+            async with modern.listen(resource_subscriptions=[uri]):
+                pass
+        assert subscribed.value.message == listened.value.message == read.value.message
+        # A file that is not there yet is no reason to refuse: it may be written next.
+        await legacy.subscribe_resource("memory://agent/daily/2026-11-30.md")
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_flagged_text_is_withheld_and_logged_at_the_chosen_level(
     daemon: SidecarProcess, tier_dirs: tuple[Path, Path], tmp_path: Path, transport: str

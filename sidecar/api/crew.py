@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from sidecar.api.http import SERVICE, error_middleware
-from sidecar.errors import ApiError
+from sidecar.errors import ApiError, check_label
 from sidecar.journal.routes import recall_query
 from sidecar.learnings.routes import search_query
 from sidecar.retrieval.routes import parse_search
@@ -70,8 +70,9 @@ async def end_session(request: web.Request) -> web.Response:
     """A member's session ended: reinforce the crew learnings it was shown."""
     body = await json_body(request)
     session_id = body.get("session_id")
-    if not isinstance(session_id, str) or not 1 <= len(session_id) <= 128:
-        raise ApiError(400, "bad_session_id", "'session_id' must be 1 to 128 characters")
+    if not isinstance(session_id, str):
+        raise ApiError(400, "bad_session_id", "'session_id' must be a string")
+    check_label(session_id, "session_id")
     return web.json_response(await request.app[SERVICE].learnings.end_session(session_id))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from sidecar.context.builder import ContextBuilder
-from sidecar.errors import ApiError
+from sidecar.errors import ApiError, check_label
 from sidecar.web import check_params
 
 CONTEXT: web.AppKey[ContextBuilder] = web.AppKey("context", ContextBuilder)
@@ -20,7 +20,7 @@ async def context(request: web.Request) -> web.StreamResponse:
         raise ApiError(400, "bad_budget", "'budget' must be a whole number") from None
     block = await request.app[CONTEXT].build(
         budget, q.get("query") or None, q.get("user_id") or None, q.get("workspace_id"),
-        q.get("session_id") or "default",
+        check_label(q.get("session_id") or None, "session_id") or "default",
     )  # fmt: skip
     if "application/json" in request.headers.get("Accept", ""):
         return web.json_response(block.to_json())

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sidecar.errors import ApiError, json_type
+from sidecar.errors import ApiError, check_label, json_type
 
 MAX_BATCH = 500
 MAX_SUMMARY_CHARS = 2000
 MAX_PAYLOAD_BYTES = 16 * 1024  # as compact JSON
-MAX_LABEL_CHARS = 128  # session_id, source, agent_id
 MAX_TYPE_CHARS = 64
 SEVERITIES = ("info", "warn", "error")
 PRIORITY_FLOORS = {"pin": 0.80, "high": 0.85, "permanent": 0.95}
@@ -42,7 +41,6 @@ INPUT_FIELDS = (
     "refs",
 )
 _TYPE = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
-_LABEL = re.compile(r"[^\x00-\x1f\x7f]+")
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 FUTURE_SLACK = timedelta(days=1)  # clocks disagree; an event a day ahead is a mistake
 
@@ -178,13 +176,7 @@ def _label(raw: dict[str, Any], name: str, default: str | None, where: str) -> s
         raise ApiError(
             400, f"bad_{name}", f"{where}'{name}' must be a string, not {json_type(value)}"
         )
-    if not value or len(value) > MAX_LABEL_CHARS or not _LABEL.fullmatch(value):
-        raise ApiError(
-            400,
-            f"bad_{name}",
-            f"{where}'{name}' must be 1 to {MAX_LABEL_CHARS} printable characters",
-        )
-    return value
+    return check_label(value, name, where)
 
 
 def payload_text(payload: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar.errors import ApiError
+from sidecar.errors import ApiError, check_label
 from sidecar.journal import ranking
 from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal, parse_cursor, time_param
@@ -51,7 +51,7 @@ def recall_query(body: dict[str, Any]) -> tuple[RecallQuery, str, bool]:
             400, "bad_ranking", f"'ranking' must be one of {', '.join(ranking.RANKINGS)}"
         )
     filters = Filters(
-        session_id=string_field(body, "session_id"),
+        session_id=check_label(string_field(body, "session_id"), "session_id"),
         types=tuple(types),
         since=time_param(string_field(body, "since"), "since"),
         until=time_param(string_field(body, "until"), "until"),
@@ -80,7 +80,7 @@ async def listing(request: web.Request) -> web.Response:
     if not 1 <= limit <= MAX_LIST:
         raise ApiError(400, "bad_limit", f"'limit' must be a whole number from 1 to {MAX_LIST}")
     filters = Filters(
-        session_id=q.get("session_id") or None,
+        session_id=check_label(q.get("session_id") or None, "session_id"),
         types=tuple(t for t in q.getall("type", []) if t),
         since=time_param(q.get("since"), "since"),
         until=time_param(q.get("until"), "until"),

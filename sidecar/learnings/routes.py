@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar.errors import ApiError
+from sidecar.errors import ApiError, check_label
 from sidecar.learnings import entries
 from sidecar.learnings.learnings import RANKINGS, Learnings, SearchQuery
 from sidecar.retrieval.modes import MODES
@@ -28,7 +28,6 @@ SEARCH_FIELDS = (
 )
 _SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _RULE_LINE = re.compile(r"^---\s*$", re.MULTILINE)
-MAX_SESSION_ID = 128
 
 
 def _choice(body: dict[str, Any], name: str, options: tuple[str, ...], default: str) -> str:
@@ -39,10 +38,7 @@ def _choice(body: dict[str, Any], name: str, options: tuple[str, ...], default: 
 
 
 def _session(body: dict[str, Any]) -> str | None:
-    session_id = string_field(body, "session_id")
-    if session_id is not None and not 1 <= len(session_id) <= MAX_SESSION_ID:
-        raise ApiError(400, "bad_session_id", f"'session_id' must be 1 to {MAX_SESSION_ID} chars")
-    return session_id
+    return check_label(string_field(body, "session_id"), "session_id")
 
 
 def learn_body(body: dict[str, Any]) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from typing import Any
 
 import anyio
 from aiohttp import web
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
+from sidecar.api.mcp.sessions import BoundedSessions
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.facts.routes import search_body
 from sidecar.journal.routes import recall_query
@@ -106,12 +106,14 @@ class ServiceBackend:
 class McpEndpoint:
     """The session manager, the health monitor and the aiohttp handler for ``/mcp``."""
 
-    def __init__(self, service: MemoryService, poll_interval: float = 1.0) -> None:
+    def __init__(self, service: MemoryService, poll_interval: float = 1.0, **limits: Any) -> None:
+        """``limits``: ``max_sessions`` and ``idle_timeout`` other than ``sessions.py``'s."""
         quiet_sdk_logs()
         self.tools = MemoryTools(ServiceBackend(service))
         self.poll_interval = poll_interval
-        self.manager = StreamableHTTPSessionManager(
-            app=self.tools.server,
+        self.manager = BoundedSessions(
+            self.tools.server,
+            **limits,
             # The daemon's Host guard already ran for this request. The SDK's copy
             # knows only 127.0.0.1/localhost/[::1] and would refuse --allowed-host names.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),

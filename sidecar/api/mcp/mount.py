@@ -8,7 +8,7 @@ MCP client launches ``sidecar mcp`` (stdio, a separate process) never touch
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -23,6 +23,8 @@ class LazyMcp:
     def __init__(self, service: MemoryService, poll_interval: float = 1.0) -> None:
         self.service = service
         self.poll_interval = poll_interval  # seconds between write-health checks
+        # Session limits (``max_sessions``, ``idle_timeout``) other than the defaults.
+        self.limits: dict[str, Any] = {}
         self.endpoint: McpEndpoint | None = None
         self._lock = asyncio.Lock()
 
@@ -31,7 +33,7 @@ class LazyMcp:
             if self.endpoint is None:
                 from sidecar.api.mcp.http import McpEndpoint
 
-                endpoint = McpEndpoint(self.service, self.poll_interval)
+                endpoint = McpEndpoint(self.service, self.poll_interval, **self.limits)
                 await endpoint.start()
                 self.endpoint = endpoint
             return self.endpoint

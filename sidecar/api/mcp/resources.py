@@ -29,6 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from sidecar.api.mcp import notices
 from sidecar.errors import ApiError
 from sidecar.mcp_results import withhold_flagged
+from sidecar.notes.browse import kind_of
 from sidecar.notes.files import check_path_shape
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,10 @@ log = logging.getLogger(__name__)
 SCHEME = "memory://"
 TEMPLATE = "memory://{tier}/{path}"
 TIERS = ("agent", "crew")
+PATHS = (
+    "AGENT.md, CREW.md, daily/YYYY-MM-DD.md, topics/<slug>.md, users/<slug>.md, "
+    "learnings/<slug>.md, journal/YYYY-MM-DD.jsonl or facts/FACTS.md"
+)
 PAGE_SIZE = 50
 SUBSCRIBED = "memory_subscriptions"  # key in a handshake-era Connection.state
 NOTIFY_TIMEOUT = 1.0
@@ -85,6 +90,28 @@ def parse_uri(text: str) -> tuple[str, str]:
     if tier not in TIERS or not path:
         raise _invalid(f"{text!r} names no file of a tier; resources look like {TEMPLATE}")
     return tier, unquote(path)
+
+
+def target(text: str) -> tuple[str, str]:
+    """(tier, path) of a URI naming a file a resource read may open, else the error the read
+    answers. The one check of a URI that read, subscribe and listen share: a subscription
+    to what no read would serve (``audit.jsonl``, a look-alike of a path) is refused alike,
+    not kept. Whether the file exists yet is not asked: a subscription may wait for it."""
+    scope, file = parse_uri(text)
+    try:
+        check_path_shape(file)
+    except ApiError as exc:
+        raise api_failure(exc) from None
+    if kind_of(scope, file) is None:
+        raise api_failure(
+            ApiError(
+                400,
+                "file_not_allowed",
+                f"{file!r} is not a browsable file of the {scope} tier; resources look like "
+                f"{TEMPLATE} with path one of {PATHS}",
+            )
+        )
+    return scope, file
 
 
 def _invalid(message: str, data: dict[str, Any] | None = None) -> MCPError:
@@ -188,9 +215,7 @@ class MemoryResources:
             uri_template=TEMPLATE,
             name="memory-file",
             title="A memory file",
-            description="tier: agent or crew; path: AGENT.md, CREW.md, daily/YYYY-MM-DD.md, "
-            "topics/<slug>.md, users/<slug>.md, learnings/<slug>.md, "
-            "journal/YYYY-MM-DD.jsonl or facts/FACTS.md (paths complete as you type)",
+            description=f"tier: agent or crew; path: {PATHS} (paths complete as you type)",
         )
         return types.ListResourceTemplatesResult(resource_templates=[template])
 
@@ -199,7 +224,7 @@ class MemoryResources:
         why = self.unhealthy()
         if why is not None:
             raise MCPError(types.INTERNAL_ERROR, f"memory sidecar unavailable ({why})")
-        scope, file = parse_uri(text)
+        scope, file = target(text)
         try:
             body = await self.backend.read_file(scope, file)
         except ApiError as exc:
@@ -229,11 +254,7 @@ class MemoryResources:
     async def _sub(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
-        scope, file = parse_uri(params.uri)
-        try:
-            check_path_shape(file)  # refused here as a read would refuse it
-        except ApiError as exc:
-            raise api_failure(exc) from None
+        scope, file = target(params.uri)
         connection = getattr(ctx.session, "_connection", None)
         if isinstance(connection, Connection):
             # Kept under the file's own URI (what a change names), told with the client's.

@@ -43,7 +43,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from sidecar.api.mcp import maintenance, notices
 from sidecar.api.mcp.maintenance import ReindexBackend
 from sidecar.api.mcp.prompts import MemoryPrompts, PromptsBackend
-from sidecar.api.mcp.resources import MemoryResources, ResourcesBackend
+from sidecar.api.mcp.resources import MemoryResources, ResourcesBackend, target
 from sidecar.errors import ApiError, json_type
 from sidecar.facts import tools as facts_tools
 from sidecar.facts.tools import FactsBackend
@@ -263,6 +263,8 @@ class MemoryTools:
     async def _listen(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
+        for asked in params.notifications.resource_subscriptions or ():
+            target(asked)  # refused as resources/subscribe refuses it
         await self.resources.ready()  # a listen stream hears of every edit after its ack
         return await self.listen(ctx, params)
 
