@@ -244,3 +244,9 @@ async def test_reinforcement_keeps_a_line_appended_while_it_writes_back(
     (entry,), _ = entries.parse("f.md", path.read_text())
     assert entry.reinforcement_count == 1
     assert entry.text.endswith("Connect with `vpn up staging`.")
+
+
+def test_the_round_trip_editor_refuses_an_aliased_block_too() -> None:
+    text = "---\nid: x\nbase: &b [1, 2]\nmore: *b\nreinforcement_count: |\n  1\n---\nBody.\n"
+    with pytest.raises(strict_yaml.Refused):
+        entries.edit_fields(text, 1, {"reinforcement_count": 2})

@@ -365,7 +365,9 @@ def _edit_block_lines(block: list[str], changes: dict[str, Any]) -> list[str] | 
 
 
 def _edit_with_ruamel(block: list[str], changes: dict[str, Any]) -> list[str]:
-    """The general case: a round-trip load and dump, which keeps comments and order."""
+    """The general case: a round-trip load and dump, which keeps comments and order. Only
+    plain data is edited: ``strict_yaml.Refused`` for a block with an anchor or alias."""
+    strict_yaml.load("\n".join(block))
     rt = YAML()
     rt.preserve_quotes = True
     rt.width = 1 << 16
