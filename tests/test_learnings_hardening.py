@@ -244,6 +244,8 @@ async def test_reinforcement_keeps_a_line_appended_while_it_writes_back(
     (entry,), _ = entries.parse("f.md", path.read_text())
     assert entry.reinforcement_count == 1
     assert entry.text.endswith("Connect with `vpn up staging`.")
+    (hit,) = (await search(client, "vpn up staging"))["hits"]  # the index has what was placed
+    assert hit["reinforcement_count"] == 1 and hit["text"] == entry.text
 
 
 def test_the_round_trip_editor_refuses_an_aliased_block_too() -> None:

@@ -4,7 +4,8 @@ Files in ``learnings/`` are the source of truth; each tier's index (``index.py``
 kept in step by jobs in the notes' FIFO queue, so a learnings file and a note are never
 indexed out of order. Writes (``memory.learn``, reinforcement, compaction) go through
 the notes' durable write path (``Notes.commit``). Ranking is ``ranking.py``; what
-compaction does to a file is ``compaction.py``.
+compaction does to a file is ``compaction.py``; sessions and their reinforcement are
+``sessions.py``.
 """
 
 from __future__ import annotations
