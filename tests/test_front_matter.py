@@ -8,7 +8,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.index import chunking
+from sidecar import strict_yaml
 from sidecar.index.chunking import _flat_front_matter, parse_front_matter
 
 KEYS = ["title", "date", "tags", "on", "No", "y", "_x", "Key_2", "null", "a-b", "1st", "é"]
@@ -24,7 +24,7 @@ ALPHABET = "aZ09 _-.,:#'\"()[]{}/!?&*|>%@`~=\té"
 
 def yaml_reads(lines: list[str]) -> Any:
     try:
-        data = yaml.load("\n".join(lines), Loader=chunking._YAML_LOADER)
+        data = strict_yaml.load("\n".join(lines))
     except (yaml.YAMLError, ValueError, RecursionError):
         data = None
     return data if isinstance(data, dict) else {}

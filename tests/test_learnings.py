@@ -537,7 +537,8 @@ async def test_the_mcp_tools_through_a_real_client(service: MemoryService) -> No
         assert found.structured_content["hits"][0]["id"] == saved.structured_content["id"]
         bad = await mcp.call_tool(LEARN, {"text": "x", "type": "opinion"})
         assert bad.is_error and "type" in bad.content[0].text
-    assert service.learnings.sessions["m"].ids == {"agent": {saved.structured_content["id"]}}
+    session = service.learnings.sessions.open[("local", "m")]
+    assert session.ids == {"agent": {saved.structured_content["id"]}}
 
 
 async def test_crew_learnings_are_the_leads_to_write(settings: Settings) -> None:

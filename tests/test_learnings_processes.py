@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sidecar.learnings import entries
 from tests.sidecar_process import SidecarProcess
-from tests.test_crew import lead_and_member
+from tests.test_crew import AUTH, lead_and_member
 
 ROUNDS = 4
 ACCEPT_JSON = {"Accept": "application/json"}
@@ -56,6 +56,55 @@ def test_crew_learnings_come_from_the_lead_which_reinforces_them(tmp_path: Path)
         assert status == 200, body
         assert [h["id"] for h in body["hits"]] == [own["id"]]
         assert any("unreachable" in d for d in body["degraded"])
+
+
+def _count(path: Path) -> int:
+    (entry,), _ = entries.parse("learnings/x.md", path.read_text())
+    return entry.reinforcement_count
+
+
+def test_the_crew_port_reinforces_crew_entries_once_per_session_and_never_the_leads_own(
+    tmp_path: Path,
+) -> None:
+    """Sessions are namespaced by caller: a crew-token holder ending a session id the lead
+    used locally reinforces nothing; one crew session reinforces an entry once, however
+    often it is shown the entry and ended again."""
+    with lead_and_member(tmp_path, {}, {}) as (lead, member):
+        crew_url = member.args[member.args.index("--lead-url") + 1]
+        lead.request("POST", "/memory/learnings", {
+            "file": "vault", "text": "The vault token rotates every Monday at noon.",
+        })  # fmt: skip
+        lead.request("POST", "/memory/learnings", {
+            "scope": "crew", "file": "vault", "text": "Ask the vault team before renewing certs.",
+        })  # fmt: skip
+        own = tmp_path / "lead" / "learnings" / "vault.md"
+        shared = tmp_path / "shared" / ".memory" / "learnings" / "vault.md"
+        query = {"query": "vault token certs", "scope": "both", "session_id": "lead-1"}
+        assert lead.request("POST", "/memory/learnings/search", query)["count"] == 2
+
+        def crew(path: str, body: dict[str, object]) -> dict[str, object]:
+            status, answer = lead.call("POST", path, body, headers=AUTH, url=crew_url)
+            assert status == 200, answer
+            return dict(answer)
+
+        probe = crew("/memory/session/end", {"session_id": "lead-1"})
+        assert probe["reinforced"] == {}
+        assert (_count(own), _count(shared)) == (0, 0)
+
+        for _ in range(5):
+            found = crew("/memory/learnings/search", {"query": "vault certs", "session_id": "x"})
+            assert found["count"] == 1
+            crew("/memory/session/end", {"session_id": "x"})
+        assert (_count(own), _count(shared)) == (0, 1)
+
+        member.request("POST", "/memory/learnings/search",
+                       {"query": "vault certs", "scope": "crew", "session_id": "m-1"})  # fmt: skip
+        member.request("POST", "/memory/session/end", {"session_id": "m-1"})
+        assert _count(shared) == 2  # another session: once more
+
+        ended = lead.request("POST", "/memory/session/end", {"session_id": "lead-1"})
+        assert ended["reinforced"] == {"agent": 1, "crew": 1}
+        assert (_count(own), _count(shared)) == (1, 3)
 
 
 def _sessions(

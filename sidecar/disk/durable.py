@@ -6,6 +6,11 @@ are fsynced, and only then renamed over the target; the directory is fsynced
 so the rename itself survives power loss. Every directory on the way is opened
 with ``O_NOFOLLOW`` relative to its parent, so a symlink swapped in at any
 moment cannot redirect the write outside the tier.
+
+The lock only orders writers that take it; an editor or ``echo >>`` does not. So
+right before the rename the target is read again, and if it no longer holds the
+bytes ``build`` was given, the new content is dropped and built afresh from what is
+there now: a replace never overwrites bytes it did not read.
 """
 
 from __future__ import annotations
@@ -33,6 +38,13 @@ def fsync(fd: int) -> None:
 
 TMP_SUFFIX = ".sidecar-tmp"
 _TMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}" + re.escape(TMP_SUFFIX) + "$")
+
+
+MAX_ATTEMPTS = 50  # a file rewritten faster than it can be built and synced: give up
+
+
+class KeptChanging(OSError):
+    """Every attempt found the target changed by another writer before its rename."""
 
 
 class NotDurable(OSError):
@@ -80,18 +92,33 @@ def _open_dir(parent_fd: int, name: str) -> int:
         raise
 
 
-def _read_current(dir_fd: int, name: str) -> tuple[bytes | None, int]:
-    """Current bytes and permission bits of the target, without following a link."""
+def _open_leaf(dir_fd: int, name: str) -> int | None:
+    """A descriptor of the target, None if it does not exist; never through a link."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except FileNotFoundError:
-        return None, 0o644
+        return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafePath(f"{name!r} is a symlink") from exc
         raise
+
+
+def _read_current(dir_fd: int, name: str) -> tuple[bytes | None, int]:
+    """Current bytes and permission bits of the target, without following a link."""
+    fd = _open_leaf(dir_fd, name)
+    if fd is None:
+        return None, 0o644
     data, st = read_fd(fd, repr(name))
     return data, stat.S_IMODE(st.st_mode)
+
+
+def _holds(dir_fd: int, name: str, expected: bytes | None) -> bool:
+    """Whether the target still holds exactly ``expected`` (None: still absent)."""
+    fd = _open_leaf(dir_fd, name)
+    if fd is None:
+        return expected is None
+    return expected is not None and read_fd(fd, repr(name))[0] == expected
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -105,6 +132,7 @@ def write_file(
     rel: str,
     build: Callable[[bytes | None], bytes],
     renamed: Callable[[WriteOutcome], None] | None = None,
+    discarded: Callable[[], None] | None = None,
 ) -> WriteOutcome:
     """Replace ``root/rel`` with ``build(current bytes)``, atomically and durably.
 
@@ -113,6 +141,10 @@ def write_file(
     before the rename leaves the target untouched and removes the temp file.
     ``renamed`` is called as soon as the new content is in place, before the
     directory fsync, so that a caller can overlap its own work with that fsync.
+
+    If the target changed under the build (a writer that does not take the lock),
+    ``discarded`` is called and ``build`` runs again on the new bytes: it must be
+    a function of its argument. ``KeptChanging`` after ``MAX_ATTEMPTS`` of those.
     """
     parts = split_relative(rel)
     dir_fd = _open_parent(root, parts[:-1], create=True)
@@ -120,19 +152,21 @@ def write_file(
     try:
         fcntl.flock(dir_fd, fcntl.LOCK_EX)  # other processes writing in this directory
         name = parts[-1]
-        old, mode = _read_current(dir_fd, name)
-        new = build(old)
-        tmp = f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
-        fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
-            dir_fd=dir_fd,
-        )  # fmt: skip
-        try:
-            _write_all(fd, new)
-            fsync(fd)
-            mtime_ns = os.fstat(fd).st_mtime_ns
-        finally:
-            os.close(fd)
+        for _ in range(MAX_ATTEMPTS):
+            old, mode = _read_current(dir_fd, name)
+            new = build(old)
+            tmp, mtime_ns = _write_temp(dir_fd, name, new, mode)
+            if _holds(dir_fd, name, old):
+                break
+            os.unlink(tmp, dir_fd=dir_fd)
+            tmp = None
+            if discarded is not None:
+                discarded()
+        else:
+            raise KeptChanging(
+                errno.EAGAIN, f"{rel} kept changing while it was being written; nothing was "
+                "written, try again",
+            )  # fmt: skip
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         tmp = None
         outcome = WriteOutcome(old, new, mtime_ns)
@@ -148,6 +182,26 @@ def write_file(
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
         os.close(dir_fd)  # also releases the flock
+
+
+def _write_temp(dir_fd: int, name: str, data: bytes, mode: int) -> tuple[str, int]:
+    """A synced temp file holding ``data`` beside ``name``: its name and mtime."""
+    tmp = f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+        dir_fd=dir_fd,
+    )  # fmt: skip
+    try:
+        try:
+            _write_all(fd, data)
+            fsync(fd)
+            return tmp, os.fstat(fd).st_mtime_ns
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
 
 
 def remove_stale_temps(root: Path) -> list[str]:

@@ -20,13 +20,13 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from sidecar import strict_yaml
+
 DEFAULT_MAX_CHARS = 400
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _STRUCTURE_FIRST = " #`~"  # what a heading or fence line can start with
-# libyaml's loader is several times faster than the pure-Python one.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONT_MATTER_SCAN = 200  # lines; a front matter block longer than this is body text
 # The common front matter, flat ``key: value`` lines, read without YAML (see
 # ``_flat_front_matter``): ASCII only, and only what YAML's resolvers read one way.
@@ -96,7 +96,7 @@ def parse_front_matter(lines: list[str]) -> tuple[int, dict[str, Any]]:
             if flat is not None:
                 return i + 1, flat
             try:
-                data = yaml.load("\n".join(lines[1:i]), Loader=_YAML_LOADER)
+                data = strict_yaml.load("\n".join(lines[1:i]))  # no anchors, no aliases
             except (yaml.YAMLError, ValueError, RecursionError):
                 data = None  # e.g. "date: 2026-13-45" fails in the timestamp constructor
             return i + 1, data if isinstance(data, dict) else {}

@@ -9,6 +9,11 @@ Per file, a plain function of its text (so ``--dry-run`` shows exactly what a ru
 - merged-away, ``retired`` and ``compacted`` entries move to ``learnings/archive/YYYY.md``
   marked with why and when. Nothing is deleted outright.
 
+The archive is appended first and the file rewritten after, so a crash in between leaves
+an entry in both, never in neither. Entries go to the archive only if it does not hold
+them yet (``add_to_archive``), so a rewrite that did not happen (the file changed after
+it was planned, or a crash) never archives the same entry twice.
+
 Entries whose front matter cannot be read are left exactly as they are.
 """
 
@@ -35,6 +40,7 @@ class Plan:
     archive_file: str
     new_text: str
     archive_text: str  # to append to the archive; empty when nothing moves
+    moved: list[str] = field(default_factory=list)  # its entries' blocks, one each
     merged: list[dict[str, Any]] = field(default_factory=list)  # {into, from, reason}
     archived: list[dict[str, Any]] = field(default_factory=list)  # {id, status, reason}
 
@@ -143,8 +149,45 @@ def plan(rel: str, text: str, today: date) -> Plan:
             out.archived.append({"id": e.id, "status": e.status, "reason": e.status})
     if not leaving and not changes:
         return out
-    out.new_text, out.archive_text = _rewrite(text, found, changes, leaving)
+    out.new_text, out.moved = _rewrite(text, found, changes, leaving)
+    out.archive_text = "\n".join(out.moved)
     return out
+
+
+def rebase(p: Plan, planned: str, current: str) -> str | None:
+    """The rewrite of a file planned when it held ``planned`` and holding ``current`` now:
+    entries appended since (a concurrent learn) are kept after it. None when the file was
+    changed otherwise: that is left for the next compaction."""
+    if current == planned:
+        return p.new_text
+    if planned.endswith("\n") and current.startswith(planned):
+        return p.new_text + current[len(planned) :]
+    return None
+
+
+def _archived(e: Entry) -> tuple[Any, ...]:
+    """What makes two archived copies the same entry: all it holds, but where it is."""
+    meta = e.meta()
+    return (*(meta[k] for k in sorted(meta) if k not in ("line", "end_line", "editable")),
+            e.text)  # fmt: skip
+
+
+def add_to_archive(current: bytes | None, moved: list[str]) -> bytes:
+    """The archive with the moved entries it does not already hold appended."""
+    text = entries.decode(current)
+    held = {_archived(e) for e in entries.parse("archive", text)[0]}
+    fresh: list[str] = []
+    for block in moved:
+        found = entries.parse("archive", block)[0]
+        if not found or _archived(found[0]) not in held:
+            fresh.append(block)
+            held.update(_archived(e) for e in found)
+    if not fresh:
+        return entries.encode(text)
+    addition = "\n".join(fresh)
+    if text:
+        addition = ("" if text.endswith("\n") else "\n") + "\n" + addition
+    return entries.encode(text + addition)
 
 
 _NEGATIONS = frozenset({"not", "never", "no", "don", "dont", "doesn", "isn", "without", "avoid"})
@@ -169,8 +212,8 @@ def _current(e: Entry) -> dict[str, Any]:
 def _rewrite(
     text: str, found: list[Entry], changes: dict[int, dict[str, Any]],
     leaving: dict[int, dict[str, Any]],
-) -> tuple[str, str]:  # fmt: skip
-    """The file without the leaving entries and with the merged fields; the archive text.
+) -> tuple[str, list[str]]:  # fmt: skip
+    """The file without the leaving entries and with the merged fields; their blocks.
     One pass over the entries, each edited in its own slice of lines."""
     lines = text.split("\n")
     kept: list[str] = lines[: found[0].line - 1] if found else lines
@@ -189,4 +232,4 @@ def _rewrite(
     new = "\n".join(kept)
     if text.endswith("\n") and not new.endswith("\n"):
         new += "\n"
-    return new, "\n".join(moved)
+    return new, moved

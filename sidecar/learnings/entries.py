@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import re
+import reprlib
 import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -30,13 +31,18 @@ from typing import Any
 import yaml
 from ruamel.yaml import YAML
 
+from sidecar import strict_yaml
+
 TYPES = ("declarative", "procedural", "directive", "corrective")
 DOMAINS = ("task", "team")
 STATUSES = ("active", "retired", "compacted")
 DEFAULT_IMPORTANCE = 0.5
 MAX_TEXT_CHARS = 4000  # one learning is a few sentences; longer text belongs in a note
+# Far above any real count, far below what a float (prominence) cannot hold.
+MAX_COUNT = 1_000_000_000
+MAX_PROBLEM_CHARS = 200  # a problem quotes at most an excerpt of the value it is about
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: indexing reads many
+_LOADER = strict_yaml.LOADER
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
 _WORD = re.compile(r"\w+")
 
@@ -108,12 +114,24 @@ def _iso(value: Any) -> str | None:
         return value.isoformat()
     if isinstance(value, str):
         return date.fromisoformat(value.strip()).isoformat()  # ValueError if not a date
-    raise ValueError(f"not a date: {value!r}")
+    raise ValueError(f"not a date: {_excerpt(value)}")
 
 
 def derived_id(rel: str, text: str) -> str:
     """A stable id for an entry that has none: the same text in the same file keeps it."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"learning:{rel}:{text.strip()}"))
+
+
+def _excerpt(value: Any) -> str:
+    """``repr(value)``, cut short: a problem report never carries a whole value."""
+    text = reprlib.repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _short(problem: str) -> str:
+    if len(problem) <= MAX_PROBLEM_CHARS:
+        return problem
+    return problem[: MAX_PROBLEM_CHARS - 3] + "..."
 
 
 def _fields(data: dict[str, Any], problems: list[str]) -> dict[str, Any]:
@@ -131,24 +149,24 @@ def _fields(data: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     def choice(options: tuple[str, ...]) -> Any:
         def check(v: Any) -> str:
             if v not in options:
-                raise ValueError(f"{v!r} is not one of {', '.join(options)}")
+                raise ValueError(f"{_excerpt(v)} is not one of {', '.join(options)}")
             return str(v)
 
         return check
 
     def unit(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
-            raise ValueError(f"{v!r} is not a number from 0 to 1")
+            raise ValueError(f"{_excerpt(v)} is not a number from 0 to 1")
         return float(v)
 
     def count(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"{v!r} is not a whole number of 0 or more")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_COUNT:
+            raise ValueError(f"{_excerpt(v)} is not a whole number from 0 to {MAX_COUNT:,}")
         return v
 
     def flag(v: Any) -> bool:
         if not isinstance(v, bool):
-            raise ValueError(f"{v!r} is not true or false")
+            raise ValueError(f"{_excerpt(v)} is not true or false")
         return v
 
     def ident(v: Any) -> str:
@@ -240,7 +258,7 @@ def parse(rel: str, text: str) -> tuple[list[Entry], list[Problem]]:
             found.append("no front matter: read with default metadata")
         else:
             try:
-                data = yaml.load("\n".join(lines[first + 1 : close]), Loader=_LOADER)
+                data = strict_yaml.load("\n".join(lines[first + 1 : close]))
             except (yaml.YAMLError, ValueError, RecursionError) as exc:
                 found.append(f"front matter is not valid YAML ({str(exc).splitlines()[0]})")
                 data = None
@@ -250,6 +268,7 @@ def parse(rel: str, text: str) -> tuple[list[Entry], list[Problem]]:
         values = _fields(data, found) if isinstance(data, dict) else {}
         if not body_text.strip():
             found.append("the entry has no text")
+        found = [_short(p) for p in found]
         entries.append(
             Entry(
                 id=values.get("id") or derived_id(rel, body_text),
@@ -297,11 +316,12 @@ _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/+-]*")
 
 
 def _scalar(value: Any, old: str | None) -> str:
-    """``value`` written the way the line it replaces wrote its value (quotes kept); a new
+    """``value`` written the way the line it replaces wrote its value (a string's quotes
+    kept: a number written over a quoted one is a number again); a new
     string that YAML would read back as something else (a date, null, a number, a
     mapping) is quoted."""
     text = str(value).lower() if isinstance(value, bool) else str(value)
-    if old is not None and old[:1] in ("'", '"'):
+    if isinstance(value, str) and old is not None and old[:1] in ("'", '"'):
         return f"{old[0]}{text}{old[0]}"
     if isinstance(value, str) and old is None and not _reads_back(value):
         return "'" + value.replace("'", "''") + "'"
@@ -345,7 +365,9 @@ def _edit_block_lines(block: list[str], changes: dict[str, Any]) -> list[str] | 
 
 
 def _edit_with_ruamel(block: list[str], changes: dict[str, Any]) -> list[str]:
-    """The general case: a round-trip load and dump, which keeps comments and order."""
+    """The general case: a round-trip load and dump, which keeps comments and order. Only
+    plain data is edited: ``strict_yaml.Refused`` for a block with an anchor or alias."""
+    strict_yaml.load("\n".join(block))
     rt = YAML()
     rt.preserve_quotes = True
     rt.width = 1 << 16

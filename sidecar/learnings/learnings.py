@@ -4,7 +4,8 @@ Files in ``learnings/`` are the source of truth; each tier's index (``index.py``
 kept in step by jobs in the notes' FIFO queue, so a learnings file and a note are never
 indexed out of order. Writes (``memory.learn``, reinforcement, compaction) go through
 the notes' durable write path (``Notes.commit``). Ranking is ``ranking.py``; what
-compaction does to a file is ``compaction.py``.
+compaction does to a file is ``compaction.py``; sessions and their reinforcement are
+``sessions.py``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.learnings import compaction, entries
 from sidecar.learnings.index import FOLDER, LearningsIndex, is_learnings
 from sidecar.learnings.ranking import SCOPE_FACTORS, Candidate, mmr, prominence
+from sidecar.learnings.sessions import LOCAL, Sessions
 from sidecar.notes.files import LEARNING, MemoryFile, today_utc
 from sidecar.notes.notes import Notes
 from sidecar.retrieval.embeddings import Embeddings
@@ -38,7 +40,6 @@ from sidecar.safety import scan_remembered
 
 log = logging.getLogger(__name__)
 
-SESSION_IDLE_S = 30 * 60.0  # a session with no request for this long has ended
 SWEEP_EVERY_S = 60.0
 POOL = 50  # candidates the hybrid ranking hands to prominence and MMR
 FILL_SHARE = 0.5  # a hit only the dense leg found counts at most this much relevance
@@ -56,12 +57,6 @@ class Change:
 
     changed: bool
     index_error: Exception | None = None
-
-
-@dataclass(slots=True)
-class Session:
-    last_seen: float
-    ids: dict[str, set[str]] = field(default_factory=dict)  # tier -> entry ids returned
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +86,12 @@ class Learnings:
         self.embeddings = embeddings
         self.lead = lead
         self.tiers: dict[str, LearningsIndex] = {}
-        self.sessions: dict[str, Session] = {}
-        self.session_idle_s = SESSION_IDLE_S
+        self.sessions = Sessions(self.tiers, notes, lead)
         self._tasks: list[asyncio.Task[None]] = []
         self._oneoffs: set[asyncio.Future[Any]] = set()
         self._stopping = False
+        # One compaction of a file at a time: each plans on what the one before left.
+        self._compacting: dict[tuple[str, str], asyncio.Lock] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -125,9 +121,7 @@ class Learnings:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        for session_id in list(self.sessions):
-            with contextlib.suppress(Exception):
-                await self.end_session(session_id)
+        await self.sessions.end_all()
         if self._oneoffs:
             await asyncio.gather(*self._oneoffs, return_exceptions=True)
 
@@ -232,7 +226,8 @@ class Learnings:
         failed: list[dict[str, str]] = []
         for rel in paths:
             try:
-                done = await self._compact_file(scope, index, rel, today, dry_run)
+                async with self._compacting.setdefault((scope, rel), asyncio.Lock()):
+                    done = await self._compact_file(scope, index, rel, today, dry_run)
             except Exception as exc:  # one odd file never blocks the others
                 log.error("compaction failed", extra={"file": rel, "error": str(exc)})
                 failed.append({"file": rel, "error": f"{type(exc).__name__}: {exc}"})
@@ -254,16 +249,12 @@ class Learnings:
         p = await loop.run_in_executor(None, compaction.plan, rel, current, today)
         if not p.changes or dry_run:
             return p.to_json() if p.changes else None
-        moving = entries.encode(p.archive_text)
         archive = MemoryFile(scope, p.archive_file, LEARNING)
-        # The archive first: a crash between the two leaves an entry in both, never in
-        # neither; the next compaction archives it once more.
-        await self.notes.commit(archive, lambda cur: _append(cur, moving))
+        await self.notes.commit(archive, lambda cur: compaction.add_to_archive(cur, p.moved))
 
         def build(cur: bytes | None) -> bytes:
-            if entries.decode(cur) != current:
-                return cur or b""  # changed since it was planned: left for the next run
-            return entries.encode(p.new_text)
+            rewritten = compaction.rebase(p, current, entries.decode(cur))
+            return cur or b"" if rewritten is None else entries.encode(rewritten)
 
         await self.notes.commit(MemoryFile(scope, rel, LEARNING), build)
         return p.to_json()
@@ -274,98 +265,11 @@ class Learnings:
 
     # -- reinforcement -------------------------------------------------------------------
 
-    def _touch(self, session_id: str, tier: str, ids: list[str]) -> None:
-        session = self.sessions.setdefault(session_id, Session(time.monotonic()))
-        session.last_seen = time.monotonic()
-        if ids:
-            session.ids.setdefault(tier, set()).update(ids)
-
-    async def end_session(self, session_id: str) -> dict[str, Any]:
-        """Reinforce, once each, the entries this session was shown: +1 and today's date,
-        written into their files' front matter. Entries whose file could not be written
-        stay with the session, so ending it again retries them."""
-        session = self.sessions.pop(session_id, None)
-        reinforced: dict[str, int] = {}
-        failure: Exception | None = None
-        if session is not None:
-            for tier, ids in session.ids.items():
-                if tier not in self.tiers:
-                    continue
-                reinforced[tier], left, error = await self._reinforce(tier, ids)
-                if left:
-                    self._touch(session_id, tier, sorted(left))
-                    failure = failure or error
-        if failure is not None:
-            raise failure
-        if self.lead is not None:  # the crew's entries are the lead's to reinforce
-            with contextlib.suppress(LeadError, LeadUnavailable):
-                await self.lead.request("POST", "/memory/session/end", {"session_id": session_id})
-        return {"session_id": session_id, "reinforced": reinforced}
+    async def end_session(self, session_id: str, caller: str = LOCAL) -> dict[str, Any]:
+        return await self.sessions.end(session_id, caller)
 
     async def end_idle_sessions(self, now: float | None = None) -> list[str]:
-        now = time.monotonic() if now is None else now
-        idle = [s for s, v in self.sessions.items() if now - v.last_seen >= self.session_idle_s]
-        for session_id in idle:
-            try:
-                await self.end_session(session_id)
-            except Exception as exc:
-                log.error("reinforcement failed", extra={"session": session_id, "error": str(exc)})
-        return idle
-
-    async def _reinforce(self, tier: str, ids: set[str]) -> tuple[int, set[str], Exception | None]:
-        """(entries reinforced, ids whose file failed to write, the first such error)."""
-        index = self.tiers[tier]
-        by_file: dict[str, set[str]] = {}
-        for entry_id in ids:
-            where = index.snapshot.by_id.get(entry_id)
-            if where is not None:
-                by_file.setdefault(where[0], set()).add(entry_id)
-        today = today_utc().isoformat()
-        counts: dict[str, int] = {}
-
-        def build(cur: bytes | None, rel: str, wanted: set[str]) -> bytes:
-            text = entries.decode(cur)
-            found, _ = entries.parse(rel, decode_text(cur or b""))  # ids as the index has them
-            done = 0
-            for e in reversed(found):  # bottom up: line numbers above stay put
-                if e.id not in wanted or not e.fields_ok or e.status != "active":
-                    continue
-                changes: dict[str, Any] = {
-                    "reinforcement_count": e.reinforcement_count + 1, "last_reinforced": today,
-                }  # fmt: skip
-                if e.id == entries.derived_id(rel, e.text):
-                    changes = {"id": e.id, **changes}  # written down, so an edit keeps it
-                try:
-                    text = entries.edit_fields(text, e.line, changes)
-                except Exception as exc:  # say which, and reinforce the others
-                    log.warning("learning not reinforced: its front matter cannot be edited",
-                                extra={"file": rel, "line": e.line, "error": str(exc)})  # fmt: skip
-                    continue
-                wanted = wanted - {e.id}
-                done += 1
-            counts[rel] = done
-            return entries.encode(text)
-
-        files = list(by_file.items())
-        outcomes = await asyncio.gather(
-            *(
-                self.notes.commit(
-                    MemoryFile(tier, rel, LEARNING), lambda c, r=rel, w=wanted: build(c, r, w)
-                )
-                for rel, wanted in files
-            ),
-            return_exceptions=True,
-        )
-        left: set[str] = set()
-        error: Exception | None = None
-        done = 0
-        for (rel, wanted), outcome in zip(files, outcomes, strict=True):
-            if isinstance(outcome, Exception):
-                left |= wanted
-                error = error or outcome
-            else:
-                done += counts.get(rel, 0)
-        return done, left, error
+        return await self.sessions.end_idle(now)
 
     # -- retrieval -----------------------------------------------------------------------
 
@@ -380,7 +284,7 @@ class Learnings:
                            f"this sidecar does not serve the {scope} tier{owner}")  # fmt: skip
         return self.tiers[scope]
 
-    async def search(self, q: SearchQuery) -> dict[str, Any]:
+    async def search(self, q: SearchQuery, caller: str = LOCAL) -> dict[str, Any]:
         names = ["agent", "crew"] if q.scope == "both" else [q.scope]
         ask_lead = "crew" in names and "crew" not in self.tiers and self.lead is not None
         local = [n for n in names if n in self.tiers]
@@ -405,7 +309,8 @@ class Learnings:
         picked = _within_budgets(_order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             for name in local:
-                self._touch(q.session_id, name, [c.meta["id"] for c in picked if c.tier == name])
+                ids = [c.meta["id"] for c in picked if c.tier == name]
+                self.sessions.touch(caller, q.session_id, name, ids)
         hits = [_hit(c) for c in picked]
         body: dict[str, Any] = {"hits": hits, "count": len(hits), "mode": mode}
         if degraded:
@@ -515,12 +420,6 @@ def _read_standing(root: Path) -> list[dict[str, Any]]:
         found, _ = entries.parse(rel, decode_text(got[0]))
         out += [{**e.meta(), "file": rel} for e in found if _standing(rel, e.meta())]
     return out
-
-
-def _append(current: bytes | None, moving: bytes) -> bytes:
-    if not current:
-        return moving
-    return current + (b"" if current.endswith(b"\n") else b"\n") + b"\n" + moving
 
 
 def _relevances(results: list[Result]) -> list[float]:

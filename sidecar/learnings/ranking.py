@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from sidecar.learnings.entries import jaccard, words
+from sidecar.learnings.entries import MAX_COUNT, jaccard, words
 
 HALF_LIFE_DAYS = 90.0
 DECAY_FLOOR = 0.1
@@ -40,7 +40,8 @@ def recency(meta: dict[str, Any], today: date) -> float:
 def prominence(meta: dict[str, Any], today: date) -> float:
     if meta.get("status", "active") != "active":
         return 0.0
-    reinforced = 1 + int(meta.get("reinforcement_count", 0))
+    # Bounded here too: an index written by an older version may hold any count.
+    reinforced = 1 + min(max(int(meta.get("reinforcement_count", 0)), 0), MAX_COUNT)
     return float(meta.get("importance", 0.5)) * recency(meta, today) * reinforced
 
 

@@ -5,17 +5,20 @@ bytes are built, the job's own thread parses them and stages the index update
 while the fsync runs, and commits it right after the rename (while the directory
 fsync runs). New text is never searchable before it is on disk; a write that
 fails changes neither the file nor the index; an index failure alone leaves the
-write standing.
+write standing. When the durable write builds again (the file changed under it),
+what was staged is rolled back and the new bytes are staged instead.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import queue
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sidecar.disk import durable
 from sidecar.disk.tiers import UnsafePath
@@ -42,43 +45,50 @@ class WriteJob:
         return self.outcome is not None
 
 
+class _Retry(Exception):
+    """The staged bytes were dropped (the file changed under them): stage the next ones."""
+
+
+class _Ended(Exception):
+    """The I/O ended before the rename: nothing to index."""
+
+
 def write_and_index(
     root: Path, rel: str, build: Builder, io_pool: Executor, index: Indexer
 ) -> WriteJob:
     """Run on the reindex worker's thread, so the job keeps its place in the FIFO."""
-    built: Future[bytes] = Future()
-    placed: Future[int] = Future()  # the new file's mtime, once it is in place
+    # What the I/O thread did, in order: built (bytes), then placed (mtime) or discarded
+    # (the write builds again), ...; ended when the I/O is over.
+    steps: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
 
     def build_and_share(current: bytes | None) -> bytes:
-        try:
-            new = build(current)
-        except BaseException as exc:
-            built.set_exception(exc)
-            raise
-        built.set_result(new)
+        new = build(current)
+        steps.put(("built", new))
         return new
 
-    def failed_early(io: Future[durable.WriteOutcome]) -> None:
-        # The I/O ended before build ran or before the rename: nothing to index.
-        for step in (built, placed):
-            if not step.done():
-                step.set_exception(io.exception() or RuntimeError("write cancelled"))
+    def placed() -> int:
+        kind, mtime_ns = steps.get()
+        if kind == "placed":
+            return int(mtime_ns)
+        raise _Retry() if kind == "discarded" else _Ended()
 
     io = io_pool.submit(
         durable.write_file, root, rel, build_and_share,
-        lambda outcome: placed.set_result(outcome.mtime_ns),
+        lambda outcome: steps.put(("placed", outcome.mtime_ns)),
+        lambda: steps.put(("discarded", None)),
     )  # fmt: skip
-    io.add_done_callback(failed_early)
+    io.add_done_callback(lambda _: steps.put(("ended", None)))
     index_error: Exception | None = None
-    try:
-        new = built.result()
-    except Exception:
-        pass  # io carries the reason
-    else:
+    while (step := steps.get())[0] == "built":
         try:
-            index(new, placed.result)
+            index(step[1], placed)
+        except _Retry:
+            continue
+        except _Ended:
+            pass  # io carries the reason
         except Exception as exc:
             index_error = exc
+        break
     try:
         return WriteJob(io.result(), None, index_error)
     except Exception as exc:
