@@ -191,7 +191,7 @@ async def test_status_reports_the_index(client: TestClient, service: MemoryServi
     assert set(body) >= {"total_files", "total_chunks", "indexed_at", "total_size_kb"}
 
 
-@pytest.mark.parametrize("path", ["/memory/status?scope=both", "/memory/status?scope=x"])
+@pytest.mark.parametrize("path", ["/memory/status?scope=all", "/memory/status?scope=x"])
 async def test_status_bad_scope(client: TestClient, path: str) -> None:
     resp = await client.get(path)
     assert resp.status == 400

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from sidecar.api import metrics, openapi
 from sidecar.api.mcp.mount import MCP_PATH, mount_mcp
-from sidecar.disk.tiers import SCOPES
+from sidecar.disk.tiers import parse_scope
 from sidecar.errors import ApiError
 from sidecar.metrics import REJECTED_INPUTS
 from sidecar.service import MemoryService
@@ -119,22 +119,18 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
 
 
-def _scope_param(request: web.Request, allow_both: bool) -> str:
+def _scope_param(request: web.Request) -> str:
     check_params(request, ("scope",))
-    scope = request.query.get("scope", "agent")
-    allowed = SCOPES if allow_both else ("agent", "crew")
-    if scope not in allowed:
-        raise ApiError(400, "bad_scope", f"scope must be one of {', '.join(allowed)}")
-    return scope
+    return parse_scope(request.query.get("scope", "agent"))
 
 
 async def status(request: web.Request) -> web.Response:
-    scope = _scope_param(request, allow_both=False)
+    scope = _scope_param(request)
     return web.json_response(await request.app[SERVICE].status(scope))
 
 
 async def reindex(request: web.Request) -> web.Response:
-    scope = _scope_param(request, allow_both=True)
+    scope = _scope_param(request)
     if request.body_exists and await request.read():
         fields = await json_body(request)  # {} or nothing: the scope is a query parameter
         if fields:
