@@ -27,7 +27,7 @@ from typing import Any
 
 from sidecar import demo, logs
 from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, STORE_FLAGS, Caps, Settings
-from sidecar.daemon_client import error_detail, get_json
+from sidecar.daemon_client import error_detail, get_json, unreachable
 from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
 from sidecar.facts import cli as facts_cli
 from sidecar.index import indexer
@@ -376,7 +376,7 @@ def cmd_context(args: argparse.Namespace) -> int:
     except urllib.error.HTTPError as exc:
         raise SystemExit(f"sidecar: {exc.code}: {exc.read().decode('utf-8', 'replace')}") from None
     except urllib.error.URLError as exc:
-        raise SystemExit(f"sidecar: daemon at {args.url} unreachable: {exc.reason}") from None
+        raise SystemExit(f"sidecar: {unreachable(args.url, exc.reason)}") from None
     return 0
 
 
@@ -403,8 +403,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"sidecar at {base}: answered HTTP {exc.code}: {error_detail(exc)}")
         return 1
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        print(f"sidecar at {base}: unreachable ({getattr(exc, 'reason', exc)})")
-        print("start it with `sidecar serve` (or `make run`)")
+        print(f"sidecar: {unreachable(base, getattr(exc, 'reason', exc))}")
         return 1
     retrieval = health.get("retrieval", "sparse-only")
     embedder = health.get("embedder") or {}
