@@ -331,6 +331,9 @@ async def _serve(settings: Settings) -> None:
         if settings.crew_listen:
             crew = _reserve(*settings.crew_listen, CREW_PORT_ADVICE)
             reserved += crew
+        for tier in settings.prepare_folders():  # once the ports are ours: nothing made before
+            hint = f"created an empty memory folder (meant another? check --{tier.name}-dir)"
+            log.info(hint, extra={"folder": str(tier.root), "tier": tier.name})
         pool = head_start(settings.sqlite_indexes(), settings.chunk_chars)
         from sidecar import server  # the HTTP stack and every capability: most of a start
     except BaseException:
