@@ -269,3 +269,18 @@ async def test_a_misspelt_query_parameter_is_refused(client: TestClient, url: st
     body = await resp.json()
     assert body["error"] == "unknown_parameter"
     assert "allowed: " in body["detail"] or "it takes none" in body["detail"]
+
+
+async def test_415_says_when_no_content_type_was_sent(client: TestClient) -> None:
+    bare = await client.post(
+        "/memory/write", data=b'{"file": "AGENT.md", "content": "x"}',
+        skip_auto_headers={"Content-Type"},
+    )  # fmt: skip
+    assert bare.status == 415
+    detail = (await bare.json())["detail"]
+    assert "no Content-Type was sent" in detail and "octet-stream" not in detail
+    plain = await client.post(
+        "/memory/write", data=b"{}", headers={"Content-Type": "text/plain; charset=utf-8"}
+    )
+    assert plain.status == 415
+    assert "got 'text/plain; charset=utf-8'" in (await plain.json())["detail"]

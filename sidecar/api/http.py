@@ -73,11 +73,13 @@ def _browser_guard(allowed: tuple[str, ...]) -> Any:
             and request.match_info.http_exception is None  # no such route: 404 / 405 says so
             and request.content_type != "application/json"
         ):
+            sent = request.headers.get("Content-Type")
+            got = f"got {sent!r}" if sent is not None else "no Content-Type was sent"
             return error_response(
                 415, "unsupported_media_type",
-                f"{request.method} {request.path} takes Content-Type: application/json (got "
-                f"{request.content_type!r}); every request but a GET and POST /memory/search "
-                "must say so, which a web page cannot without a CORS preflight",
+                f"{request.method} {request.path} takes Content-Type: application/json ({got}); "
+                "every request but a GET and POST /memory/search must say so, which a web "
+                "page cannot without a CORS preflight",
             )  # fmt: skip
         return await handler(request)
 
