@@ -4,11 +4,14 @@ says when none answers there."""
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestServer
+from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar import demo
 from sidecar.api.http import create_app
@@ -62,3 +65,69 @@ async def test_context_at_the_documented_smallest_budget_shows_memory(
     assert code == 0 and len(block) <= 1000
     assert "Prefers terse commit subjects" in block  # the agent's own memory, not just markers
     assert block.endswith("[END MEMORY INSTRUCTIONS]\n")
+
+
+async def sidecar(*args: str) -> int:
+    """A client command run as a shell would (blocking), off the loop serving the daemon."""
+    return await asyncio.to_thread(main, list(args))
+
+
+async def test_write_and_read_a_note_from_the_shell(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = str(client.make_url(""))
+    assert (
+        await sidecar("write", "AGENT.md", "--text", "# Prefs\n- terse commits", "--url", url) == 0
+    )
+    assert capsys.readouterr().out.startswith("wrote agent/AGENT.md (")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"- PostgreSQL 16\n")))
+    assert await sidecar("write", "AGENT.md", "--append", "--url", url) == 0
+    capsys.readouterr()
+    assert await sidecar("read", "AGENT.md", "--url", url) == 0
+    assert capsys.readouterr().out == "# Prefs\n- terse commits\n- PostgreSQL 16\n"
+    assert await sidecar("read", "AGENT.md", "--lines", "2-3", "--url", url) == 0
+    assert capsys.readouterr().out == "- terse commits\n- PostgreSQL 16\n"
+    assert await sidecar("read", "AGENT.md", "--lines", "3-", "--json", "--url", url) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["content"], answer["start_line"], answer["end_line"]) == (
+        "- PostgreSQL 16",
+        3,
+        3,
+    )
+    # the crew tier, by the same flag as every other command (--tier reads the same)
+    assert await sidecar("write", "topics/deploy.md", "--tier", "crew", "--text", "Helm",
+                         "--url", url) == 0  # fmt: skip
+    assert await sidecar("read", "topics/deploy.md", "-S", "crew", "--url", url) == 0
+    assert capsys.readouterr().out.endswith("Helm\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["write", "notes.md", "--text", "x"], "sidecar: 400: "),
+        (["read", "daily/2026-01-02.md"], "sidecar: 404: daily/2026-01-02.md does not exist"),
+        (["read", "AGENT.md", "--lines", "9-2"], "sidecar: 400: 'end_line' must not be before"),
+    ],
+)
+async def test_write_and_read_errors_are_sentences(
+    client: TestClient, args: list[str], says: str
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        await sidecar(*args, "--url", str(client.make_url("")))
+    assert str(exc.value.code).startswith(says)
+
+
+def test_write_without_text_says_how_to_give_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    with pytest.raises(SystemExit, match="give the text with --text, or on stdin"):
+        main(["write", "AGENT.md", "--url", f"http://127.0.0.1:{free_port()}"])
+
+
+def test_read_lines_must_be_a_range(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["read", "AGENT.md", "--lines", "two-five"])
+    assert "expected A-B with line numbers" in capsys.readouterr().err
