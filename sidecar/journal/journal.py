@@ -290,7 +290,7 @@ class Journal:
         scope = parse_scope(scope)
         if scope == "crew" and self.lead is None and "crew" not in self.tiers:
             raise ApiError(503, "tier_unavailable", "this sidecar has no crew journal and no "
-                           "crew lead; recall scope agent")  # fmt: skip
+                           "crew lead (--lead-url): recall with scope agent")  # fmt: skip
         return await self._recall(q, scope, mark, crew=scope != "agent", own=scope != "crew")
 
     async def recall_crew(self, q: RecallQuery, mark: bool) -> dict[str, Any]:
