@@ -3,13 +3,16 @@ command line; recall's older words (own, crew_shared) still accepted."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
 
+from sidecar.api.http import create_app
 from sidecar.api.mcp.tools import SPECS
 from sidecar.cli import build_parser
+from sidecar.config import Settings
 from sidecar.disk.tiers import SCOPE_ALIASES, SCOPES
 from sidecar.service import MemoryService
 from tests.test_http_api import write_and_index
@@ -82,3 +85,29 @@ def test_mcp_tools_and_command_line_offer_the_same_words() -> None:
     assert build_parser().parse_args(["recall", "q"]).scope == "agent"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["recall", "q", "--scope", "everything"])
+
+
+async def test_an_agent_without_a_crew_answers_crew_scopes_alike(
+    tier_dirs: tuple[Path, Path],
+) -> None:
+    """Status, search and recall refuse the crew tier the same way where there is none."""
+    agent, crew = tier_dirs
+    svc = MemoryService(Settings(agent_dir=agent, crew_dir=crew, role="agent", embedder="none"))
+    await svc.start()
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as c:
+            for scope in ("crew", "both"):
+                answers = [
+                    await c.get("/memory/status", params={"scope": scope}),
+                    await c.post("/memory/search", json={"query": "x", "scope": scope}),
+                ]
+                if scope == "crew":  # both recalls the agent's own, with a warning
+                    body = {"query": "x", "scope": scope}
+                    answers.append(await c.post("/memory/recall", json=body))
+                for resp in answers:
+                    assert resp.status == 503, (scope, resp.url)
+                    assert (await resp.json())["error"] == "tier_unavailable"
+            status, body = await recall(c, "both")
+            assert status == 200 and body["warnings"]
+    finally:
+        await svc.stop()
