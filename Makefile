@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml requirements.lock requirements-dev.lock
 
 run: $(STAMP)
 	$(BIN)/sidecar seed-demo ./demo-memory
+	@echo "sidecar on http://127.0.0.1:$(PORT); in another shell, for sidecar doctor and the" \
+		"other client commands: export SIDECAR_URL=http://127.0.0.1:$(PORT)"
 	$(BIN)/sidecar serve --agent-dir ./demo-memory/agent --crew-dir ./demo-memory/crew \
 		--role lead --port $(PORT)
 

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from sidecar.disk.tiers import walk_markdown
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -209,9 +211,20 @@ class Daemon:
             time.sleep(0.02)
         raise DaemonError(f"no 200 from /healthz within {timeout} s; log:\n{self.log_tail()}")
 
-    def wait_indexed(self, expected_files: int, timeout: float = 60.0) -> dict[str, Any]:
-        """Poll the agent tier's status until the index is idle, holds every file, and
-        (with an embedder) every chunk has its vector."""
+    def notes(self) -> int:
+        """How many notes the daemon indexes in its agent folder: counted by the daemon's own
+        walk (``learnings/`` and ``facts/`` are indexed in their own formats, not as notes),
+        so a wait for them cannot drift from what the daemon does."""
+        return sum(1 for _ in walk_markdown(self.agent_dir))
+
+    def wait_indexed(
+        self, expected_files: int | None = None, timeout: float = 60.0
+    ) -> dict[str, Any]:
+        """Poll the agent tier's status until the index is idle, holds every file (by default
+        every note of the folder, :meth:`notes`), and (with an embedder) every chunk has its
+        vector."""
+        if expected_files is None:
+            expected_files = self.notes()
         started = time.monotonic()
         last: dict[str, Any] = {}
         while time.monotonic() - started < timeout:

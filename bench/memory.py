@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import bare_fts
 from bench.context import Context
 from bench.corpus import Replicator, source_files
 from bench.daemon import Daemon
@@ -39,7 +38,7 @@ def read_memory(daemon: Daemon) -> Reading:
     return Reading(kb["VmRSS"] * 1024 / 1e6, kb["VmHWM"] * 1024 / 1e6)
 
 
-def idle_reading(daemon: Daemon, expected_files: int) -> Reading:
+def idle_reading(daemon: Daemon, expected_files: int | None = None) -> Reading:
     daemon.wait_indexed(expected_files, timeout=300)
     time.sleep(IDLE_S)
     return read_memory(daemon)
@@ -80,7 +79,7 @@ def demo_corpus(ctx: Context, tmp: Path) -> tuple[Reading, Reading]:
     """Idle over the demo memory, then idle again after a first MCP session on /mcp."""
     agent, crew = demo.seed(tmp / "demo")
     with ctx.daemon(agent, tmp, crew) as daemon:
-        idle = idle_reading(daemon, len(bare_fts.markdown_files(agent)))
+        idle = idle_reading(daemon)  # the notes it indexes: not learnings/*.md
         open_mcp_session(daemon)
         time.sleep(IDLE_S)
         return idle, read_memory(daemon)
@@ -90,7 +89,7 @@ def demo_hybrid(ctx: Context, tmp: Path) -> Reading:
     """Idle over the demo memory with the in-process model loaded and every chunk embedded."""
     agent, crew = demo.seed(tmp / "demo-hybrid")
     with ctx.daemon(agent, tmp, crew, embedder="minilm") as daemon:
-        return idle_reading(daemon, len(bare_fts.markdown_files(agent)))
+        return idle_reading(daemon)
 
 
 def large_corpus(ctx: Context, tmp: Path) -> tuple[Reading, Reading, int]:

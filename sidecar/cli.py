@@ -1,8 +1,8 @@
-"""``sidecar`` command line: the daemon, plus offline commands that work on a tier folder.
+"""``sidecar`` command line: the daemon, the commands that talk to it, and offline ones.
 
-The offline commands (search, reindex, status) need no running server: they
-open ``<PATH>/index.sqlite`` directly, which is handy on a backup or a frozen
-container. Every ``serve`` flag can also come from a ``SIDECAR_*`` variable.
+Each capability adds its own commands (the offline search, reindex and status that open a
+tier folder's index are ``sidecar.retrieval.cli``). Every ``serve`` flag can also come from
+a ``SIDECAR_*`` variable.
 
 A command imports what only it needs (the daemon, the MCP SDK, numpy) when it runs:
 ``serve`` starts parsing a cold tier's notes before it loads the daemon, so the two
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
-import json
 import logging
 import os
 import socket
@@ -27,19 +26,15 @@ from typing import Any
 
 from sidecar import demo, logs
 from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, STORE_FLAGS, Caps, Settings
-from sidecar.daemon_client import error_detail, get_json
-from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
+from sidecar.daemon_client import error_detail, get_json, unreachable
 from sidecar.facts import cli as facts_cli
-from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.head_start import head_start
-from sidecar.index.progress import tracked
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.journal import cli as journal_cli
 from sidecar.learnings import cli as learnings_cli
-from sidecar.retrieval import query
+from sidecar.notes import cli as notes_cli
+from sidecar.retrieval import cli as offline_cli
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE
-from sidecar.retrieval.modes import SPARSE_CONTEXT_WEIGHT
 
 log = logging.getLogger("sidecar")
 
@@ -179,46 +174,20 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.set_defaults(func=cmd_serve)
 
 
-def _offline_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str
-) -> argparse.ArgumentParser:
-    p = sub.add_parser(name, help=help)
-    p.add_argument("-p", "--path", type=Path, required=True, help="tier root folder")
-    p.add_argument(
-        "-S",
-        "--scope",
-        choices=TIER_NAMES,
-        default=None,
-        help="which tier the folder is (labels results); default: crew if PATH is the crew "
-        "dir (env SIDECAR_CREW_DIR) or holds CREW.md and no AGENT.md, else agent",
-    )
-    p.add_argument("--chunk-chars", type=int, default=DEFAULT_MAX_CHARS)
-    return p
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sidecar", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
 
-    p = _offline_parser(sub, "search", "search a tier folder without a running server")
-    p.add_argument("query")
-    p.add_argument("-l", "--limit", type=int, default=10)
-    p.add_argument("-F", "--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=cmd_search)
-
-    p = _offline_parser(sub, "reindex", "rebuild a tier folder's index from its markdown")
-    p.set_defaults(func=cmd_reindex)
-
-    p = _offline_parser(sub, "status", "print a tier folder's index status as JSON")
-    p.set_defaults(func=cmd_status)
-
+    url = _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}")  # every client command's default
+    offline_cli.add_parsers(sub)
+    notes_cli.add_parsers(sub, url)
     _mcp_parser(sub)
     _context_parser(sub)
     _doctor_parser(sub)
-    journal_cli.add_parsers(sub, _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"))
-    learnings_cli.add_parsers(sub, _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"))
-    facts_cli.add_parsers(sub, _env("URL", f"http://127.0.0.1:{DEFAULT_PORT}"))
+    journal_cli.add_parsers(sub, url)
+    learnings_cli.add_parsers(sub, url)
+    facts_cli.add_parsers(sub, url)
 
     p = sub.add_parser("seed-demo", help="create example agent/ and crew/ memory under PATH")
     p.add_argument("path", type=Path)
@@ -331,6 +300,9 @@ async def _serve(settings: Settings) -> None:
         if settings.crew_listen:
             crew = _reserve(*settings.crew_listen, CREW_PORT_ADVICE)
             reserved += crew
+        for tier in settings.prepare_folders():  # once the ports are ours: nothing made before
+            hint = f"created an empty memory folder (meant another? check --{tier.name}-dir)"
+            log.info(hint, extra={"folder": str(tier.root), "tier": tier.name})
         pool = head_start(settings.sqlite_indexes(), settings.chunk_chars)
         from sidecar import server  # the HTTP stack and every capability: most of a start
     except BaseException:
@@ -376,7 +348,7 @@ def cmd_context(args: argparse.Namespace) -> int:
     except urllib.error.HTTPError as exc:
         raise SystemExit(f"sidecar: {exc.code}: {exc.read().decode('utf-8', 'replace')}") from None
     except urllib.error.URLError as exc:
-        raise SystemExit(f"sidecar: daemon at {args.url} unreachable: {exc.reason}") from None
+        raise SystemExit(f"sidecar: {unreachable(args.url, exc.reason)}") from None
     return 0
 
 
@@ -403,8 +375,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"sidecar at {base}: answered HTTP {exc.code}: {error_detail(exc)}")
         return 1
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        print(f"sidecar at {base}: unreachable ({getattr(exc, 'reason', exc)})")
-        print("start it with `sidecar serve` (or `make run`)")
+        print(f"sidecar: {unreachable(base, getattr(exc, 'reason', exc))}")
         return 1
     retrieval = health.get("retrieval", "sparse-only")
     embedder = health.get("embedder") or {}
@@ -484,100 +455,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         asyncio.run(mcp_stdio.serve_stdio(args.url, args.poll_interval))
     except KeyboardInterrupt:
         return 130
-    return 0
-
-
-# -- offline commands ----------------------------------------------------------
-
-
-def _same_folder(a: Path, b: Path) -> bool:
-    try:
-        return a.expanduser().resolve() == b.expanduser().resolve()
-    except (OSError, RuntimeError):
-        return False
-
-
-def tier_of(root: Path, scope: str | None) -> str:
-    """The tier a folder is: ``-S`` if given; else the configured tier dir it is
-    (``SIDECAR_CREW_DIR`` / ``SIDECAR_AGENT_DIR``, the ``serve`` defaults otherwise);
-    else crew when it holds ``CREW.md`` and no ``AGENT.md``; else agent."""
-    if scope is not None:
-        return scope
-    if _same_folder(root, Path(_env("CREW_DIR", "/crew/shared/.memory"))):
-        return "crew"
-    if _same_folder(root, Path(_env("AGENT_DIR", "~/.memory"))):
-        return "agent"
-    if (root / "CREW.md").is_file() and not (root / "AGENT.md").is_file():
-        return "crew"
-    return "agent"
-
-
-def _open(args: argparse.Namespace) -> SQLiteStore:
-    root: Path = args.path.expanduser()
-    if not root.is_dir():
-        raise SystemExit(f"sidecar: {root} is not a directory")
-    return SQLiteStore(root / INDEX_FILENAME)
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    from sidecar.retrieval.ranking import Result, search_store  # numpy: this command only
-    from sidecar.retrieval.search import SearchResponse
-
-    if not 1 <= args.limit <= 50:
-        raise SystemExit("sidecar: --limit must be from 1 to 50")
-    planned = query.plan(args.query)
-    if planned is None:
-        raise SystemExit("sidecar: the query has no searchable words")
-    store = _open(args)
-    try:
-        indexer.sync_tree(store, args.path.expanduser(), "", args.chunk_chars)
-        hits, mode = search_store(store, planned, args.limit, SPARSE_CONTEXT_WEIGHT)
-    finally:
-        store.close()
-    tier = tier_of(args.path.expanduser(), args.scope)
-    response = SearchResponse(
-        [Result(tier, h, h.score) for h in hits], mode, query.terms(args.query)
-    )
-    body = response.to_json()
-    if args.format == "json":
-        print(json.dumps(body, indent=2, ensure_ascii=False))
-        return 0
-    if not body["results"]:
-        print(f"no results ({mode})")
-    stems = [t.lower()[:4] for t in query.terms(args.query)]
-    for r in body["results"]:
-        where = f"{r['file']}:{r['start_line']}-{r['end_line']}"
-        print(f"{r['score']:8.3g}  {where}  {r['heading']}")
-        lines = [ln for ln in r["snippet"].splitlines() if ln.strip()]
-        # the lines that mention the query first (a snippet often opens with headings)
-        shown = sorted(lines, key=lambda ln: not any(s in ln.lower() for s in stems))[:3]
-        for line in sorted(shown, key=lines.index):
-            print(f"          {line}")
-    return 0
-
-
-def cmd_reindex(args: argparse.Namespace) -> int:
-    store = _open(args)
-    try:
-        root = args.path.expanduser()
-        items = indexer.load_tree(root, args.chunk_chars)
-        store.replace_all(tracked(items, indexer.count_notes(root), "reindex"))  # bar on a tty
-        store.optimize()
-        stats = store.stats()
-    finally:
-        store.close()
-    print(f"indexed {stats.total_files} files, {stats.total_chunks} chunks")
-    return 0
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    store = _open(args)
-    try:
-        stats = store.stats()
-    finally:
-        store.close()
-    scope = tier_of(args.path.expanduser(), args.scope)
-    print(json.dumps({"scope": scope, **stats.to_json()}, indent=2))
     return 0
 
 

@@ -126,6 +126,28 @@ class Settings:
             tiers.append(Tier("crew", self.crew_dir))
         return tiers
 
+    def prepare_folders(self) -> list[Tier]:
+        """Give each tier this sidecar indexes its folder, and return the tiers whose folder
+        had to be created (a misspelt path makes an empty memory: the caller says so). A path
+        that is there but not a folder is refused with a sentence, before anything is made."""
+        for tier in self.tiers():
+            if tier.root.exists() and not tier.root.is_dir():
+                raise ValueError(f"--{tier.name}-dir {tier.root} is not a folder: give the "
+                                 f"folder that holds (or is to hold) the {tier.name} tier's "
+                                 "memory")  # fmt: skip
+        created = []
+        for tier in self.tiers():
+            if tier.root.is_dir():
+                continue
+            try:
+                tier.root.mkdir(parents=True)
+            except OSError as exc:
+                why = f"cannot create the folder ({exc.strerror})"
+                raise ValueError(f"--{tier.name}-dir {tier.root}: {why}; give a folder this "
+                                 "user can write") from None  # fmt: skip
+            created.append(tier)
+        return created
+
     def store_for(self, tier: Tier) -> tuple[str, str]:
         """Where ``tier``'s index lives ("" for its SQLite file) and its namespace there."""
         own = self.crew_store if tier.name == "crew" else self.agent_store

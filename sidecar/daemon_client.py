@@ -17,6 +17,16 @@ def error_detail(exc: urllib.error.HTTPError) -> str:
         return str(exc.reason)
 
 
+def unreachable(base: str, why: object) -> str:
+    """No daemon answered at ``base``: say which URL was tried, and the two ways out (start
+    one, or name the one already running elsewhere)."""
+    return (
+        f"no sidecar answered at {base} (unreachable: {why}). Start one with `sidecar serve` "
+        "(or `make run`); if one is running on another port (make run PORT=9311, say), pass "
+        "--url http://127.0.0.1:9311 or export SIDECAR_URL=http://127.0.0.1:9311"
+    )
+
+
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as resp:
         return json.loads(resp.read())
@@ -34,5 +44,4 @@ def call(base: str, method: str, path: str, body: dict[str, Any] | None = None) 
     except urllib.error.HTTPError as exc:
         raise SystemExit(f"sidecar: {exc.code}: {error_detail(exc)}") from None
     except (urllib.error.URLError, OSError) as exc:
-        why = getattr(exc, "reason", exc)
-        raise SystemExit(f"sidecar: daemon at {base} unreachable: {why}") from None
+        raise SystemExit(f"sidecar: {unreachable(base, getattr(exc, 'reason', exc))}") from None

@@ -20,7 +20,7 @@ from sidecar.config import Settings
 from sidecar.context import routes as context_routes
 from sidecar.context.builder import ContextBuilder
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
-from sidecar.disk.tiers import Tier
+from sidecar.disk.tiers import TIER_NAMES, Tier
 from sidecar.errors import ApiError
 from sidecar.facts import routes as facts_routes
 from sidecar.facts.facts import Facts
@@ -142,9 +142,13 @@ class MemoryService:
         log.info("sidecar stopped")
 
     async def status(self, scope: str) -> dict[str, Any]:
-        """One tier's index and vectors; a member asks the lead about the crew tier."""
+        """One tier's index and vectors; a member asks the lead about the crew tier.
+        ``both``: each tier's, under ``tiers``, and their files and chunks added up."""
         if scope == "both":
-            raise ApiError(400, "bad_scope", "status takes scope agent or crew")
+            tiers = {name: await self.status(name) for name in TIER_NAMES}
+            return {"scope": "both", "tiers": tiers,
+                    **{key: sum(t.get(key, 0) for t in tiers.values())
+                       for key in ("total_files", "total_chunks")}}  # fmt: skip
         if scope == "crew" and self.crew_reader is not None:
             try:
                 stats = await self.indexes.read(self.crew_reader.stats)

@@ -14,6 +14,7 @@ import pytest
 
 from sidecar import cli
 from sidecar.cli import main
+from tests.sidecar_process import SidecarProcess
 
 
 @pytest.fixture
@@ -218,3 +219,25 @@ def test_the_command_line_loads_the_daemon_only_to_serve() -> None:
     code = f"import sys, sidecar.cli; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_serve_refuses_an_agent_dir_that_is_a_file(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.md"
+    memory.write_text("# not a folder\n")
+    result = run_sidecar(["serve", "--agent-dir", str(memory), "--port", "0"], {})
+    assert result.returncode == 2
+    assert f"--agent-dir {memory} is not a folder" in result.stderr
+    assert "Errno" not in result.stderr and "Traceback" not in result.stderr
+    assert memory.read_text() == "# not a folder\n"
+
+
+def test_serve_says_which_memory_folder_it_created(tmp_path: Path) -> None:
+    typo = tmp_path / "memroy"  # a misspelt --agent-dir: an empty memory, said so once
+    daemon = SidecarProcess(typo, tmp_path / "crew", role="agent").start()
+    try:
+        lines = [json.loads(line) for line in daemon.log_path.read_text().splitlines()]
+    finally:
+        daemon.terminate()
+    created = [e for e in lines if e["msg"].startswith("created an empty memory folder")]
+    assert [(e["level"], e["folder"]) for e in created] == [("info", str(typo))]
+    assert typo.is_dir()

@@ -191,7 +191,7 @@ async def test_status_reports_the_index(client: TestClient, service: MemoryServi
     assert set(body) >= {"total_files", "total_chunks", "indexed_at", "total_size_kb"}
 
 
-@pytest.mark.parametrize("path", ["/memory/status?scope=both", "/memory/status?scope=x"])
+@pytest.mark.parametrize("path", ["/memory/status?scope=all", "/memory/status?scope=x"])
 async def test_status_bad_scope(client: TestClient, path: str) -> None:
     resp = await client.get(path)
     assert resp.status == 400
@@ -269,3 +269,18 @@ async def test_a_misspelt_query_parameter_is_refused(client: TestClient, url: st
     body = await resp.json()
     assert body["error"] == "unknown_parameter"
     assert "allowed: " in body["detail"] or "it takes none" in body["detail"]
+
+
+async def test_415_says_when_no_content_type_was_sent(client: TestClient) -> None:
+    bare = await client.post(
+        "/memory/write", data=b'{"file": "AGENT.md", "content": "x"}',
+        skip_auto_headers={"Content-Type"},
+    )  # fmt: skip
+    assert bare.status == 415
+    detail = (await bare.json())["detail"]
+    assert "no Content-Type was sent" in detail and "octet-stream" not in detail
+    plain = await client.post(
+        "/memory/write", data=b"{}", headers={"Content-Type": "text/plain; charset=utf-8"}
+    )
+    assert plain.status == 415
+    assert "got 'text/plain; charset=utf-8'" in (await plain.json())["detail"]

@@ -265,8 +265,8 @@ async def test_read_ranges_and_missing_file(client: TestClient) -> None:
                                                     "end_line": "3"})  # fmt: skip
     body = await resp.json()
     assert body == {
-        "file": "AGENT.md", "scope": "agent", "content": "l2\nl3", "bytes": 12,
-        "start_line": 2, "end_line": 3, "total_lines": 4,
+        "file": "AGENT.md", "scope": "agent", "content": "l2\nl3", "bytes": 5,
+        "file_bytes": 12, "start_line": 2, "end_line": 3, "total_lines": 4,
     }  # fmt: skip
     resp = await client.get("/memory/read", params={"file": "AGENT.md", "start_line": "3",
                                                     "end_line": "99"})  # fmt: skip

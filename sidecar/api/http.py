@@ -15,7 +15,7 @@ from aiohttp import web
 
 from sidecar.api import metrics, openapi
 from sidecar.api.mcp.mount import MCP_PATH, mount_mcp
-from sidecar.disk.tiers import SCOPES
+from sidecar.disk.tiers import parse_scope
 from sidecar.errors import ApiError
 from sidecar.metrics import REJECTED_INPUTS
 from sidecar.service import MemoryService
@@ -73,11 +73,13 @@ def _browser_guard(allowed: tuple[str, ...]) -> Any:
             and request.match_info.http_exception is None  # no such route: 404 / 405 says so
             and request.content_type != "application/json"
         ):
+            sent = request.headers.get("Content-Type")
+            got = f"got {sent!r}" if sent is not None else "no Content-Type was sent"
             return error_response(
                 415, "unsupported_media_type",
-                f"{request.method} {request.path} takes Content-Type: application/json (got "
-                f"{request.content_type!r}); every request but a GET and POST /memory/search "
-                "must say so, which a web page cannot without a CORS preflight",
+                f"{request.method} {request.path} takes Content-Type: application/json ({got}); "
+                "every request but a GET and POST /memory/search must say so, which a web "
+                "page cannot without a CORS preflight",
             )  # fmt: skip
         return await handler(request)
 
@@ -119,22 +121,18 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
 
 
-def _scope_param(request: web.Request, allow_both: bool) -> str:
+def _scope_param(request: web.Request) -> str:
     check_params(request, ("scope",))
-    scope = request.query.get("scope", "agent")
-    allowed = SCOPES if allow_both else ("agent", "crew")
-    if scope not in allowed:
-        raise ApiError(400, "bad_scope", f"scope must be one of {', '.join(allowed)}")
-    return scope
+    return parse_scope(request.query.get("scope", "agent"))
 
 
 async def status(request: web.Request) -> web.Response:
-    scope = _scope_param(request, allow_both=False)
+    scope = _scope_param(request)
     return web.json_response(await request.app[SERVICE].status(scope))
 
 
 async def reindex(request: web.Request) -> web.Response:
-    scope = _scope_param(request, allow_both=True)
+    scope = _scope_param(request)
     if request.body_exists and await request.read():
         fields = await json_body(request)  # {} or nothing: the scope is a query parameter
         if fields:

@@ -40,6 +40,15 @@ Save a lesson for future work (a correction, a rule) with memory.learn.
 Search older memory with memory.search; read exact lines with memory.read.
 [END MEMORY INSTRUCTIONS]
 """
+# The instructions in brief, for a budget the full ones would take over a quarter of: at the
+# smallest budget (1,000) the full text and two block frames leave no room for any memory.
+INSTRUCTIONS_SHARE = 0.25
+BRIEF_INSTRUCTIONS = """\
+[MEMORY INSTRUCTIONS]
+Save lasting facts with memory.write (scope=agent file=AGENT.md; today's work: daily/today);
+search older memory with memory.search.
+[END MEMORY INSTRUCTIONS]
+"""
 
 
 RECALLED_SHARE = 0.2  # past events never take more than this part of the budget
@@ -312,7 +321,9 @@ def assemble(
     """
     out = MemoryBlock(budget)
     nudge_text = f"[MEMORY NUDGE] {nudge}\n" if nudge else ""
-    room = budget - len(INSTRUCTIONS) - len(nudge_text)
+    brief = len(INSTRUCTIONS) > budget * INSTRUCTIONS_SHARE
+    instructions = BRIEF_INSTRUCTIONS if brief else INSTRUCTIONS
+    room = budget - len(instructions) - len(nudge_text)
     if room <= 0:
         return out
     standing = _render_all("INSTITUTIONAL LEARNINGS", institutional or [])
@@ -360,6 +371,6 @@ def assemble(
         used += len(texts[-1])
     hits_rendered = _render_all("RELEVANT MEMORY", hits)
     texts.append(_fill_block("RELEVANT MEMORY", hits_rendered, room - used, out))
-    out.text = standing_text + "".join(texts) + nudge_text + INSTRUCTIONS
+    out.text = standing_text + "".join(texts) + nudge_text + instructions
     assert len(out.text) <= budget
     return out

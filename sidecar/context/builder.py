@@ -126,7 +126,7 @@ class ContextBuilder:
 
     async def _recall(self, query: str) -> list[block.Recalled]:
         """Past events that bear on the task; the block still builds if the journal cannot."""
-        scope = "crew_shared" if self.has_crew else "own"
+        scope = "both" if self.has_crew else "agent"
         try:
             answer = await self.journal.recall(
                 RecallQuery(query, RECALLED_K, Filters()), scope, True

@@ -16,9 +16,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from sidecar.errors import ApiError
+
 INDEX_FILENAME = "index.sqlite"
 TIER_NAMES = ("agent", "crew")
-SCOPES = (*TIER_NAMES, "both")  # what a search or reindex may cover
+# The one scope vocabulary of the API, the MCP tools and the command line: a tier, or both.
+SCOPES = (*TIER_NAMES, "both")
+# Recall's older words, still accepted: its own journal, and that plus the crew's.
+SCOPE_ALIASES = {"own": "agent", "crew_shared": "both"}
+SCOPE_WORDS = (*SCOPES, *SCOPE_ALIASES)  # what a caller may send where "both" is taken
 # Top-level folders whose markdown a capability indexes in its own format, not as notes.
 OWN_FORMAT_DIRS = frozenset({"learnings", "facts"})
 
@@ -49,6 +55,17 @@ class Tier:
     @property
     def index_path(self) -> Path:
         return self.root / INDEX_FILENAME
+
+
+def parse_scope(value: object, allowed: tuple[str, ...] = SCOPES) -> str:
+    """The scope a request names, an old alias read as its word; ``400 bad_scope`` naming
+    the words this caller takes otherwise."""
+    scope = SCOPE_ALIASES.get(value, value) if isinstance(value, str) else value
+    if scope not in allowed:
+        raise ApiError(
+            400, "bad_scope", f"'scope' must be one of {', '.join(allowed)}, not {value!r}"
+        )
+    return str(scope)
 
 
 class UnsafePath(ValueError):

@@ -9,6 +9,7 @@ import urllib.parse
 from typing import Any
 
 from sidecar.daemon_client import call
+from sidecar.disk.tiers import SCOPE_WORDS
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], default_url: str) -> None:
@@ -49,7 +50,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], defaul
     url(p)
     p.add_argument("query")
     p.add_argument("-k", type=int, default=5)
-    p.add_argument("--scope", choices=("own", "crew_shared"), default="own")
+    p.add_argument(
+        "--scope",
+        choices=SCOPE_WORDS,
+        default="agent",
+        help="both adds the crew's high-value events",
+    )
     p.add_argument("--session-id")
     p.add_argument("--walk", action="store_true", help="add each hit's related events")
     p.add_argument("--no-mark", action="store_true", help="do not count this as a use")

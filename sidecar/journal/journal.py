@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.config import Settings
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.disk.tiers import parse_scope
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
 from sidecar.journal import health as journal_health
@@ -283,11 +284,14 @@ class Journal:
     # -- recall ---------------------------------------------------------------------
 
     async def recall(self, q: RecallQuery, scope: str, mark: bool) -> dict[str, Any]:
-        """``own``: this agent's journal. ``crew_shared``: that plus the crew's high-value
-        events (from the lead's own crew tier, or asked of the lead by a member)."""
-        if scope not in ("own", "crew_shared"):
-            raise ApiError(400, "bad_scope", "scope must be own or crew_shared")
-        return await self._recall(q, scope, mark, crew=scope == "crew_shared")
+        """``agent`` (alias ``own``): this agent's journal. ``both`` (``crew_shared``): that
+        plus the crew's high-value events (from the lead's own crew tier, or asked of the lead
+        by a member). ``crew``: the crew's high-value events alone."""
+        scope = parse_scope(scope)
+        if scope == "crew" and self.lead is None and "crew" not in self.tiers:
+            raise ApiError(503, "tier_unavailable", "this sidecar has no crew journal and no "
+                           "crew lead (--lead-url): recall with scope agent")  # fmt: skip
+        return await self._recall(q, scope, mark, crew=scope != "agent", own=scope != "crew")
 
     async def recall_crew(self, q: RecallQuery, mark: bool) -> dict[str, Any]:
         """What the lead gives a member for crew_shared: the crew's high-value events."""

@@ -60,7 +60,7 @@ def recall_query(body: dict[str, Any]) -> tuple[RecallQuery, str, bool]:
     q = RecallQuery(
         text, int_field(body, "k", 5, 1, 50), filters, int_field(body, "walk", 0, 0, 1), rank
     )
-    return q, string_field(body, "scope", "own") or "own", bool_field(body, "mark", True)
+    return q, string_field(body, "scope", "agent") or "agent", bool_field(body, "mark", True)
 
 
 async def record(request: web.Request) -> web.Response:

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
+from sidecar.disk.tiers import SCOPE_WORDS
 from sidecar.mcp_results import McpTool, result, withheld
 
 RECORD, RECALL = "memory.record", "memory.recall"
@@ -106,7 +107,7 @@ RECALL_TOOL = types.Tool(
     title="Recall past events",
     description=(
         "Recall past events relevant to the task at hand, ranked by meaning, importance and "
-        "recency (escalations, failures, corrections). scope=crew_shared adds the crew's "
+        "recency (escalations, failures, corrections). scope=both adds the crew's "
         "high-value events. walk=1 adds each hit's related events."
     ),
     input_schema={
@@ -114,7 +115,7 @@ RECALL_TOOL = types.Tool(
         "properties": {
             "query": {"type": "string", "minLength": 1, "maxLength": 4096},
             "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
-            "scope": {"type": "string", "enum": ["own", "crew_shared"], "default": "own"},
+            "scope": {"type": "string", "enum": list(SCOPE_WORDS), "default": "agent"},
             "session_id": {"type": "string", "maxLength": 128},
             "types": {"type": "array", "items": {"type": "string"}, "maxItems": 50},
             "since": _TIME,

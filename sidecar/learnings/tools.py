@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
+from sidecar.disk.tiers import SCOPES
 from sidecar.learnings.entries import DOMAINS, MAX_TEXT_CHARS, TYPES
 from sidecar.mcp_results import McpTool, result, withheld
 
@@ -121,7 +122,7 @@ LEARNINGS_TOOL = types.Tool(
                 "maxItems": 4,
             },
             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-            "scope": {"type": "string", "enum": ["agent", "crew", "both"]},
+            "scope": {"type": "string", "enum": list(SCOPES)},
             "session_id": {"type": "string", "maxLength": 128},
         },
         "required": ["query"],

@@ -199,7 +199,7 @@ class Browser:
         if kind in ("note", "learning"):
             body = await self._read_note(scope, file)
             cap = self.settings.caps.for_kind(files.resolve(scope, file).kind)
-            return {**body, "kind": kind, "usage": files.usage(body["bytes"], cap)}
+            return {**body, "kind": kind, "usage": files.usage(body["file_bytes"], cap)}
         if kind is None:
             raise ApiError(
                 400, "file_not_allowed", f"{file!r} is not a browsable file of the {scope} tier; "

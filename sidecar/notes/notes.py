@@ -228,7 +228,8 @@ class Notes:
             "file": target.rel,
             "scope": scope,
             "content": content,
-            "bytes": len(data),
+            "bytes": len(content.encode("utf-8")),  # of what is answered: the lines read
+            "file_bytes": len(data),
             "start_line": first,
             "end_line": last,
             "total_lines": len(lines),

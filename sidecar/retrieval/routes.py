@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar.disk.tiers import SCOPES
+from sidecar.disk.tiers import parse_scope
 from sidecar.errors import ApiError
 from sidecar.retrieval.query import check_length
 from sidecar.retrieval.search import Search
@@ -36,10 +36,8 @@ async def parse_search(request: web.Request) -> tuple[str, str, int, str | None]
     limit = body.get("limit", 10)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ApiError(400, "bad_limit", f"'limit' must be an integer from 1 to {MAX_LIMIT}")
-    scope = body.get("scope", "agent")
-    if scope not in SCOPES:
-        raise ApiError(400, "bad_scope", f"'scope' must be one of {', '.join(SCOPES)}")
-    return query, scope, limit, string_field(body, "mode")  # Search checks its value
+    mode = string_field(body, "mode")  # Search checks its value
+    return query, parse_scope(body.get("scope", "agent")), limit, mode
 
 
 async def search(request: web.Request) -> web.Response:

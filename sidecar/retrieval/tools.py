@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
+from sidecar.disk.tiers import SCOPES
 from sidecar.mcp_results import McpTool, result, withhold_flagged
 from sidecar.retrieval.query import MAX_QUERY_CHARS
 
@@ -54,7 +55,7 @@ SEARCH_TOOL = types.Tool(
         "type": "object",
         "properties": {
             "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-            "scope": {"type": "string", "enum": ["agent", "crew", "both"], "default": "agent"},
+            "scope": {"type": "string", "enum": list(SCOPES), "default": "agent"},
             "limit": {
                 "type": "integer",
                 "minimum": 1,

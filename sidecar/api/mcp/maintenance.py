@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
+from sidecar.disk.tiers import SCOPES
 from sidecar.mcp_results import McpTool, result
 
 REINDEX = "memory.reindex"
@@ -75,7 +76,7 @@ REINDEX_TOOL = types.Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "scope": {"type": "string", "enum": ["agent", "crew", "both"], "default": "agent"},
+            "scope": {"type": "string", "enum": list(SCOPES), "default": "agent"},
         },
         "additionalProperties": False,
     },
