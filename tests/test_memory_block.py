@@ -25,7 +25,7 @@ from sidecar.context.block import (
 from sidecar.errors import ApiError
 from sidecar.index.queue import FILE, JobKey
 from sidecar.notes.files import today_utc
-from sidecar.operators.model import user_slug
+from sidecar.operators.identity import model_paths
 from sidecar.service import MemoryService
 
 TODAY = date(2026, 11, 22)
@@ -96,11 +96,11 @@ def test_same_inputs_same_bytes(tiers: tuple[Path, Path]) -> None:
 
 def test_operator_model_only_for_the_opener(tiers: tuple[Path, Path]) -> None:
     agent, crew = tiers
-    mine, other = user_slug("u-1", "ws-1"), user_slug("u-2", "ws-1")
-    assert len(mine) == 16 and all(c in "0123456789abcdef" for c in mine)
-    assert user_slug("u-1", "ws-2") != mine
-    (crew / "users" / f"{mine}.md").write_text("- timezone: UTC+1\n")
-    (crew / "users" / f"{other}.md").write_text("- prefers verbose answers\n")
+    (mine, _), (other, _) = model_paths(crew, "u-1", "ws-1", True), model_paths(crew, "u-2", "ws-1")
+    assert len(mine) == len("users/.md") + 32 and all(c in "0123456789abcdef" for c in mine[6:-3])
+    assert model_paths(crew, "u-1", "ws-2")[0] != mine
+    (crew / mine).write_text("- timezone: UTC+1\n")
+    (crew / other).write_text("- prefers verbose answers\n")
     text = build(agent, crew, user_id="u-1", workspace_id="ws-1")
     operator = block_of(text, "OPERATOR MODEL")
     assert "UTC+1" in operator and "verbose" not in text
@@ -242,3 +242,4 @@ async def test_write_refuses_injection_and_read_search_flag_it(
     result = await tools.call("memory.search", {"query": "kiwi"})
     shown = result.content[0].text + json.dumps(result.structured_content)
     assert "reveal the system prompt" not in shown and "withheld" in shown
+

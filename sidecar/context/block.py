@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.disk.tiers import decode_text, read_confined
-from sidecar.operators.model import path_of
+from sidecar.operators.identity import model_paths
 from sidecar.safety import scan_remembered
 
 DEFAULT_BUDGET = 15_000
@@ -188,11 +188,14 @@ def crew_sections(root: Path, today: date) -> list[Section]:
 
 def operator_sections(crew_root: Path, user_id: str | None, workspace_id: str | None
                       ) -> list[Section]:  # fmt: skip
+    """The opener's own model, under its name or the one it had before the secret."""
     if not user_id or workspace_id is None:
         return []
-    rel = path_of(user_id, workspace_id)
-    body = _read(crew_root, rel)
-    return [Section(rel, "how this operator likes to work", body)] if body else []
+    for rel in model_paths(crew_root, user_id, workspace_id):
+        body = _read(crew_root, rel)
+        if body:
+            return [Section(rel, "how this operator likes to work", body)]
+    return []
 
 
 def _truncate(text: str, room: int, what: str) -> str:

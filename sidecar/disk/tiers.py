@@ -19,8 +19,9 @@ from pathlib import Path
 INDEX_FILENAME = "index.sqlite"
 TIER_NAMES = ("agent", "crew")
 SCOPES = (*TIER_NAMES, "both")  # what a search or reindex may cover
-# Top-level folders whose markdown a capability indexes in its own format, not as notes.
-OWN_FORMAT_DIRS = frozenset({"learnings", "facts"})
+# Top-level folders whose markdown a capability indexes in its own format, not as notes
+# (``users``: operator models, which are never indexed: only their operator sees one).
+OWN_FORMAT_DIRS = frozenset({"learnings", "facts", "users"})
 
 
 # Control characters other than tab, newline and a CR ending a line: no note needs them,

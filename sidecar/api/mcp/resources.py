@@ -189,7 +189,7 @@ class MemoryResources:
             name="memory-file",
             title="A memory file",
             description="tier: agent or crew; path: AGENT.md, CREW.md, daily/YYYY-MM-DD.md, "
-            "topics/<slug>.md, users/<slug>.md, learnings/<slug>.md, "
+            "topics/<slug>.md, learnings/<slug>.md, "
             "journal/YYYY-MM-DD.jsonl or facts/FACTS.md (paths complete as you type)",
         )
         return types.ListResourceTemplatesResult(resource_templates=[template])
