@@ -1,0 +1,33 @@
+"""Text from memory can never open, close or imitate a section of the memory block.
+
+Every piece of text the block shows (a note, a search hit, a learning, a fact a model
+distilled, a journal event, a title made from a file name) goes through
+:func:`neutralise` first. What looks like one of the block's own markers, a bracketed
+label in capitals (``[END KNOWN FACTS]``, ``[OPERATOR MODEL]``), a bracketed note of the
+block's (``[BLOCKED: ...``, ``[withheld: ...``, ``[… truncated: ...``), a
+``<recalled-memory>`` tag or a ``--- title ---`` section header line, is shown in
+parentheses instead, so the words stay readable and the structure stays the daemon's.
+"""
+
+from __future__ import annotations
+
+import re
+
+_BRACKETED = re.compile("[\\[\uff3b]([^\\]\\[\uff3b\uff3d\n]{1,200})[\\]\uff3d]")  # and fullwidth
+_OWN_NOTE = re.compile(r"\s*(?:end|blocked|withheld|memory|…|\.\.\.)", re.IGNORECASE)
+_TAG = re.compile(r"<\s*(/?\s*recalled-memory)\s*>", re.IGNORECASE)
+_HEADER = re.compile(r"^([ \t]*)-{3,}[ \t]*([^\n]*?[^\s-][^\n]*?)[ \t]*-{3,}[ \t]*$", re.MULTILINE)
+
+
+def _bracketed(m: re.Match[str]) -> str:
+    inner = m.group(1)
+    letters = [c for c in inner if c.isalpha()]
+    capitals = len(letters) >= 3 and inner == inner.upper()
+    return f"({inner})" if capitals or _OWN_NOTE.match(inner) else m.group(0)
+
+
+def neutralise(text: str) -> str:
+    """``text`` with anything that could pass for a block marker put in parentheses."""
+    text = _HEADER.sub(r"\1(\2)", text)
+    text = _TAG.sub(r"(\1)", text)
+    return _BRACKETED.sub(_bracketed, text)
