@@ -28,8 +28,9 @@ log = logging.getLogger(__name__)
 
 SECRET_FILE = ".operator-secret"
 SLUG_HEX = 32  # 128 bits: no two identities meet by chance
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # and lone surrogates
 _SECRETS: dict[Path, bytes] = {}  # read once per crew folder: it never changes
+_WARNED: set[Path] = set()
 
 
 def check_id(name: str, value: str) -> None:
@@ -38,29 +39,40 @@ def check_id(name: str, value: str) -> None:
     if _CONTROL.search(value):
         raise ApiError(
             400, f"bad_{name}", f"'{name}' must not contain control characters (NUL, newline, "
-            "escape, ...); send the id as your identity provider issues it",
+            "escape, ...) or lone surrogates; send the id as your identity provider issues it",
         )  # fmt: skip
 
 
 def secret(crew_dir: Path, create: bool = False) -> bytes | None:
-    """The deployment's secret; with ``create`` (the lead, which writes the crew tier) it
-    is made if missing, else None while there is none. Blocking: run it on a thread."""
-    cached = _SECRETS.get(crew_dir)
-    if cached is not None:
-        return cached
+    """The deployment's secret, or None while there is none. With ``create`` (the lead,
+    which writes the crew tier) it is made if missing, and OSError says why there can be
+    none. Blocking: run it on a thread."""
+    if crew_dir in _SECRETS:
+        return _SECRETS[crew_dir]
     try:
-        got = read_confined(crew_dir, SECRET_FILE, 4096)
-    except PermissionError:
-        log.warning("operator secret unreadable: operator models of this deployment cannot "
-                    "be found", extra={"file": str(crew_dir / SECRET_FILE)})  # fmt: skip
+        key = _read_key(crew_dir)
+        if key is None and create:
+            _create(crew_dir)
+            key = _read_key(crew_dir)
+            if key is None:
+                raise OSError(f"{SECRET_FILE} is not a regular file with a secret in it")
+    except OSError as exc:
+        if create:
+            raise
+        if crew_dir not in _WARNED:  # a member that may not read it: say so, once
+            _WARNED.add(crew_dir)
+            where = {"file": str(crew_dir / SECRET_FILE), "error": str(exc)}
+            log.warning("operator secret unreadable: models are found only by their old names",
+                        extra=where)  # fmt: skip
         return None
-    if got is None and create:
-        _create(crew_dir)
-        got = read_confined(crew_dir, SECRET_FILE, 4096)
-    if got is None or not got[0].strip():
-        return None
-    _SECRETS[crew_dir] = got[0].strip()
-    return _SECRETS[crew_dir]
+    if key is not None:
+        _SECRETS[crew_dir] = key
+    return key
+
+
+def _read_key(crew_dir: Path) -> bytes | None:
+    got = read_confined(crew_dir, SECRET_FILE, 4096)
+    return (got[0].strip() or None) if got else None
 
 
 def _create(crew_dir: Path) -> None:
@@ -87,7 +99,7 @@ def _create(crew_dir: Path) -> None:
 
 
 def slug(key: bytes, user_id: str, workspace_id: str) -> str:
-    who = json.dumps([user_id, workspace_id], ensure_ascii=False).encode()
+    who = json.dumps([user_id, workspace_id]).encode()
     return hmac.new(key, who, hashlib.sha256).hexdigest()[:SLUG_HEX]
 
 

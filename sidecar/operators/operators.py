@@ -123,9 +123,10 @@ class Operators:
             )
         except OSError as exc:
             raise ApiError(500, "write_failed", f"the crew tier's operator secret could not be "
-                           f"created ({exc}); nothing was written") from None  # fmt: skip
-        current, legacy = paths
-        return current, legacy
+                           f"read or created ({exc}); nothing was changed. Make "
+                           f"{identity.SECRET_FILE} a regular file the daemon can read, or "
+                           "remove it if no model was written under it") from None  # fmt: skip
+        return paths[0], paths[1]
 
     def _lock_of(self, rel: str) -> asyncio.Lock:
         return self._locks.setdefault(rel, asyncio.Lock())
