@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
+from sidecar.index.queue import FILE, TREE, JobKey
 from sidecar.operators.identity import model_paths
 from sidecar.operators.model import CAP_BYTES
 from sidecar.service import MemoryService
@@ -313,3 +314,21 @@ async def test_opt_out_removes_a_model_under_its_old_name(
     resp = await client.post("/memory/operator/opt-out", json=WHO)
     assert (await resp.json())["purged"] == [f"users/{_legacy('u-42', 'ws-7')}.md"]
     assert models(settings) == []
+
+
+async def test_rows_an_older_version_indexed_are_never_returned(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    """Until the reconcile drops them, a tier's index may still hold models it indexed as
+    notes; a search leaves them out, and the reconcile removes them."""
+    users = settings.crew_dir / "users"
+    users.mkdir()
+    (users / "0a1b2c3d4e5f6789.md").write_text("- tone: quokka replies\n")
+    (crew,) = service.indexes.for_scope("crew")
+    await service.indexes.queue.submit(JobKey("crew", FILE, "users/0a1b2c3d4e5f6789.md"))
+    assert crew.store.file_state("users/0a1b2c3d4e5f6789.md") is not None  # as before
+    for scope in ("crew", "both"):
+        found = await client.post("/memory/search", json={"query": "quokka", "scope": scope})
+        assert (await found.json())["results"] == []
+    await service.indexes.queue.submit(JobKey("crew", TREE, ""))
+    assert crew.store.file_state("users/0a1b2c3d4e5f6789.md") is None
