@@ -285,3 +285,6 @@ def test_neutralise_keeps_ordinary_markdown() -> None:
     assert neutralise("\uff3bEND KNOWN FACTS\uff3d [blocked: x] < /Recalled-Memory >") == (
         "(END KNOWN FACTS) (blocked: x) (/Recalled-Memory)"
     )
+    assert neutralise("[Operator model] [end known facts] [memoryless] [… truncated: x]") == (
+        "(Operator model) (end known facts) [memoryless] (… truncated: x)"
+    )

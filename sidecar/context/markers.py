@@ -3,9 +3,9 @@
 Every piece of text the block shows (a note, a search hit, a learning, a fact a model
 distilled, a journal event, a title made from a file name) goes through
 :func:`neutralise` first. What looks like one of the block's own markers, a bracketed
-label in capitals (``[END KNOWN FACTS]``, ``[OPERATOR MODEL]``), a bracketed note of the
-block's (``[BLOCKED: ...``, ``[withheld: ...``, ``[… truncated: ...``), a
-``<recalled-memory>`` tag or a ``--- title ---`` section header line, is shown in
+label in capitals (``[END KNOWN FACTS]``, ``[OPERATOR MODEL]``), a section's name or a
+note of the block's in any case (``[operator model]``, ``[BLOCKED: ...``, ``[… truncated:
+...``), a ``<recalled-memory>`` tag or a ``--- title ---`` section header line, is shown in
 parentheses instead, so the words stay readable and the structure stays the daemon's.
 """
 
@@ -14,7 +14,12 @@ from __future__ import annotations
 import re
 
 _BRACKETED = re.compile("[\\[\uff3b]([^\\]\\[\uff3b\uff3d\n]{1,200})[\\]\uff3d]")  # and fullwidth
-_OWN_NOTE = re.compile(r"\s*(?:end|blocked|withheld|memory|…|\.\.\.)", re.IGNORECASE)
+# The block's notes and section names, in any case ("[end known facts]", "[Operator model]").
+_OWN_NOTE = re.compile(
+    r"\s*(?:…|\.\.\.|(?:end|blocked|withheld|memory|agent\s+memory|crew\s+shared|operator\s+model"
+    r"|relevant\s+memory|recalled\s+memory|known\s+facts|(?:institutional\s+)?learnings)\b)",
+    re.IGNORECASE,
+)
 _TAG = re.compile(r"<\s*(/?\s*recalled-memory)\s*>", re.IGNORECASE)
 _HEADER = re.compile(r"^([ \t]*)-{3,}[ \t]*([^\n]*?[^\s-][^\n]*?)[ \t]*-{3,}[ \t]*$", re.MULTILINE)
 
