@@ -20,8 +20,7 @@ _OWN_NOTE = re.compile(
     r"|relevant\s+memory|recalled\s+memory|known\s+facts|(?:institutional\s+)?learnings)\b)",
     re.IGNORECASE,
 )
-_TAG = re.compile(r"<\s*(/?\s*recalled-memory)\s*>", re.IGNORECASE)
-_HEADER = re.compile(r"^([ \t]*)-{3,}[ \t]*([^\n]*?[^\s-][^\n]*?)[ \t]*-{3,}[ \t]*$", re.MULTILINE)
+_TAG = re.compile(r"<\s*(/\s*)?(recalled-memory)\s*>", re.IGNORECASE)
 
 
 def _bracketed(m: re.Match[str]) -> str:
@@ -31,8 +30,19 @@ def _bracketed(m: re.Match[str]) -> str:
     return f"({inner})" if capitals or _OWN_NOTE.match(inner) else m.group(0)
 
 
+def _header(line: str) -> str:
+    """``--- title ---`` as ``(title)``; a rule (``---``) stays. Linear: a line of a
+    100 KiB log may start with dashes."""
+    core = line.strip()
+    title = core.strip("-").strip()
+    if not (title and core.startswith("---") and core.endswith("---")):
+        return line
+    return f"{line[: len(line) - len(line.lstrip())]}({title})"
+
+
 def neutralise(text: str) -> str:
     """``text`` with anything that could pass for a block marker put in parentheses."""
-    text = _HEADER.sub(r"\1(\2)", text)
-    text = _TAG.sub(r"(\1)", text)
+    if "---" in text:
+        text = "\n".join(map(_header, text.split("\n")))
+    text = _TAG.sub(lambda m: f"({m.group(1) or ''}{m.group(2)})", text)
     return _BRACKETED.sub(_bracketed, text)
