@@ -118,7 +118,10 @@ async def test_bad_updates_are_refused(
     assert (await update(client, 400, **{"messages": 20, **body}))["error"] == error
 
 
-async def test_a_member_is_told_to_ask_the_lead(settings: Settings) -> None:
+async def test_a_member_is_told_to_ask_the_lead_and_reads_the_model(
+    client: TestClient, settings: Settings
+) -> None:
+    await update(client, fields={"tone": "gooseberry"}, messages=20)
     svc = MemoryService(dataclasses.replace(settings, role="agent"))
     await svc.start()
     try:
@@ -126,6 +129,8 @@ async def test_a_member_is_told_to_ask_the_lead(settings: Settings) -> None:
             assert (await update(c, 403, fields={"tone": "x"}, messages=20))["error"] == (
                 "crew_read_only"
             )
+            block = await (await c.get("/memory/context", params=WHO)).text()
+            assert "- tone: gooseberry" in block  # from the shared folder, by the keyed name
     finally:
         await svc.stop()
 
