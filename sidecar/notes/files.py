@@ -16,7 +16,7 @@ from sidecar.errors import ApiError
 
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
 _TOPIC = re.compile(r"topics/[a-z0-9][a-z0-9_-]{0,63}\.md")
-OPERATORS_DIR = "users/"
+_OPERATORS = "users/"  # operator models: only the operator API and their own block use them
 _LEARNINGS = re.compile(r"learnings/(?:[a-z0-9][a-z0-9_-]{0,63}|archive/\d{4})\.md")
 _NAME_MAX = 255  # bytes in one path component (Linux's NAME_MAX)
 # The one documented alias: today's daily file (UTC).
@@ -76,7 +76,7 @@ def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
             400, "file_not_allowed", f"{file!r} has control characters or surrounding "
             f"whitespace; allowed: {ALLOWED[scope]}",
         )  # fmt: skip
-    if file.startswith(OPERATORS_DIR):
+    if file.startswith(_OPERATORS):
         raise ApiError(
             400, "file_not_allowed", f"{file!r} is an operator model: those are written only "
             "by POST /memory/operator on the crew lead (and removed by its opt-out), and shown "
