@@ -2,9 +2,10 @@
 ``POST /api/chat`` and OpenAI's ``POST /v1/chat/completions``.
 
 Each request takes the next scripted step: an answer (a dict, sent as the JSON
-content), raw text (malformed output), an HTTP error, a refusal, or a stall (for
-timeouts). An answer may name a known fact by a word of its sentence, ``{id:Osaka}``:
-the stub replaces it with the id the prompt showed for the fact containing "Osaka",
+content), raw text (malformed output), an HTTP error, a refusal, a stall (for
+timeouts), or a hold until the test releases it (``arrived`` says a request came). An
+answer may name a known fact by a word of its sentence, ``{id:Osaka}``: the stub
+replaces it with the id the prompt showed for the fact containing "Osaka",
 as a model reading the prompt would. Tokens are counted as words, as a tokenizer
 would roughly count them, and reported the way each API reports usage.
 """
@@ -32,6 +33,7 @@ class Step:
     status: int = 200
     refusal: str | None = None
     stall: float = 0.0
+    hold: asyncio.Event | None = None  # answer only once the test sets it
 
 
 @dataclass
@@ -41,6 +43,7 @@ class LLMStub:
     prompt_tokens: int = 0
     answer_tokens: int = 0
     default: Any = None  # a function of the prompt text, for unscripted requests
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)  # set by each request
     _runner: web.AppRunner | None = None
     port: int = 0
 
@@ -80,6 +83,9 @@ class LLMStub:
             step = Step(answer=self.default(prompt))
         else:
             step = Step(answer={"facts": []})
+        self.arrived.set()
+        if step.hold is not None:
+            await step.hold.wait()
         if step.stall:
             await asyncio.sleep(step.stall)
         text = step.raw if step.raw is not None else json.dumps(step.answer or {})

@@ -8,6 +8,7 @@ list changes delivered on a ``subscriptions/listen`` stream).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -139,9 +140,10 @@ async def test_lists_three_strict_tools_and_announces_list_changes(
     write = listed[0]
     assert write.input_schema["required"] == ["scope", "file", "content"]
     needles = ["AGENT.md", "daily/YYYY-MM-DD.md", "daily/today", "CREW.md", "topics/<slug>.md"]
-    needles += ["users/<slug>.md", "4,000 bytes", "100 KB", "16 KB", "mode=replace", "same turn"]
+    needles += ["4,000 bytes", "100 KB", "16 KB", "mode=replace", "same turn"]
     for needle in needles:
         assert needle in (write.description or ""), needle
+    assert "users/" not in json.dumps(write.model_dump())  # operator models: not for notes
 
 
 async def test_write_passes_arguments_and_returns_every_field(

@@ -46,14 +46,15 @@ async def test_directory_moved_in_and_removed(
     service: MemoryService, tier_dirs: tuple[Path, Path], tmp_path: Path
 ) -> None:
     crew = tier_dirs[1]
-    outside = tmp_path / "staging" / "users"
+    outside = tmp_path / "staging" / "topics"
     outside.mkdir(parents=True)
     (outside / "a1b2.md").write_text("# Operator\nprefers pistachio summaries\n")
     (outside / "nested").mkdir()
     (outside / "nested" / "deep.md").write_text("# Deep\npistachio deep note\n")
-    shutil.move(str(outside), str(crew / "users"))
+    shutil.rmtree(crew / "topics")
+    shutil.move(str(outside), str(crew / "topics"))
     await eventually(lambda: _count(service, "pistachio", "crew", 2), "moved-in directory indexed")
-    shutil.rmtree(crew / "users")
+    shutil.rmtree(crew / "topics")
     await eventually(lambda: _count(service, "pistachio", "crew", 0), what="directory removal")
 
 

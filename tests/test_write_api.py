@@ -74,11 +74,10 @@ async def test_crew_files_on_the_lead(client: TestClient, tier_dirs: tuple[Path,
         "CREW.md",
         "daily/2026-11-21.md",
         "topics/deploy-k8s.md",
-        "users/0a1b2c3d4e5f6789.md",
     ):
         await write(client, scope="crew", file=name, content=f"note about {name} saffron")
         assert (tier_dirs[1] / name).is_file()
-    assert len(await search_files(client, "saffron", "crew")) == 4
+    assert len(await search_files(client, "saffron", "crew")) == 3
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from sidecar.context.markers import neutralise
 from sidecar.disk.tiers import decode_text, read_confined
-from sidecar.operators.model import path_of
+from sidecar.operators.identity import model_paths
 from sidecar.safety import scan_remembered
 
 DEFAULT_BUDGET = 15_000
@@ -77,14 +78,14 @@ class Recalled:
 
 def _recalled_line(event: Recalled) -> tuple[str, Accounting]:
     finding = scan_remembered(event.summary)
-    where = f"{event.day} {event.type} ({event.severity}, {event.tier})"
+    where = neutralise(f"{event.day} {event.type} ({event.severity}, {event.tier})")
     blocked = None
     if finding is not None:
         blocked = {"category": finding.category, "pattern": finding.pattern}
         text = (f"- {where}: [withheld: possible prompt injection, category={finding.category} "
                 f"pattern={finding.pattern}; operator can inspect event {event.id}]")  # fmt: skip
     else:
-        summary = " ".join(event.summary.split())
+        summary = neutralise(" ".join(event.summary.split()))
         if len(summary) > RECALLED_LINE_CHARS:
             summary = summary[: RECALLED_LINE_CHARS - 1] + "…"
         text = f"- {where}: {summary}"
@@ -197,11 +198,14 @@ def crew_sections(root: Path, today: date) -> list[Section]:
 
 def operator_sections(crew_root: Path, user_id: str | None, workspace_id: str | None
                       ) -> list[Section]:  # fmt: skip
+    """The opener's own model, under its name or the one it had before the secret."""
     if not user_id or workspace_id is None:
         return []
-    rel = path_of(user_id, workspace_id)
-    body = _read(crew_root, rel)
-    return [Section(rel, "how this operator likes to work", body)] if body else []
+    for rel in model_paths(crew_root, user_id, workspace_id):
+        body = _read(crew_root, rel)
+        if body:
+            return [Section(rel, "how this operator likes to work", body)]
+    return []
 
 
 def _truncate(text: str, room: int, what: str) -> str:
@@ -227,18 +231,24 @@ def _unshown(label: str, later: int, whole: bool) -> str:
     return f"{what} is"
 
 
-def _render(section: Section, block: str) -> tuple[str, Accounting]:
+def _shown(section: Section) -> Section:
+    """The section as the block may show it: no text of it can pass for a marker."""
+    return Section(neutralise(section.label), neutralise(section.title), neutralise(section.body))
+
+
+def _render(section: Section, shown: Section, block: str) -> tuple[str, Accounting]:
+    """The scanner reads the text as written (a forged marker is a sign of injection)."""
     finding = scan_remembered(section.body)
-    body = section.body
+    body = shown.body
     blocked = None
     if finding is not None:
         blocked = {"category": finding.category, "pattern": finding.pattern}
         body = (
-            f"[BLOCKED: possible prompt injection in {section.label} — "
+            f"[BLOCKED: possible prompt injection in {shown.label} — "
             f"category={finding.category} pattern={finding.pattern}; operator can inspect "
             "the file directly]"
         )
-    text = f"--- {section.title} ---\n{body}\n"
+    text = f"--- {shown.title} ---\n{body}\n"
     return text, Accounting(block, section.label, len(text), blocked=blocked)
 
 
@@ -247,7 +257,7 @@ Rendered = list[tuple[Section, str, Accounting]]
 
 def _render_all(name: str, sections: list[Section]) -> Rendered:
     """Scan and render each section once; the budget maths and the layout share it."""
-    return [(s, *_render(s, name)) for s in sections]
+    return [(shown, *_render(s, shown, name)) for s in sections for shown in (_shown(s),)]
 
 
 def _frame(name: str) -> int:
@@ -320,7 +330,7 @@ def assemble(
     within 15%, then known facts, within 10%.
     """
     out = MemoryBlock(budget)
-    nudge_text = f"[MEMORY NUDGE] {nudge}\n" if nudge else ""
+    nudge_text = f"[MEMORY NUDGE] {neutralise(nudge)}\n" if nudge else ""
     brief = len(INSTRUCTIONS) > budget * INSTRUCTIONS_SHARE
     instructions = BRIEF_INSTRUCTIONS if brief else INSTRUCTIONS
     room = budget - len(instructions) - len(nudge_text)

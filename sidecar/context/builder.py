@@ -22,6 +22,7 @@ from sidecar.journal.recall import RecallQuery
 from sidecar.learnings.learnings import Learnings, SearchQuery
 from sidecar.metrics import timed
 from sidecar.notes.files import today_utc
+from sidecar.operators.identity import check_id
 from sidecar.retrieval.query import check_length
 from sidecar.retrieval.search import Search
 
@@ -67,6 +68,9 @@ class ContextBuilder:
         if user_id and workspace_id is None:  # else the operator's model is silently left out
             raise ApiError(400, "bad_workspace_id", "'user_id' needs 'workspace_id': the "
                            "operator model is kept per user and workspace")  # fmt: skip
+        for name, value in (("user_id", user_id), ("workspace_id", workspace_id)):
+            if value is not None:
+                check_id(name, value)  # else two identities could share one model
         today = today_utc()
         agent_dir, crew_dir = self.settings.agent_dir, self.settings.crew_dir
 

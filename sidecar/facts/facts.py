@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sidecar.config import Settings
-from sidecar.disk import durable, jsonl
+from sidecar.disk import jsonl
 from sidecar.errors import ApiError
-from sidecar.facts import consolidation
+from sidecar.facts import consolidation, summary
 from sidecar.facts import log as facts_log
 from sidecar.facts.consolidation import Episode
 from sidecar.facts.index import Fact, FactsIndex
@@ -84,6 +84,7 @@ class Facts:
             if (root / facts_log.LOG).exists():
                 torn = await self._run(jsonl.set_aside_torn_tail, root, facts_log.LOG)
             await self._run(index.load)
+            await self._run(summary.move_old, index)
             self.tiers[name] = TierFacts(name, index, torn=torn)
         self.journal.on_recorded.append(self._recorded)
 
@@ -235,7 +236,7 @@ class Facts:
             items = [(tf.index.fold.facts[r["id"]], by_text[r["fact"]])
                      for r in made if r["fact"] in by_text]  # fmt: skip
             await self._run(tf.index.put_vectors, model, items)
-        await self._run(self._write_facts_md, tf)
+        await self._run(summary.write, tf.index)
         log.info("consolidated", extra={"tier": tf.name, "episodes": len(episodes), **p.counts})
         return {"job": job, "episodes": len(episodes), "actions": p.counts, "notes": p.notes,
                 "prompt_tokens": answer.prompt_tokens, "answer_tokens": answer.answer_tokens,
@@ -272,22 +273,6 @@ class Facts:
             vectors = await self._vectors([f.embed_text for f in missing])
             items = [(f, v) for f, v in zip(missing, vectors, strict=True) if v is not None]
             await self._run(tf.index.put_vectors, model, items)
-
-    def _write_facts_md(self, tf: TierFacts) -> None:
-        """``facts/FACTS.md``: the active facts for people to read, regenerated whole."""
-        facts = sorted(tf.index.active(), key=lambda f: (f.category, f.valid_at))
-        lines = ["# Facts", "", "Distilled from the journal; regenerated from facts/log.jsonl.",
-                 "Do not edit: an operator invalidates a wrong fact with "
-                 "`sidecar facts invalidate ID`.", ""]  # fmt: skip
-        for category in facts_log.CATEGORIES:
-            mine = [f for f in facts if f.category == category]
-            if mine:
-                lines += [f"## {category}", ""]
-                lines += [f"- {f.fact} (sources: {len(f.sources)}; since {iso(f.valid_at)[:10]}; "
-                          f"id {f.id})" for f in mine]  # fmt: skip
-                lines.append("")
-        data = "\n".join(lines).encode()
-        durable.write_file(tf.index.root, facts_log.FACTS_MD, lambda _: data)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -342,7 +327,7 @@ class Facts:
                   "reason": f"operator: {reason}" if reason else "operator"}  # fmt: skip
         await self._run(facts_log.append, tf.index.root, [record])
         await self._run(tf.index.load)
-        await self._run(self._write_facts_md, tf)
+        await self._run(summary.write, tf.index)
         return tf.index.fold.facts[fact_id].to_json()
 
     def history(self, scope: str, fact_id: str) -> dict[str, Any]:

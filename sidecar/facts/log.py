@@ -24,7 +24,7 @@ from typing import Any
 from sidecar.disk import jsonl
 
 LOG = "facts/log.jsonl"
-FACTS_MD = "FACTS.md"
+FACTS_MD = "facts/FACTS.md"
 # The reference's eight: what a fact is about decides how it is shown and searched.
 CATEGORIES = (
     "identity", "preference", "interest", "personality",

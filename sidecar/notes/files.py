@@ -15,7 +15,8 @@ from sidecar.disk.tiers import decode_text, is_note
 from sidecar.errors import ApiError
 
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
-_SLUGGED = re.compile(r"(topics|users)/([a-z0-9][a-z0-9_-]{0,63})\.md")
+_TOPIC = re.compile(r"topics/[a-z0-9][a-z0-9_-]{0,63}\.md")
+_OPERATORS = "users/"  # operator models: only the operator API and their own block use them
 _LEARNINGS = re.compile(r"learnings/(?:[a-z0-9][a-z0-9_-]{0,63}|archive/\d{4})\.md")
 _NAME_MAX = 255  # bytes in one path component (Linux's NAME_MAX)
 # The one documented alias: today's daily file (UTC).
@@ -25,7 +26,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # File kinds, each with its own cap (the field of the same name in ``config.Caps``).
 CORE = "core"  # AGENT.md or CREW.md
 DAILY = "daily"
-TOPIC = "topic"  # topics/ and users/
+TOPIC = "topic"  # topics/, and users/ (which only the operator API writes)
 LEARNING = "learning"  # learnings/<slug>.md and learnings/archive/YYYY.md
 NOTE = "note"  # any other *.md of the tier: indexed and searchable, so readable; never written
 
@@ -33,7 +34,7 @@ CORE_FILE = {"agent": "AGENT.md", "crew": "CREW.md"}
 _SLUG = "slug: lowercase letters, digits, '-' and '_', at most 64"
 ALLOWED = {
     "agent": f"AGENT.md, daily/YYYY-MM-DD.md (or {TODAY_ALIAS}), learnings/<slug>.md ({_SLUG})",
-    "crew": f"CREW.md, daily/YYYY-MM-DD.md (or {TODAY_ALIAS}), topics/<slug>.md, users/<slug>.md, "
+    "crew": f"CREW.md, daily/YYYY-MM-DD.md (or {TODAY_ALIAS}), topics/<slug>.md, "
     f"learnings/<slug>.md ({_SLUG})",
 }
 
@@ -75,6 +76,13 @@ def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
             400, "file_not_allowed", f"{file!r} has control characters or surrounding "
             f"whitespace; allowed: {ALLOWED[scope]}",
         )  # fmt: skip
+    if file.startswith(_OPERATORS):
+        raise ApiError(
+            400, "file_not_allowed", f"{file!r} is an operator model: those are written only "
+            "by POST /memory/operator on the crew lead (and removed by its opt-out), and shown "
+            "only in their own operator's memory block (GET /memory/context with user_id and "
+            f"workspace_id); notes cannot read or write them; allowed: {ALLOWED[scope]}",
+        )  # fmt: skip
     name = file
     if name == TODAY_ALIAS:
         name = f"daily/{(today or today_utc()).isoformat()}.md"
@@ -89,7 +97,7 @@ def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
                 400, "file_not_allowed", f"{m.group(1)} is not a real date (YYYY-MM-DD)"
             ) from None
         return MemoryFile(scope, name, DAILY)
-    if scope == "crew" and _SLUGGED.fullmatch(name):
+    if scope == "crew" and _TOPIC.fullmatch(name):
         return MemoryFile(scope, name, TOPIC)
     if _LEARNINGS.fullmatch(name):
         return MemoryFile(scope, name, LEARNING)

@@ -29,8 +29,8 @@ class NotesBackend(Protocol):
 _LAYOUT = (
     "Files: agent tier (scope=agent, your own memory): AGENT.md (lasting facts, preferences, "
     "decisions) and daily/YYYY-MM-DD.md or daily/today (today's log, UTC). Crew tier "
-    "(scope=crew, shared by the whole crew): CREW.md, daily/YYYY-MM-DD.md, topics/<slug>.md and "
-    "users/<slug>.md (slug: lowercase letters, digits, '-' and '_')."
+    "(scope=crew, shared by the whole crew): CREW.md, daily/YYYY-MM-DD.md and topics/<slug>.md "
+    "(slug: lowercase letters, digits, '-' and '_')."
 )
 _FILES = f"{_LAYOUT} No other paths are allowed."
 # memory.read also opens any other note a search hit names (a person's own file).
@@ -106,8 +106,8 @@ WRITE_TOOL = types.Tool(
             "scope": _SCOPE_RW,
             "file": {
                 "type": "string",
-                "description": "AGENT.md, CREW.md, daily/YYYY-MM-DD.md, daily/today, "
-                "topics/<slug>.md or users/<slug>.md (the last two: crew only).",
+                "description": "AGENT.md, CREW.md, daily/YYYY-MM-DD.md, daily/today or "
+                "topics/<slug>.md (CREW.md and topics: crew only).",
             },
             "content": {
                 "type": "string",

@@ -1,10 +1,9 @@
-"""The operator model's file: ``users/<slug>.md`` in the crew tier, one ``- key: value``
-line a field under a fixed heading, so people can read and edit it and a merge can
-parse it back. The slug is one-way, so no identity lands in a listing."""
+"""The operator model's file: ``users/<slug>.md`` in the crew tier (``identity`` names
+it), one ``- key: value`` line a field under a fixed heading, so people can read and
+edit it and a merge can parse it back."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 CAP_BYTES = 1536  # the rendered model, as the reference caps it
@@ -13,15 +12,6 @@ MAX_FIELDS = 40
 HEADING = "# How this operator likes to work"
 _FIELD_LINE = re.compile(r"^- ([a-z][a-z0-9_]{0,39}): (.*)$")
 FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-
-
-def user_slug(user_id: str, workspace_id: str) -> str:
-    digest = hashlib.sha256(f"{user_id}\x00{workspace_id}".encode()).hexdigest()
-    return digest[:16]
-
-
-def path_of(user_id: str, workspace_id: str) -> str:
-    return f"users/{user_slug(user_id, workspace_id)}.md"
 
 
 def parse(text: str) -> dict[str, str]:

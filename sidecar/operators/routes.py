@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from sidecar.errors import ApiError
-from sidecar.operators import model
+from sidecar.operators import identity, model
 from sidecar.operators.operators import Operators
 from sidecar.web import bool_field, check_fields, int_field, json_body, string_field
 
@@ -20,6 +20,7 @@ def _who(body: dict[str, Any]) -> tuple[str, str]:
         value = string_field(body, name)
         if not value or len(value) > 256:
             raise ApiError(400, f"bad_{name}", f"'{name}' is required: 1 to 256 characters")
+        identity.check_id(name, value)
         found.append(value)
     return found[0], found[1]
 

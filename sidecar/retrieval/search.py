@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.disk.tiers import is_note
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.index.store import Hit, IndexStore
@@ -143,6 +144,8 @@ class Search:
         query_mode = (
             MODE_FALLBACK if MODE_FALLBACK in modes else planned.mode if planned else MODE_TERMS
         )
+        for name, hits in ranked.items():  # rows an older version indexed, until reconciled
+            ranked[name] = [r for r in hits if is_note(r.hit.path)]
         if scope == "both":
             everything = sum(len(r) for r in ranked.values())
             results = dense_fill_last(rrf_fuse(ranked, everything))[:limit]

@@ -38,7 +38,7 @@ SCHEME = "memory://"
 TEMPLATE = "memory://{tier}/{path}"
 TIERS = ("agent", "crew")
 PATHS = (
-    "AGENT.md, CREW.md, daily/YYYY-MM-DD.md, topics/<slug>.md, users/<slug>.md, "
+    "AGENT.md, CREW.md, daily/YYYY-MM-DD.md, topics/<slug>.md, "
     "learnings/<slug>.md, journal/YYYY-MM-DD.jsonl or facts/FACTS.md"
 )
 PAGE_SIZE = 50
