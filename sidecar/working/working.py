@@ -23,8 +23,8 @@ from typing import Any
 
 from sidecar.config import Settings
 from sidecar.errors import ApiError
-from sidecar.journal.events import check_event, iso
-from sidecar.journal.index import Filters, epoch
+from sidecar.journal.events import check_event, epoch, iso
+from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.journal.log import day_file
 from sidecar.llm.client import LLMClient, LLMError, ask
