@@ -25,7 +25,7 @@ from sidecar.facts import consolidation
 from sidecar.facts import log as facts_log
 from sidecar.facts.consolidation import Episode
 from sidecar.facts.index import Fact, FactsIndex
-from sidecar.journal.events import iso, uuid7
+from sidecar.journal.events import epoch, iso, uuid7
 from sidecar.journal.journal import Journal
 from sidecar.llm.client import LLMClient, LLMError, ask
 from sidecar.retrieval.embedders.base import EmbedderError
@@ -73,6 +73,7 @@ class Facts:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running: asyncio.Task[Any] | None = None
+        self._cap = settings.caps.facts_log
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -89,7 +90,14 @@ class Facts:
 
     async def start(self) -> None:
         for tf in self.tiers.values():
-            for event in await self.journal.latest(tf.name, SEED_LIMIT):
+            try:
+                latest = await self.journal.latest(tf.name, SEED_LIMIT)
+            except ApiError as exc:  # the journal failed to open: the daemon serves on
+                tf.last_error = f"episodes not read: {exc.detail}"
+                log.error("consolidation has no episodes", extra={"tier": tf.name,
+                                                                  "error": exc.detail})  # fmt: skip
+                continue
+            for event in latest:
                 if event["id"] not in tf.index.fold.consolidated:
                     self._add(tf, event)
         if self.llm is None:
@@ -129,7 +137,7 @@ class Facts:
             self._wake.set()
 
     def _add(self, tf: TierFacts, event: dict[str, Any]) -> None:
-        ts = facts_log.epoch(event["ts"]) if isinstance(event["ts"], str) else event["ts"]
+        ts = epoch(event["ts"]) or time.time()  # what the journal wrote: always a time
         tf.pending[event["id"]] = Episode(event["id"], ts, event["type"], event["summary"])
         surprise = (event.get("payload") or {}).get("surprise")
         if isinstance(surprise, int | float) and surprise >= FLASHBULB:
@@ -153,7 +161,7 @@ class Facts:
     async def _job_or_report(self, tf: TierFacts) -> bool:
         try:
             await self.consolidate_tier(tf)
-        except (LLMError, EmbedderError, OSError) as exc:
+        except (LLMError, EmbedderError, OSError, facts_log.FactsFull) as exc:
             tf.last_error, tf.failed_at = str(exc), time.monotonic()
             log.error("consolidation failed; the episodes wait for the next try",
                       extra={"tier": tf.name, "error": str(exc)})  # fmt: skip
@@ -207,7 +215,8 @@ class Facts:
         shown = {f.id: f for f in related}
         started = time.perf_counter()
         answer = await ask(self.llm, consolidation.SYSTEM, consolidation.prompt(related, episodes),
-                           consolidation.SCHEMA, "consolidation")  # fmt: skip
+                           consolidation.SCHEMA, "consolidation",
+                           consolidation.whole_answer)  # fmt: skip
         llm_s = time.perf_counter() - started
         new_texts = [(i["category"], i["fact"], i["keywords"]) for i in answer.data["facts"]]
         vectors = await self._vectors([f"{c}: {t} {' '.join(k)}" for c, t, k in new_texts])
@@ -223,7 +232,7 @@ class Facts:
             marker["notes"] = p.notes
         started = time.perf_counter()
         root = tf.index.root
-        await self._run(facts_log.append, root, [*p.records, marker])
+        await self._run(facts_log.append, root, [*p.records, marker], self._cap)
         await self._run(tf.index.load)
         apply_s = time.perf_counter() - started
         for e in episodes:
@@ -340,7 +349,7 @@ class Facts:
                            f"{iso(fact.invalid_at)}")  # fmt: skip
         record = {"kind": "invalidate", "id": fact_id, "at": iso(time.time()),
                   "reason": f"operator: {reason}" if reason else "operator"}  # fmt: skip
-        await self._run(facts_log.append, tf.index.root, [record])
+        await self._run(facts_log.append, tf.index.root, [record], self._cap)
         await self._run(tf.index.load)
         await self._run(self._write_facts_md, tf)
         return tf.index.fold.facts[fact_id].to_json()
