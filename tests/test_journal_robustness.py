@@ -16,7 +16,7 @@ from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.journal.index import FILENAME
 from sidecar.service import MemoryService
-from tests.sidecar_process import SidecarProcess, wait_for
+from tests.sidecar_process import SidecarProcess
 from tests.test_crew import lead_and_member
 from tests.test_journal import day_file, iso, recall, record, started, status
 
@@ -115,21 +115,30 @@ def test_the_daemon_answers_over_a_400_digit_importance(tier_dirs: tuple[Path, P
 def test_a_journal_that_cannot_open_leaves_the_daemon_answering(
     tier_dirs: tuple[Path, Path],
 ) -> None:
-    """Whatever fails in the journal's start-up task: /healthz answers and says so, its
-    routes say 503, the log has the error (here: its index path is a directory)."""
+    """Whatever fails in the journal's or the facts' start-up: /healthz answers and says
+    so, their routes say 503, the log has the errors (here: the journal's index path and
+    the crew facts log are directories)."""
     agent, crew = tier_dirs
     (agent / FILENAME).mkdir()
+    (crew / "facts" / "log.jsonl").mkdir(parents=True)
     proc = SidecarProcess(agent, crew).start()
     try:
         health = proc.get("/healthz")
         assert health["status"] == "degraded"
         assert any("agent: journal failed to open" in r for r in health["reasons"])
+        assert any("crew: facts failed to open" in r for r in health["reasons"])
         assert proc.get("/memory/status?scope=agent")["journal"]["error"]
+        assert proc.get("/memory/status?scope=crew")["facts"]["error"]
         code, body = proc.call("POST", "/memory/journal", {"type": "a.b", "summary": "x"})
         assert (code, body["error"]) == (503, "journal_unavailable")
+        code, body = proc.call("POST", "/memory/facts", {"query": "x", "scope": "crew"})
+        assert (code, body["error"]) == (503, "facts_unavailable")
+        code, body = proc.call("POST", "/memory/journal", {"type": "a.b", "summary": "x",
+                                                           "scope": "crew"})  # fmt: skip
+        assert code == 201, body  # the crew journal is fine
         assert proc.search("anything") == []  # the notes are served all the same
-        wait_for(lambda: "journal failed to open" in proc.log_path.read_text(),
-                 what="the error in the log")  # fmt: skip
+        log = proc.log_path.read_text()
+        assert "journal failed to open" in log and "facts failed to open" in log
     finally:
         proc.kill()
 

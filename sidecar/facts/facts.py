@@ -16,6 +16,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sidecar.config import Settings
@@ -69,6 +70,7 @@ class Facts:
         self.embeddings = embeddings
         self.llm = llm
         self.tiers: dict[str, TierFacts] = {}
+        self.failed: dict[str, str] = {}  # tier -> why its facts could not be opened
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="sidecar-facts")
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -78,15 +80,27 @@ class Facts:
     # -- lifecycle -------------------------------------------------------------------
 
     async def open(self) -> None:
+        """A tier whose facts cannot be opened (its log a directory, its cache unreadable)
+        is left out and reported: the daemon serves everything else."""
         for name, tier in self.journal.tiers.items():
-            root = tier.tier.root
-            index = await self._run(FactsIndex, root)
+            try:
+                self.tiers[name] = await self._open_tier(name, tier.tier.root)
+            except Exception as exc:
+                self.failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+                log.exception("facts failed to open", extra={"tier": name})
+        self.journal.on_recorded.append(self._recorded)
+
+    async def _open_tier(self, name: str, root: Path) -> TierFacts:
+        index = await self._run(FactsIndex, root)
+        try:
             torn = None
             if (root / facts_log.LOG).exists():
                 torn = await self._run(jsonl.set_aside_torn_tail, root, facts_log.LOG)
             await self._run(index.load)
-            self.tiers[name] = TierFacts(name, index, torn=torn)
-        self.journal.on_recorded.append(self._recorded)
+        except BaseException:
+            await self._run(index.close)
+            raise
+        return TierFacts(name, index, torn=torn)
 
     async def start(self) -> None:
         for tf in self.tiers.values():
@@ -301,6 +315,10 @@ class Facts:
     # -- reading -----------------------------------------------------------------------
 
     def _tier(self, scope: str) -> TierFacts:
+        if scope in self.failed:
+            raise ApiError(503, "facts_unavailable", f"the {scope} tier's facts could not be "
+                           f"opened at start-up ({self.failed[scope]}); the daemon's log says "
+                           "where. Fix or move that file and restart the sidecar")  # fmt: skip
         if scope not in self.tiers:
             raise ApiError(503, "tier_unavailable", f"this sidecar does not keep the {scope} "
                            "tier's facts (the crew lead does)")  # fmt: skip
@@ -361,6 +379,8 @@ class Facts:
         return {"id": fact_id, "versions": [f.to_json() for f in chain]}
 
     def status(self, scope: str) -> dict[str, Any] | None:
+        if scope in self.failed:
+            return {"error": self.failed[scope]}
         tf = self.tiers.get(scope)
         if tf is None:
             return None
@@ -381,6 +401,7 @@ class Facts:
         return body
 
     def health(self, reasons: list[str]) -> dict[str, Any]:
+        reasons += [f"{n}: facts failed to open: {why}" for n, why in self.failed.items()]
         if self.llm is None:
             return {"state": "off", "reason": "no LLM configured (--llm-url)"}
         errors = {n: tf.last_error for n, tf in self.tiers.items() if tf.last_error}
