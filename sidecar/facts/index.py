@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sidecar.facts import log as facts_log
-from sidecar.facts.log import CATEGORIES
+from sidecar.facts.log import CATEGORIES, MAX_ID_CHARS
 from sidecar.index.sqlite import TOKENIZER, is_query_error
 from sidecar.journal.events import epoch, iso
 from sidecar.journal.ranking import Candidate, relevance
@@ -142,7 +142,7 @@ class FactsIndex:
                         "at", "is not a timestamp from 1970 to 9999", fact.valid_at, "valid_at"
                     )  # fmt: skip
                     fact.replaced_by = defaults.text(r, "replaced_by")
-                    fact.reason = defaults.text(r, "reason")
+                    fact.reason = defaults.text(r, "reason", facts_log.MAX_REASON_CHARS)
             elif kind == "consolidated":
                 f.consolidated.update(defaults.strings(r, "episode_ids"))
                 tokens = {n: defaults.tokens(r, n) for n in ("prompt_tokens", "answer_tokens")}
@@ -271,18 +271,22 @@ class Defaults(list[str]):
         self.append(f"'{name}' {why} (read as {shown})")
         return value
 
-    def text(self, r: dict[str, Any], name: str) -> str | None:
+    def text(self, r: dict[str, Any], name: str, limit: int = MAX_ID_CHARS) -> str | None:
         value = r.get(name)
-        if value is None or isinstance(value, str):
+        if value is None or (isinstance(value, str) and len(value) <= limit):
             return value
-        return self.note(name, "is not a string", None, "none")
+        return self.note(name, f"is not a string of up to {limit} characters", None, "none")
 
     def strings(self, r: dict[str, Any], name: str) -> list[str]:
+        """Ids and keywords: a list of short strings (those that are not are left out)."""
         value = r.get(name, [])
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if not isinstance(value, list):
+            return self.note(name, "is not a list", [], "[]")
+        kept = [v for v in value if isinstance(v, str) and len(v) <= MAX_ID_CHARS]
+        if len(kept) == len(value):
             return value
-        kept = [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-        return self.note(name, "is not a list of strings", kept, "its strings")
+        why = f"holds what is not a string of up to {MAX_ID_CHARS} characters"
+        return self.note(name, why, kept, "the rest")
 
     def tokens(self, r: dict[str, Any], name: str) -> int:
         value = r.get(name, 0)
@@ -294,17 +298,16 @@ class Defaults(list[str]):
 def _fact(r: dict[str, Any], d: Defaults) -> Fact:
     """A fact record, its text and keywords within the limits of a model's answer."""
     fact_id, category, text = r["id"], r["category"], r["fact"]
-    if not (isinstance(fact_id, str) and isinstance(text, str) and category in CATEGORIES):
+    if not (isinstance(fact_id, str) and len(fact_id) <= MAX_ID_CHARS and isinstance(text, str)
+            and category in CATEGORIES):  # fmt: skip
         raise ValueError("a fact needs a string 'id' and 'fact' and a known 'category'")
     if len(text) > facts_log.MAX_FACT_CHARS:
         text = d.note("fact", f"is over {facts_log.MAX_FACT_CHARS} characters",
                       text[: facts_log.MAX_FACT_CHARS], "its start")  # fmt: skip
     keywords = d.strings(r, "keywords")
-    fitting = [k for k in keywords if len(k) <= facts_log.MAX_KEYWORD_CHARS]
-    if len(fitting) != len(keywords) or len(fitting) > facts_log.MAX_KEYWORDS:
-        keywords = d.note("keywords", f"holds more than {facts_log.MAX_KEYWORDS} keywords of "
-                          f"up to {facts_log.MAX_KEYWORD_CHARS} characters",
-                          fitting[: facts_log.MAX_KEYWORDS], "the first that fit")  # fmt: skip
+    if len(keywords) > facts_log.MAX_KEYWORDS:
+        keywords = d.note("keywords", f"holds more than {facts_log.MAX_KEYWORDS}",
+                          keywords[: facts_log.MAX_KEYWORDS], "the first")  # fmt: skip
     valid_at, created_at = epoch(r.get("valid_at")), epoch(r.get("created_at"))
     if valid_at is None and created_at is None:
         raise ValueError("a fact needs 'valid_at' or 'created_at': ISO 8601, 1970-9999")

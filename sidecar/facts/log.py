@@ -36,7 +36,8 @@ KINDS = ("fact", "reinforce", "invalidate", "consolidated")
 # once made one answer 8 MB of log. The whole answer is bounded too.
 MAX_FACT_CHARS = 500
 MAX_KEYWORDS = 12
-MAX_KEYWORD_CHARS = 64
+MAX_KEYWORD_CHARS = MAX_ID_CHARS = 64  # a keyword; a fact's, an episode's or a job's id
+MAX_REASON_CHARS = 600  # an operator's reason (500) with its "operator: " prefix
 MAX_ANSWER_FACTS = 40
 MAX_ANSWER_BYTES = 32 * 1024  # as compact JSON: a real job writes a few KB
 MAX_SOURCES_SHOWN = 20  # an answer lists a fact's latest sources; ``sources`` counts them all

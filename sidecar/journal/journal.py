@@ -85,9 +85,9 @@ class Journal:
         except Exception as exc:  # whatever it was, requests get a 503 saying so, not a wait
             tj.failed = f"{type(exc).__name__}: {exc}"[:300]
             log.exception("journal failed to open", extra={"tier": tj.tier.name})
-            tj.ready.set()
             return
-        tj.ready.set()
+        finally:
+            tj.ready.set()
         self.background.wake_embed.set()
         log.info(
             "journal ready",
