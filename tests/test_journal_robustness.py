@@ -224,3 +224,18 @@ async def test_a_partial_line_by_hand_is_ended_and_reported(settings: Settings) 
     finally:
         await client.close()
         await svc.stop()
+
+
+async def test_working_notes_with_a_ttl_that_does_not_fit_do_not_stop_the_sleep_pass(
+    settings: Settings,
+) -> None:
+    notes = [event(f"working note {n}", type="working.note", payload={"ttl_s": ttl})
+             for n, ttl in enumerate(("soon", HUGE, [1]))]  # fmt: skip
+    write_lines(day_file(settings.agent_dir), *notes)
+    svc, client = await served(settings)
+    try:
+        resp = await client.post("/memory/consolidate", json={"scope": "agent"})
+        assert resp.status == 200, await resp.text()
+    finally:
+        await client.close()
+        await svc.stop()

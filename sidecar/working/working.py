@@ -139,6 +139,8 @@ class Working:
         groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for event in rows["events"]:
             ttl = (event.get("payload") or {}).get("ttl_s", DEFAULT_TTL_S)
+            if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < 2**53:
+                ttl = DEFAULT_TTL_S  # a line edited by hand: read as the default
             recorded = epoch(event["recorded_at"]) or now
             if now - recorded >= ttl / 2:
                 groups[(event["session_id"], event.get("source") or "agent")].append(event)
