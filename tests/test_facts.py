@@ -444,8 +444,9 @@ async def test_a_log_with_values_that_do_not_fit_is_read_within_bounds(
     assert resp.status == 200 and len(await resp.read()) < 10_000
     (old,) = (await resp.json())["versions"]
     assert len(old["fact"]) == facts_log.MAX_FACT_CHARS and old["invalid_at"] == old["valid_at"]
-    block = await client.get("/memory/context")
-    assert block.status == 200 and "The user lives in Osaka." in await block.text()
+    for path in ("/memory/context", "/memory/context?query=where+does+the+user+live+Osaka"):
+        block = await client.get(path)
+        assert block.status == 200 and "The user lives in Osaka." in await block.text()
     status = (await (await client.get("/memory/status?scope=agent")).json())["facts"]
     problems = {p["line"]: p["error"] for p in status["problems"]}
     assert sorted(problems) == [1, 2, 3, 4] and all("kept" in e for e in problems.values())

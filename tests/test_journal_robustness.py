@@ -54,17 +54,21 @@ async def test_history_with_values_that_do_not_fit_keeps_its_events(settings: Se
     relation = {"kind": "relation", "src": sound["id"], "dst": huge["id"],
                 "relation": "supports", "weight": HUGE, "at": iso()}  # fmt: skip
     surrogate = event("epsilon deploy \ud800 not storable")
-    write_lines(day_file(settings.agent_dir), sound, huge, late, odd, relation, surrogate)
+    past = settings.agent_dir / "journal" / "2026-01-15.jsonl"
+    write_lines(past, sound, huge, late)
+    write_lines(day_file(settings.agent_dir), odd, relation, surrogate)
+    today = f"journal/{day_file(settings.agent_dir).name}"
     svc, client = await served(settings)
     try:
         journal = await status(client)
         assert journal["events"] == 4
-        lines = {p["line"]: p["error"] for p in journal["problems"]}
-        assert sorted(lines) == [2, 3, 4, 5, 6]
-        assert "'importance'" in lines[2] and "kept" in lines[2]
-        assert "'ts'" in lines[3] and "'weight'" in lines[5]
-        assert all(f"'{f}'" in lines[4] for f in ("priority", "severity", "payload",
-                                                   "session_id", "valid_until"))  # fmt: skip
+        lines = {(p["file"], p["line"]): p["error"] for p in journal["problems"]}
+        old = "journal/2026-01-15.jsonl"
+        assert sorted(lines) == sorted([(old, 2), (old, 3), (today, 1), (today, 2), (today, 3)])
+        assert "'importance'" in lines[old, 2] and "kept" in lines[old, 2]
+        assert "'ts'" in lines[old, 3] and "'weight'" in lines[today, 2]
+        assert all(f"'{f}'" in lines[today, 1] for f in ("priority", "severity", "payload",
+                                                          "session_id", "valid_until"))  # fmt: skip
         resp = await client.get("/memory/journal?limit=10")
         assert resp.status == 200, await resp.text()
         listed = {e["summary"]: e for e in (await resp.json())["events"]}
