@@ -88,7 +88,8 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                        ("topic", "a topic or user file"), ("tier", "a whole tier"),
                        ("journal_day", "a journal day file"),
                        ("journal_tier", "a tier's whole journal"),
-                       ("learnings", "a learnings file")):  # fmt: skip
+                       ("learnings", "a learnings file"),
+                       ("facts_log", "a tier's facts log")):  # fmt: skip
         env = f"CAP_{kind.upper()}_BYTES"
         p.add_argument(
             f"--cap-{kind.replace('_', '-')}-bytes",
@@ -260,6 +261,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 args.cap_journal_day,
                 args.cap_journal_tier,
                 args.cap_learnings,
+                args.cap_facts_log,
             ),
             min_free_bytes=args.min_free_mb * 1024 * 1024,
             lead_url=args.lead_url or None,

@@ -38,6 +38,7 @@ class Caps:
     journal_day: int = 64 * KIB * KIB  # one journal/YYYY-MM-DD.jsonl
     journal_tier: int = 1024 * KIB * KIB  # every day file of a tier together
     learnings: int = 256 * KIB  # one learnings/<slug>.md
+    facts_log: int = 64 * KIB * KIB  # a tier's facts/log.jsonl
 
     def for_kind(self, kind: str) -> int:
         """The cap of a file kind (``sidecar.notes.files``: core, daily, topic, learning)."""

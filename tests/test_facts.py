@@ -4,6 +4,7 @@ that speaks Ollama's and OpenAI's wire formats (no model can run here)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,6 +17,7 @@ from sidecar.config import Settings
 from sidecar.facts import log as facts_log
 from sidecar.facts.consolidation import plan
 from sidecar.facts.index import Fact
+from sidecar.journal.events import utc_seconds
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.llm_stub import EPISODES, LLMStub, Step
@@ -133,7 +135,7 @@ async def test_a_move_updates_the_fact_and_the_old_one_knows_when_it_stopped(
     old, new = history["versions"]
     assert old["fact"] == "The user lives in Osaka." and old["replaced_by"] == new["id"]
     assert old["invalid_at"] == new["valid_at"]  # when the move happened, not when the job ran
-    assert abs(facts_log.epoch(old["invalid_at"]) - facts_log.epoch(when(2))) < 60
+    assert abs(utc_seconds(old["invalid_at"]) - utc_seconds(when(2))) < 60
     before = await facts(client, "where does the user live", as_of=when(10))
     assert [f["fact"] for f in before] == ["The user lives in Osaka."]
 
@@ -359,3 +361,112 @@ async def test_the_memory_block_carries_the_known_facts(llm_client: Any) -> None
     block = await (await client.get("/memory/context?query=where+does+the+user+live")).text()
     assert "[KNOWN FACTS]" in block
     assert "- [identity] The user lives in Osaka. (sources: 3)" in block
+
+
+# -- bounds, the log's cap, and a log written by hand ------------------------------------
+
+
+async def test_an_answer_over_its_limits_appends_nothing(llm_client: Any) -> None:
+    """40 facts of 12 keywords of 20 KB once appended 8.3 MB to the log (1 KB here: the
+    retry quotes the answer to the stub, which takes 1 MiB); a fact within every limit of
+    its own still may not make the answer larger than a job should write."""
+    client, stub, svc = llm_client
+    await record(client, "I play chess", "Chess club on Tuesday", "Won a chess game")
+    log_path = svc.settings.agent_dir / facts_log.LOG
+    keywords = [f"{n}" + "k" * 1000 for n in range(12)]
+    huge = {"facts": [item("new", "interest", f"The user plays chess {n}.", keywords)
+                      for n in range(40)]}  # fmt: skip
+    stub.script(huge, huge)
+    body = await consolidate(client, 502)
+    assert "is too long" in body["detail"]
+    keywords = [f"{n:02}" + "k" * 60 for n in range(12)]
+    wide = {"facts": [item("new", "interest", f"{n:02} " + "c" * 490, keywords)
+                      for n in range(40)]}  # fmt: skip
+    stub.script(wide, wide)
+    body = await consolidate(client, 502)
+    assert "bytes" in body["detail"]
+    assert not log_path.exists() and await facts(client, "chess") == []
+    stub.script({"facts": [item("new", "interest", "The user plays chess.", ["chess"])]})
+    await consolidate(client)
+    assert [f["fact"] for f in await facts(client, "chess")] == ["The user plays chess."]
+
+
+async def test_the_facts_log_has_a_cap(settings: Settings, stub: tuple[LLMStub, str]) -> None:
+    async for client, server, _ in _served(settings, stub, worker=False):
+        await record(client, "I live in Osaka", "Osaka", "Osaka again")
+        server.script({"facts": [item("new", "identity", "The user lives in Osaka.", ["Osaka"])]})
+        await consolidate(client)
+        (fact,) = await facts(client, "Osaka")
+    log_path = settings.agent_dir / facts_log.LOG
+    size = log_path.stat().st_size
+    caps = dataclasses.replace(settings.caps, facts_log=size + 10)
+    capped = dataclasses.replace(settings, caps=caps)
+    async for client, server, _ in _served(capped, stub, worker=False):
+        await record(client, "Moved to Tokyo", "Tokyo", "Tokyo again")
+        server.script({"facts": [item("new", "identity", "The user moved to Tokyo.", ["Tokyo"])]})
+        body = await consolidate(client, 422)
+        assert body["error"] == "facts_full" and "--cap-facts-log-bytes" in body["detail"]
+        resp = await client.post(f"/memory/facts/{fact['id']}/invalidate", json={"reason": "x"})
+        assert (resp.status, (await resp.json())["error"]) == (422, "facts_full")
+        status = (await (await client.get("/memory/status?scope=agent")).json())["facts"]
+        assert status["pending_episodes"] == 3 and status["active"] == 1
+    assert log_path.stat().st_size == size
+
+
+async def test_a_log_with_values_that_do_not_fit_is_read_within_bounds(
+    client: TestClient, service: MemoryService
+) -> None:
+    """A hand-written or old log: every value that does not fit is read as its default
+    and listed, and no answer grows with what the log holds."""
+    sources = [f"episode-{n}" for n in range(2000)] + ["e" * 100_000]
+    lines = [
+        {"kind": "fact", "id": "f1", "category": "identity", "fact": "The user lives in Osaka.",
+         "keywords": ["Osaka" * 4000] * 12 + ["city"] * 20, "source_episode_ids": sources,
+         "valid_at": "9999-12-31T23:59:59-23:59", "created_at": when(3), "job": "j"},
+        {"kind": "fact", "id": "f2", "category": "goal", "fact": "Run a marathon in Osaka. "
+         * 400, "keywords": "marathon", "source_episode_ids": [], "valid_at": when(2),
+         "created_at": 10**400},
+        {"kind": "invalidate", "id": "f2", "at": ["now"], "reason": "why " * 50_000},
+        {"kind": "consolidated", "episode_ids": ["e1", 5], "at": when(1), "job": "j",
+         "prompt_tokens": "many", "answer_tokens": 10**400},
+    ]  # fmt: skip
+    (service.settings.agent_dir / "facts").mkdir()
+    log_path = service.settings.agent_dir / facts_log.LOG
+    log_path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    tf = service.facts.tiers["agent"]
+    await service.facts._run(tf.index.load)
+    resp = await client.post("/memory/facts", json={"query": "Osaka"})
+    assert resp.status == 200 and len(await resp.read()) < 10_000
+    (fact,) = (await resp.json())["facts"]
+    assert fact["sources"] == 2000 and fact["source_episode_ids"] == sources[-21:-1]
+    assert fact["valid_at"] == fact["created_at"] and fact["keywords"] == ["city"] * 12
+    resp = await client.get("/memory/facts/f2/history")
+    assert resp.status == 200 and len(await resp.read()) < 10_000
+    (old,) = (await resp.json())["versions"]
+    assert len(old["fact"]) == facts_log.MAX_FACT_CHARS and old["invalid_at"] == old["valid_at"]
+    for path in ("/memory/context", "/memory/context?query=where+does+the+user+live+Osaka"):
+        block = await client.get(path)
+        assert block.status == 200 and "The user lives in Osaka." in await block.text()
+    status = (await (await client.get("/memory/status?scope=agent")).json())["facts"]
+    problems = {p["line"]: p["error"] for p in status["problems"]}
+    assert sorted(problems) == [1, 2, 3, 4] and all("kept" in e for e in problems.values())
+    assert status["tokens"] == 0
+
+
+async def test_a_partial_line_in_the_log_is_ended_before_an_append(
+    client: TestClient, service: MemoryService
+) -> None:
+    (service.settings.agent_dir / "facts").mkdir()
+    log_path = service.settings.agent_dir / facts_log.LOG
+    fact = {"kind": "fact", "id": "f1", "category": "identity", "fact": "The user is 19.",
+            "keywords": [], "source_episode_ids": [], "valid_at": when(1),
+            "created_at": when(1)}  # fmt: skip
+    log_path.write_bytes(json.dumps(fact).encode() + b'\n{"kind": "fact", "id": "f2", "cat')
+    tf = service.facts.tiers["agent"]
+    await service.facts._run(tf.index.load)
+    resp = await client.post("/memory/facts/f1/invalidate", json={"reason": "typo"})
+    assert resp.status == 200, await resp.json()
+    assert (await resp.json())["invalid_at"] is not None
+    assert json.loads(log_path.read_bytes().splitlines()[2])["kind"] == "invalidate"
+    status = (await (await client.get("/memory/status?scope=agent")).json())["facts"]
+    assert [p["line"] for p in status["problems"]] == [2]

@@ -109,23 +109,30 @@ class SetAside:
     bytes: int
 
 
+def torn_start(fd: int, size: int) -> int | None:
+    """Where the last line starts if it has no newline (a torn tail, or a line another
+    program is still writing); None if the file ends in a whole line."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return None
+    pos = size
+    while pos > 0:
+        start = max(0, pos - _READ_CHUNK)
+        nl = os.pread(fd, pos - start, start).rfind(b"\n")
+        if nl != -1:
+            return start + nl + 1
+        pos = start
+    return 0
+
+
 def set_aside_torn_tail(root: Path, rel: str) -> SetAside | None:
     """A crash mid-append leaves a last line without its newline: move its bytes to
     ``<file>.rejected`` (durably, first), then cut the file back to its last whole line."""
     fd = open_owned(root, rel, os.O_RDWR)
     try:
         size = os.fstat(fd).st_size
-        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        cut = torn_start(fd, size)
+        if cut is None:
             return None
-        pos, cut = size, 0
-        while pos > 0:
-            start = max(0, pos - _READ_CHUNK)
-            chunk = os.pread(fd, pos - start, start)
-            nl = chunk.rfind(b"\n")
-            if nl != -1:
-                cut = start + nl + 1
-                break
-            pos = start
         tail = os.pread(fd, size - cut, cut)
         line = os.pread(fd, cut, 0).count(b"\n") + 1
         rejected = open_confined(
@@ -145,13 +152,17 @@ def set_aside_torn_tail(root: Path, rel: str) -> SetAside | None:
 
 def append(root: Path, rel: str, data: bytes) -> int:
     """Append whole lines durably (created if absent); the file's new size. A write that
-    fails part way is cut back, so the file never keeps half of ``data``."""
+    fails part way is cut back, so the file never keeps half of ``data``. A last line
+    without its newline (written by hand) is ended first: ours stay whole, and the reader
+    sees that line as the one line it is."""
     try:
         fd = open_owned(root, rel, os.O_RDWR | os.O_APPEND)
     except FileNotFoundError:
         fd = open_confined(root, rel, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         size = os.fstat(fd).st_size
+        if torn_start(fd, size) is not None:
+            data = b"\n" + data
         try:
             write_all(fd, data)
             fsync(fd)

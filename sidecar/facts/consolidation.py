@@ -15,13 +15,21 @@ job appends, as a plain function, so every rule is testable without a model:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sidecar.facts.index import Fact
-from sidecar.facts.log import CATEGORIES
+from sidecar.facts.log import (
+    CATEGORIES,
+    MAX_ANSWER_BYTES,
+    MAX_ANSWER_FACTS,
+    MAX_FACT_CHARS,
+    MAX_KEYWORD_CHARS,
+    MAX_KEYWORDS,
+)
 from sidecar.journal.events import iso, uuid7
 
 MAX_EPISODES = 20  # per job
@@ -58,11 +66,19 @@ SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "action": {"type": "string", "enum": list(ACTIONS)},
-                    "existing_fact_id": {"type": ["string", "null"]},
+                    "existing_fact_id": {"type": ["string", "null"], "maxLength": 64},
                     "category": {"type": "string", "enum": list(CATEGORIES)},
-                    "fact": {"type": "string", "minLength": 1, "maxLength": 500},
-                    "keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 12},
-                    "episode_ids": {"type": "array", "items": {"type": "string"}},
+                    "fact": {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS},
+                    "keywords": {
+                        "type": "array",
+                        "items": {"type": "string", "maxLength": MAX_KEYWORD_CHARS},
+                        "maxItems": MAX_KEYWORDS,
+                    },
+                    "episode_ids": {
+                        "type": "array",
+                        "items": {"type": "string", "maxLength": 64},
+                        "maxItems": MAX_EPISODES,
+                    },
                 },
                 "required": [
                     "action",
@@ -74,12 +90,21 @@ SCHEMA: dict[str, Any] = {
                 ],
                 "additionalProperties": False,
             },
-            "maxItems": 40,
+            "maxItems": MAX_ANSWER_FACTS,
         }
     },
     "required": ["facts"],
     "additionalProperties": False,
 }
+
+
+def whole_answer(data: Any) -> list[str]:
+    """The answer's size as a whole (``ask`` asks again with this): every item within its
+    limits can still add up to more than one job should write."""
+    size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_ANSWER_BYTES:
+        return [f"the answer is {size:,} bytes; at most {MAX_ANSWER_BYTES:,}: fewer, shorter facts"]
+    return []
 
 
 @dataclass(frozen=True, slots=True)

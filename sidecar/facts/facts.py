@@ -16,6 +16,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sidecar.config import Settings
@@ -25,7 +26,7 @@ from sidecar.facts import consolidation, summary
 from sidecar.facts import log as facts_log
 from sidecar.facts.consolidation import Episode
 from sidecar.facts.index import Fact, FactsIndex
-from sidecar.journal.events import iso, uuid7
+from sidecar.journal.events import epoch, iso, uuid7
 from sidecar.journal.journal import Journal
 from sidecar.llm.client import LLMClient, LLMError, ask
 from sidecar.retrieval.embedders.base import EmbedderError
@@ -69,28 +70,49 @@ class Facts:
         self.embeddings = embeddings
         self.llm = llm
         self.tiers: dict[str, TierFacts] = {}
+        self.failed: dict[str, str] = {}  # tier -> why its facts could not be opened
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="sidecar-facts")
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running: asyncio.Task[Any] | None = None
+        self._cap = settings.caps.facts_log
 
     # -- lifecycle -------------------------------------------------------------------
 
     async def open(self) -> None:
+        """A tier whose facts cannot be opened (its log a directory, its cache unreadable)
+        is left out and reported: the daemon serves everything else."""
         for name, tier in self.journal.tiers.items():
-            root = tier.tier.root
-            index = await self._run(FactsIndex, root)
+            try:
+                self.tiers[name] = await self._open_tier(name, tier.tier.root)
+            except Exception as exc:
+                self.failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+                log.exception("facts failed to open", extra={"tier": name})
+        self.journal.on_recorded.append(self._recorded)
+
+    async def _open_tier(self, name: str, root: Path) -> TierFacts:
+        index = await self._run(FactsIndex, root)
+        try:
             torn = None
             if (root / facts_log.LOG).exists():
                 torn = await self._run(jsonl.set_aside_torn_tail, root, facts_log.LOG)
             await self._run(index.load)
             await self._run(summary.move_old, index)
-            self.tiers[name] = TierFacts(name, index, torn=torn)
-        self.journal.on_recorded.append(self._recorded)
+        except BaseException:
+            await self._run(index.close)
+            raise
+        return TierFacts(name, index, torn=torn)
 
     async def start(self) -> None:
         for tf in self.tiers.values():
-            for event in await self.journal.latest(tf.name, SEED_LIMIT):
+            try:
+                latest = await self.journal.latest(tf.name, SEED_LIMIT)
+            except ApiError as exc:  # the journal failed to open: the daemon serves on
+                tf.last_error = f"episodes not read: {exc.detail}"
+                log.error("consolidation has no episodes", extra={"tier": tf.name,
+                                                                  "error": exc.detail})  # fmt: skip
+                continue
+            for event in latest:
                 if event["id"] not in tf.index.fold.consolidated:
                     self._add(tf, event)
         if self.llm is None:
@@ -130,7 +152,7 @@ class Facts:
             self._wake.set()
 
     def _add(self, tf: TierFacts, event: dict[str, Any]) -> None:
-        ts = facts_log.epoch(event["ts"]) if isinstance(event["ts"], str) else event["ts"]
+        ts = epoch(event["ts"]) or time.time()  # what the journal wrote: always a time
         tf.pending[event["id"]] = Episode(event["id"], ts, event["type"], event["summary"])
         surprise = (event.get("payload") or {}).get("surprise")
         if isinstance(surprise, int | float) and surprise >= FLASHBULB:
@@ -154,7 +176,7 @@ class Facts:
     async def _job_or_report(self, tf: TierFacts) -> bool:
         try:
             await self.consolidate_tier(tf)
-        except (LLMError, EmbedderError, OSError) as exc:
+        except (LLMError, EmbedderError, OSError, facts_log.FactsFull) as exc:
             tf.last_error, tf.failed_at = str(exc), time.monotonic()
             log.error("consolidation failed; the episodes wait for the next try",
                       extra={"tier": tf.name, "error": str(exc)})  # fmt: skip
@@ -208,7 +230,8 @@ class Facts:
         shown = {f.id: f for f in related}
         started = time.perf_counter()
         answer = await ask(self.llm, consolidation.SYSTEM, consolidation.prompt(related, episodes),
-                           consolidation.SCHEMA, "consolidation")  # fmt: skip
+                           consolidation.SCHEMA, "consolidation",
+                           consolidation.whole_answer)  # fmt: skip
         llm_s = time.perf_counter() - started
         new_texts = [(i["category"], i["fact"], i["keywords"]) for i in answer.data["facts"]]
         vectors = await self._vectors([f"{c}: {t} {' '.join(k)}" for c, t, k in new_texts])
@@ -224,7 +247,7 @@ class Facts:
             marker["notes"] = p.notes
         started = time.perf_counter()
         root = tf.index.root
-        await self._run(facts_log.append, root, [*p.records, marker])
+        await self._run(facts_log.append, root, [*p.records, marker], self._cap)
         await self._run(tf.index.load)
         apply_s = time.perf_counter() - started
         for e in episodes:
@@ -277,6 +300,10 @@ class Facts:
     # -- reading -----------------------------------------------------------------------
 
     def _tier(self, scope: str) -> TierFacts:
+        if scope in self.failed:
+            raise ApiError(503, "facts_unavailable", f"the {scope} tier's facts could not be "
+                           f"opened at start-up ({self.failed[scope]}); the daemon's log says "
+                           "where. Fix or move that file and restart the sidecar")  # fmt: skip
         if scope not in self.tiers:
             raise ApiError(503, "tier_unavailable", f"this sidecar does not keep the {scope} "
                            "tier's facts (the crew lead does)")  # fmt: skip
@@ -325,7 +352,7 @@ class Facts:
                            f"{iso(fact.invalid_at)}")  # fmt: skip
         record = {"kind": "invalidate", "id": fact_id, "at": iso(time.time()),
                   "reason": f"operator: {reason}" if reason else "operator"}  # fmt: skip
-        await self._run(facts_log.append, tf.index.root, [record])
+        await self._run(facts_log.append, tf.index.root, [record], self._cap)
         await self._run(tf.index.load)
         await self._run(summary.write, tf.index)
         return tf.index.fold.facts[fact_id].to_json()
@@ -337,6 +364,8 @@ class Facts:
         return {"id": fact_id, "versions": [f.to_json() for f in chain]}
 
     def status(self, scope: str) -> dict[str, Any] | None:
+        if scope in self.failed:
+            return {"error": self.failed[scope]}
         tf = self.tiers.get(scope)
         if tf is None:
             return None
@@ -357,6 +386,7 @@ class Facts:
         return body
 
     def health(self, reasons: list[str]) -> dict[str, Any]:
+        reasons += [f"{n}: facts failed to open: {why}" for n, why in self.failed.items()]
         if self.llm is None:
             return {"state": "off", "reason": "no LLM configured (--llm-url)"}
         errors = {n: tf.last_error for n, tf in self.tiers.items() if tf.last_error}

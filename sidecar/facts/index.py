@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sidecar.facts import log as facts_log
+from sidecar.facts.log import CATEGORIES, MAX_ID_CHARS
 from sidecar.index.sqlite import TOKENIZER, is_query_error
-from sidecar.journal.events import iso
+from sidecar.journal.events import epoch, iso
 from sidecar.journal.ranking import Candidate, relevance
 
 if TYPE_CHECKING:
@@ -57,7 +58,8 @@ class Fact:
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "id": self.id, "category": self.category, "fact": self.fact,
-            "keywords": self.keywords, "source_episode_ids": self.sources,
+            "keywords": self.keywords,
+            "source_episode_ids": self.sources[-facts_log.MAX_SOURCES_SHOWN :],
             "sources": len(self.sources), "valid_at": iso(self.valid_at),
             "invalid_at": iso(self.invalid_at) if self.invalid_at is not None else None,
             "created_at": iso(self.created_at),
@@ -80,6 +82,7 @@ class Fold:
     consolidated: set[str] = field(default_factory=set)  # episode ids
     jobs: list[dict[str, Any]] = field(default_factory=list)  # the "consolidated" records
     offset: int = 0
+    lines: int = 0  # whole lines up to ``offset``, so problems name the right line
     problems: list[dict[str, Any]] = field(default_factory=list)  # lines that did not fold
 
 
@@ -107,45 +110,51 @@ class FactsIndex:
     def load(self) -> None:
         """Fold whatever the log holds past what is folded already."""
         with self._lock:
-            for line in facts_log.read(self.root, self.fold.offset):
-                self.fold.offset = line.end
+            for line in facts_log.read(self.root, self.fold.offset, self.fold.lines + 1):
+                self.fold.offset, self.fold.lines = line.end, line.number
                 if line.record is None:
                     self.fold.problems.append({"line": line.number, "error": line.error})
                     continue
                 self._apply(line.record, line.number)
 
     def _apply(self, r: dict[str, Any], number: int) -> None:
-        f = self.fold
+        """One record. A value that does not fit its field (a hand edit, a model's answer
+        from before the limits) is read as its default and listed; no line stops the fold."""
+        f, defaults = self.fold, Defaults()
         try:
-            kind = r["kind"]
+            kind = r.get("kind")
             if kind == "fact":
-                fact = Fact(
-                    r["id"], r["category"], r["fact"], list(r.get("keywords", [])),
-                    list(r.get("source_episode_ids", [])), facts_log.epoch(r["valid_at"]),
-                    facts_log.epoch(r["created_at"]), replaces=r.get("replaces"),
-                    job=r.get("job"),
-                )  # fmt: skip
-                f.facts[fact.id] = fact
-                self._fts.execute(
+                fact = _fact(r, defaults)
+                self._fts.execute(  # first: text SQLite cannot take (a lone surrogate) raises
                     "INSERT INTO fts(id, fact, keywords) VALUES (?, ?, ?)",
                     (fact.id, fact.fact, " ".join(fact.keywords)),
                 )
+                f.facts[fact.id] = fact
             elif kind == "reinforce":
                 fact = f.facts[r["id"]]
-                fact.sources += [e for e in r["episode_ids"] if e not in fact.sources]
+                ids = defaults.strings(r, "episode_ids")
+                fact.sources += [e for e in ids if e not in fact.sources]
             elif kind == "invalidate":
                 fact = f.facts[r["id"]]
                 if fact.invalid_at is None:
-                    fact.invalid_at = facts_log.epoch(r["at"])
-                    fact.replaced_by = r.get("replaced_by")
-                    fact.reason = r.get("reason")
+                    at = epoch(r.get("at"))
+                    fact.invalid_at = at if at is not None else defaults.note(
+                        "at", "is not a timestamp from 1970 to 9999", fact.valid_at, "valid_at"
+                    )  # fmt: skip
+                    fact.replaced_by = defaults.text(r, "replaced_by")
+                    fact.reason = defaults.text(r, "reason", facts_log.MAX_REASON_CHARS)
             elif kind == "consolidated":
-                f.consolidated.update(r["episode_ids"])
-                f.jobs.append(r)
+                f.consolidated.update(defaults.strings(r, "episode_ids"))
+                tokens = {n: defaults.tokens(r, n) for n in ("prompt_tokens", "answer_tokens")}
+                f.jobs.append({**r, **tokens})
             else:
-                raise ValueError(f"unknown kind {kind!r}")
-        except (KeyError, TypeError, ValueError) as exc:
-            f.problems.append({"line": number, "error": f"{type(exc).__name__}: {exc}"})
+                raise ValueError(f"unknown kind {str(kind)[:40]!r}")
+        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
+            f.problems.append({"line": number, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            return
+        if defaults:
+            f.problems.append({"line": number, "error": "kept, read as default: "
+                               + "; ".join(defaults)})  # fmt: skip
 
     # -- vectors --------------------------------------------------------------------------
 
@@ -253,3 +262,61 @@ class FactsIndex:
     def close(self) -> None:
         self._fts.close()
         self._cache.close()
+
+
+class Defaults(list[str]):
+    """What one record held that did not fit, each read as its default."""
+
+    def note(self, name: str, why: str, value: Any, shown: str) -> Any:
+        self.append(f"'{name}' {why} (read as {shown})")
+        return value
+
+    def text(self, r: dict[str, Any], name: str, limit: int = MAX_ID_CHARS) -> str | None:
+        value = r.get(name)
+        if value is None or (isinstance(value, str) and len(value) <= limit):
+            return value
+        return self.note(name, f"is not a string of up to {limit} characters", None, "none")
+
+    def strings(self, r: dict[str, Any], name: str) -> list[str]:
+        """Ids and keywords: a list of short strings (those that are not are left out)."""
+        value = r.get(name, [])
+        if not isinstance(value, list):
+            return self.note(name, "is not a list", [], "[]")
+        kept = [v for v in value if isinstance(v, str) and len(v) <= MAX_ID_CHARS]
+        if len(kept) == len(value):
+            return value
+        why = f"holds what is not a string of up to {MAX_ID_CHARS} characters"
+        return self.note(name, why, kept, "the rest")
+
+    def tokens(self, r: dict[str, Any], name: str) -> int:
+        value = r.get(name, 0)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53:
+            return value
+        return self.note(name, "is not a count", 0, "0")
+
+
+def _fact(r: dict[str, Any], d: Defaults) -> Fact:
+    """A fact record, its text and keywords within the limits of a model's answer."""
+    fact_id, category, text = r["id"], r["category"], r["fact"]
+    if not (isinstance(fact_id, str) and len(fact_id) <= MAX_ID_CHARS and isinstance(text, str)
+            and category in CATEGORIES):  # fmt: skip
+        raise ValueError("a fact needs a string 'id' and 'fact' and a known 'category'")
+    if len(text) > facts_log.MAX_FACT_CHARS:
+        text = d.note("fact", f"is over {facts_log.MAX_FACT_CHARS} characters",
+                      text[: facts_log.MAX_FACT_CHARS], "its start")  # fmt: skip
+    keywords = d.strings(r, "keywords")
+    if len(keywords) > facts_log.MAX_KEYWORDS:
+        keywords = d.note("keywords", f"holds more than {facts_log.MAX_KEYWORDS}",
+                          keywords[: facts_log.MAX_KEYWORDS], "the first")  # fmt: skip
+    valid_at, created_at = epoch(r.get("valid_at")), epoch(r.get("created_at"))
+    if valid_at is None and created_at is None:
+        raise ValueError("a fact needs 'valid_at' or 'created_at': ISO 8601, 1970-9999")
+    if valid_at is None:
+        valid_at = d.note("valid_at", "is not a timestamp from 1970 to 9999", created_at,
+                          "created_at")  # fmt: skip
+    if created_at is None:
+        created_at = d.note("created_at", "is not a timestamp from 1970 to 9999", valid_at,
+                            "valid_at")  # fmt: skip
+    return Fact(fact_id, category, text, keywords, d.strings(r, "source_episode_ids"),
+                valid_at, created_at, replaces=d.text(r, "replaces"),
+                job=d.text(r, "job"))  # fmt: skip

@@ -100,7 +100,7 @@ class Background:
                 self.wake_scan.set()
                 continue
             for tj in self.tiers.values():
-                if tj.index is None or not tj.ready.is_set():
+                if tj.index is None or not tj.ready.is_set() or tj.failed:
                     continue
                 try:
                     while batch := await self.read(tj.index.to_scan, SCAN_BATCH):
@@ -126,7 +126,7 @@ class Background:
             if model is None:
                 continue
             for tj in self.tiers.values():
-                if not tj.ready.is_set():
+                if not tj.ready.is_set() or tj.failed:
                     continue
                 try:
                     await self._embed_tier(tj, model)

@@ -8,6 +8,7 @@ event writes nothing, and the error names the event and the field.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import threading
@@ -41,7 +42,6 @@ INPUT_FIELDS = (
     "refs",
 )
 _TYPE = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
-_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 FUTURE_SLACK = timedelta(days=1)  # clocks disagree; an event a day ahead is a mistake
 
 # Base importance (0-1) before recency and reinforcement. Escalations, regressions,
@@ -134,8 +134,38 @@ def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()  # the last ``iso`` can write
+
+
+def utc_seconds(text: str) -> float:
+    """An ISO 8601 timestamp with a zone (``Z`` or an offset) as Unix time: the one way
+    every timestamp is read, from a request or a file. ``ValueError`` for one without a
+    zone, or that has no UTC time ``iso`` can write (before 1970, or past 9999 once its
+    offset is applied, as ``9999-12-31T23:59:59-23:59`` is)."""
+    parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise ValueError("it has no time zone")
+    try:
+        ts = parsed.astimezone(UTC).timestamp()
+    except OverflowError:
+        ts = math.inf
+    if not 0 <= ts <= LATEST:
+        raise ValueError("it is not between 1970 and 9999 in UTC")
+    return ts
+
+
+def epoch(value: object) -> float | None:
+    """A timestamp from a line on disk as Unix time; None if absent or not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return utc_seconds(value)
+    except ValueError:
+        return None
+
+
 def parse_time(value: object, name: str, where: str = "") -> float:
-    """An ISO 8601 timestamp with a zone (``Z`` or an offset) as Unix time."""
+    """A timestamp from a request as Unix time; a 400 naming the field if it is not one."""
     if not isinstance(value, str):
         raise ApiError(
             400,
@@ -143,18 +173,11 @@ def parse_time(value: object, name: str, where: str = "") -> float:
             f"{where}'{name}' must be an ISO 8601 string, not {json_type(value)}",
         )
     try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise ApiError(
-            400, f"bad_{name}", f"{where}'{name}' is not an ISO 8601 timestamp: {value[:40]!r}"
-        ) from None
-    if parsed.tzinfo is None:
-        raise ApiError(
-            400, f"bad_{name}", f"{where}'{name}' needs a time zone, e.g. {value[:19]}Z for UTC"
-        )
-    if parsed < _EARLIEST:
-        raise ApiError(400, f"bad_{name}", f"{where}'{name}' is before 1970")
-    return parsed.timestamp()
+        return utc_seconds(value)
+    except ValueError as exc:
+        why = str(exc) if str(exc).startswith("it ") else "it is not an ISO 8601 timestamp"
+        hint = f", e.g. {value[:19]}Z for UTC" if why == "it has no time zone" else ""
+        raise ApiError(400, f"bad_{name}", f"{where}'{name}' {value[:40]!r}: {why}{hint}") from None
 
 
 # -- checking input -------------------------------------------------------------------
@@ -334,6 +357,14 @@ def _is_uuid(value: str) -> bool:
 def check_batch(body: dict[str, Any], now: float, agent_id: str) -> list[NewEvent]:
     """One event (the body itself) or ``events``: a batch is checked whole before any write."""
     if "events" in body:
+        unknown = sorted(set(body) - {"events"})
+        if unknown:  # a misspelt option beside a batch would otherwise pass unnoticed
+            raise ApiError(
+                400,
+                "unknown_field",
+                f"unknown field(s) {unknown} beside 'events'; a batch is "
+                '{"events": [...]} with an optional "scope"',
+            )
         raw = body["events"]
         if not isinstance(raw, list) or not raw:
             raise ApiError(400, "bad_events", "'events' must be a non-empty array of events")

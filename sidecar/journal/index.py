@@ -21,7 +21,6 @@ import threading
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +28,17 @@ from sidecar.disk import jsonl
 from sidecar.index.sqlite import TOKENIZER, immediate, is_query_error
 from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import log as journal_log
-from sidecar.journal.events import PRIORITY_FLOORS, base_importance, payload_text, should_embed
+from sidecar.journal.fold import BATCH, apply
 
 log = logging.getLogger(__name__)
 
 FILENAME = "journal.sqlite"
+# 4: times past 9999 UTC and values that do not fit their field read as defaults
 # 3: payload text one value a line (the scanner reads each as a clause of its own)
 # 2: the scanner's verdict per event
-SCHEMA_VERSION = 3
-_REREAD_FROM = (2,)  # versions whose tables are this one's: only the lines' reading changed
+SCHEMA_VERSION = 4
+_REREAD_FROM = (2, 3)  # versions whose tables are this one's: only the lines' reading changed
 SUMMARY_WEIGHT, BODY_WEIGHT = 2.0, 1.0  # a word in the summary says more than one in the payload
-_BATCH = 500
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS events (
@@ -100,18 +99,6 @@ EVENT_COLUMNS = (
     "agent_id, base, floor, priority, valid_until, supersedes, superseded_by, embeddable, "
     "refs, last_ref, flag"
 )
-_RELATIONS = ("similar", "supports", "contradicts")
-
-
-def epoch(value: object) -> float | None:
-    """ISO text from a journal line as Unix time; None if absent or not a timestamp."""
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,12 +266,12 @@ class JournalIndex:
     def apply(self, rel: str, lines: Iterable[jsonl.Line], inode: int) -> int:
         """Fold lines appended to one file, in one transaction; returns events added."""
         with self._transaction() as conn:
-            return _apply(conn, rel, lines, inode)
+            return apply(conn, rel, lines, inode)
 
     def apply_group(self, groups: list[tuple[str, list[jsonl.Line], int]]) -> list[int]:
         """A commit group's appends (file, lines, inode), in one transaction."""
         with self._transaction() as conn:
-            return [_apply(conn, rel, lines, inode) for rel, lines, inode in groups]
+            return [apply(conn, rel, lines, inode) for rel, lines, inode in groups]
 
     def files(self) -> dict[str, tuple[int, int, int]]:
         """What has been read of each file: (offset, lines, inode)."""
@@ -304,7 +291,7 @@ class JournalIndex:
             for rel in journal_log.journal_files(root):
                 try:
                     inode = os.lstat(root / rel).st_ino
-                    total += _apply(conn, rel, jsonl.read_lines(root, rel), inode)
+                    total += apply(conn, rel, jsonl.read_lines(root, rel), inode)
                 except (OSError, ValueError) as exc:
                     log.error("journal file not indexed", extra={"file": rel, "error": str(exc)})
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # with the lines it read
@@ -344,8 +331,8 @@ class JournalIndex:
         assert column in ("seq", "id")
         where, args = filters.sql(now) if filters is not None else ("1", [])
         conn, wanted, out = self.reader(), list(keys), []
-        for i in range(0, len(wanted), _BATCH):
-            part = wanted[i : i + _BATCH]
+        for i in range(0, len(wanted), BATCH):
+            part = wanted[i : i + BATCH]
             sql = (
                 f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.{column} IN "
                 f"({','.join('?' * len(part))}) AND {where}"
@@ -524,164 +511,5 @@ def embed_text(kind: str, summary: str, body: str) -> str:
     return f"{kind.replace('.', ' ').replace('_', ' ')}: {summary}\n{body}"[:2000]
 
 
-def _apply(conn: sqlite3.Connection, rel: str, lines: Iterable[jsonl.Line], inode: int) -> int:
-    """Fold lines that follow what is known of ``rel``; lines that do not parse, or are not
-    records we know, are kept as problems (file and line) and logged. Events go in by the
-    batch (one statement for the rows, one for their words); other records in order."""
-    row = conn.execute("SELECT offset, lines FROM files WHERE path = ?", (rel,)).fetchone()
-    end, count = row if row else (0, 0)
-    added = 0
-    events: list[tuple[Any, ...]] = []
-    for line in lines:
-        count += 1
-        end = line.end
-        error = line.error
-        record = line.record
-        if record is not None:
-            try:
-                if record.get("kind", "event") == "event":
-                    events.append(_event_row(rel, count, record))
-                else:
-                    added += _insert_events(conn, events)
-                    events = []
-                    _fold_record(conn, record)
-            except _BadRecord as exc:
-                error = str(exc)
-        if error is not None:
-            conn.execute("INSERT INTO problems VALUES (?, ?, ?)", (rel, count, error))
-            log.warning("journal line skipped", extra={"file": rel, "line": count, "error": error})
-        if len(events) >= _BATCH:
-            added += _insert_events(conn, events)
-            events = []
-    added += _insert_events(conn, events)
-    conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (rel, end, count, inode))
-    return added
-
-
 class ReplacedFile(Exception):
     """A journal file is not the one that was indexed (replaced, or cut shorter)."""
-
-
-class _BadRecord(Exception):
-    pass
-
-
-def _fold_record(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
-    """A record that changes what is known of events: a reference mark, a relation, or
-    working entries summarised into one episode."""
-    kind = record.get("kind")
-    if kind == "ref":
-        ids, at = record.get("ids"), epoch(record.get("at"))
-        if not isinstance(ids, list) or at is None:
-            raise _BadRecord("ref record needs 'ids' (a list) and 'at'")
-        for part in range(0, len(ids), _BATCH):
-            chunk = list({i for i in ids[part : part + _BATCH] if isinstance(i, str)})
-            conn.execute(
-                "UPDATE events SET refs = refs + 1, last_ref = max(coalesce(last_ref, 0), ?) "
-                f"WHERE id IN ({','.join('?' * len(chunk))})",
-                [at, *chunk],
-            )
-        return
-    if kind == "relation":
-        src, dst, relation = record.get("src"), record.get("dst"), record.get("relation")
-        weight = record.get("weight", 1.0)
-        if not (isinstance(src, str) and isinstance(dst, str) and relation in _RELATIONS):
-            raise _BadRecord("relation record needs 'src', 'dst' and a known 'relation'")
-        if isinstance(weight, bool) or not isinstance(weight, int | float):
-            raise _BadRecord("relation 'weight' must be a number")
-        conn.execute(
-            "INSERT OR REPLACE INTO relations VALUES (?, ?, ?, ?)",
-            (src, dst, relation, float(weight)),
-        )
-        return
-    if kind == "summarised":  # working entries promoted into one episode: they leave recall
-        ids, into = record.get("ids"), record.get("into")
-        if not isinstance(ids, list) or not isinstance(into, str):
-            raise _BadRecord("summarised record needs 'ids' (a list) and 'into'")
-        for part in range(0, len(ids), _BATCH):
-            chunk = [i for i in ids[part : part + _BATCH] if isinstance(i, str)]
-            conn.execute(
-                "UPDATE events SET superseded_by = ? WHERE superseded_by IS NULL AND id IN "
-                f"({','.join('?' * len(chunk))})",
-                [into, *chunk],
-            )
-        return
-    raise _BadRecord(f"unknown record kind {kind!r}")
-
-
-_INSERT_EVENT = (
-    "INSERT OR IGNORE INTO events (id, ts, recorded_at, type, severity, summary, payload, body, "
-    "session_id, source, agent_id, base, floor, priority, valid_until, supersedes, embeddable, "
-    "file, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def _insert_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
-    """Rows from ``_event_row``; an id already indexed (a catch-up after our own append) is
-    left as it is. Returns how many were new."""
-    if not rows:
-        return 0
-    (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
-    before = conn.total_changes
-    conn.executemany(_INSERT_EVENT, rows)
-    added = conn.total_changes - before
-    if added:
-        conn.execute(
-            "INSERT INTO events_fts(rowid, summary, body) SELECT seq, summary, body FROM events "
-            "WHERE seq > ?",
-            (last,),
-        )
-        conn.executemany(
-            "UPDATE events SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
-            [(row[0], row[15]) for row in rows if row[15]],
-        )
-    return added
-
-
-def _event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[Any, ...]:
-    event_id, kind, summary = record.get("id"), record.get("type"), record.get("summary")
-    ts, recorded = epoch(record.get("ts")), epoch(record.get("recorded_at"))
-    if not (isinstance(event_id, str) and isinstance(kind, str) and isinstance(summary, str)):
-        raise _BadRecord("event needs string 'id', 'type' and 'summary'")
-    if ts is None or recorded is None:
-        raise _BadRecord("event needs ISO 8601 'ts' and 'recorded_at' with a time zone")
-    severity = record.get("severity", "info")
-    if severity not in ("info", "warn", "error"):
-        raise _BadRecord(f"unknown severity {severity!r}")
-    payload = record.get("payload", {})
-    if not isinstance(payload, dict):
-        raise _BadRecord("'payload' must be an object")
-    importance = record.get("importance")
-    if isinstance(importance, int | float) and not isinstance(importance, bool):
-        base = min(1.0, max(0.0, float(importance)))
-    else:
-        base = base_importance(kind, severity)
-    priority = record.get("priority")
-    priority = priority if priority in PRIORITY_FLOORS else None
-    supersedes = record.get("supersedes")
-    session = record.get("session_id")
-    return (
-        event_id,
-        ts,
-        recorded,
-        kind,
-        severity,
-        summary,
-        json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
-        payload_text(payload),
-        session if isinstance(session, str) else "default",
-        _str(record.get("source")),
-        _str(record.get("agent_id")),
-        base,
-        PRIORITY_FLOORS[priority] if priority else 0.0,
-        priority,
-        epoch(record.get("valid_until")),
-        supersedes if isinstance(supersedes, str) else None,
-        int(should_embed(record)),
-        rel,
-        line,
-    )
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) else None

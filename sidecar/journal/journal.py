@@ -11,15 +11,13 @@ import asyncio
 import contextlib
 import errno
 import logging
-import math
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sidecar.config import Settings
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
@@ -30,15 +28,12 @@ from sidecar.journal import health as journal_health
 from sidecar.journal import log as journal_log
 from sidecar.journal import recall as journal_recall
 from sidecar.journal.background import Background
-from sidecar.journal.events import NewEvent, check_batch, iso, parse_time
+from sidecar.journal.events import NewEvent, check_batch, iso
 from sidecar.journal.index import Filters
 from sidecar.journal.log import JournalFull, day_file, today_file
 from sidecar.journal.recall import Recalled, RecallQuery
 from sidecar.journal.tier import TierJournal
 from sidecar.retrieval.embeddings import Embeddings
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +81,14 @@ class Journal:
 
     async def _open_tier(self, tj: TierJournal) -> None:
         started = time.monotonic()
-        await tj.run(tj.open)
-        tj.ready.set()
+        try:
+            await tj.run(tj.open)
+        except Exception as exc:  # whatever it was, requests get a 503 saying so, not a wait
+            tj.failed = f"{type(exc).__name__}: {exc}"[:300]
+            log.exception("journal failed to open", extra={"tier": tj.tier.name})
+            return
+        finally:
+            tj.ready.set()
         self.background.wake_embed.set()
         log.info(
             "journal ready",
@@ -150,6 +151,10 @@ class Journal:
     async def _ready(self, tj: TierJournal) -> None:
         if not tj.ready.is_set():
             await tj.ready.wait()
+        if tj.failed:
+            raise ApiError(503, "journal_unavailable", f"the {tj.tier.name} journal could not "
+                           f"be opened at start-up ({tj.failed}); the daemon's log says where. "
+                           "Fix or move that file and restart the sidecar")  # fmt: skip
 
     def episodic(self) -> str:
         return "vector" if self.model() is not None else "sparse-only"
@@ -427,6 +432,8 @@ class Journal:
 
     async def status(self, scope: str) -> dict[str, Any]:
         tj = self.tiers.get(scope)
+        if tj is not None and tj.failed:
+            return {"indexing": False, "events": None, "error": tj.failed}
         if tj is None or tj.index is None or not tj.ready.is_set():
             return {"indexing": True, "events": None}
         try:
@@ -458,7 +465,9 @@ class Journal:
 
     def health_reasons(self, reasons: list[str]) -> None:
         for name, tj in self.tiers.items():
-            if not tj.ready.is_set():
+            if tj.failed:
+                reasons.append(f"{name}: journal failed to open: {tj.failed}")
+            elif not tj.ready.is_set():
                 reasons.append(f"{name}: journal index catching up with the journal files")
             if tj.set_aside:
                 reasons.append(
@@ -494,7 +503,9 @@ class Journal:
 
     def _file_changed(self, tier: str, rel: str) -> None:
         tj = self.tiers.get(tier)
-        if tj is None or not journal_log.is_journal_file(rel) or (tier, rel) in self._catching_up:
+        if tj is None or tj.failed or not journal_log.is_journal_file(rel):
+            return
+        if (tier, rel) in self._catching_up:
             return
         try:
             size = os.stat(tj.tier.root / rel).st_size
@@ -531,7 +542,7 @@ class Journal:
     async def rebuild(self, scope: str) -> None:
         names = ["agent", "crew"] if scope == "both" else [scope]
         for name in names:
-            if name in self.tiers:
+            if name in self.tiers and not self.tiers[name].failed:  # no index to rebuild
                 tj = self.tiers[name]
                 self._background(tj.run(tj.rebuild), "journal-rebuild")
 
@@ -546,23 +557,3 @@ def _high_value(filters: Filters) -> Filters:
         False,
         HIGH_VALUE,
     )
-
-
-_CURSOR_TS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?")
-
-
-def parse_cursor(raw: str | None) -> tuple[float, str] | None:
-    if not raw:
-        return None
-    ts, sep, event_id = raw.partition("|")
-    # What ``listing`` wrote: repr() of a finite float, then the event's id.
-    at = float(ts) if _CURSOR_TS.fullmatch(ts) and sep and event_id else math.nan
-    if not math.isfinite(at):  # also a number too large for a float ("1e999")
-        raise ApiError(
-            400, "bad_cursor", "'cursor' must be a next_cursor value from an earlier answer"
-        )
-    return at, event_id
-
-
-def time_param(value: str | None, name: str) -> float | None:
-    return None if value in (None, "") else parse_time(value, name)

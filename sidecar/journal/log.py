@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.disk.durable import fsync
-from sidecar.disk.jsonl import open_owned, write_all
+from sidecar.disk.jsonl import Line, open_owned, parse_line, torn_start, write_all
 from sidecar.disk.tiers import open_confined
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,18 @@ class Append:
     inode: int = 0  # of the file they went to
     future: asyncio.Future[Any] | None = None
     error: BaseException | None = None
+    torn: Line | None = None  # a partial line before ours, which our newline ended
+
+
+def torn_line(fd: int, size: int) -> Line | None:
+    """The file's last line if another program left it without its newline, as the line
+    it becomes once our append ends it: listed as a problem, its record kept if it is one."""
+    start = torn_start(fd, size)
+    if start is None:
+        return None
+    record, error = parse_line(os.pread(fd, size - start, start))
+    why = "no newline: ended by the daemon's next append"
+    return Line(0, size + 1, record, f"{why}; {error}" if error else why)
 
 
 @dataclass(slots=True)
@@ -211,9 +223,9 @@ class Appender:
             # file is opened again rather than written through a number since reused.
             opened = self._file(rel)
             size = opened.size = os.fstat(opened.fd).st_size
-        prefix = b""
-        if size and os.pread(opened.fd, 1, size - 1) != b"\n":
-            prefix = b"\n"  # an outside edit left a partial line: ours start on a new one
+        prefix, torn = b"", torn_line(opened.fd, size)
+        if torn is not None:  # an outside edit left a partial line: ours start on a new one
+            prefix = b"\n"
         accepted: list[Append] = []
         total = len(prefix)
         for item in items:
@@ -226,6 +238,7 @@ class Appender:
             accepted.append(item)
         if not accepted:
             return []
+        accepted[0].torn = torn  # folded (and listed) before the lines that end it
         data = prefix + b"".join(item.data for item in accepted)
         try:
             write_all(opened.fd, data)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from aiohttp import web
 
 from sidecar.errors import ApiError, check_label
 from sidecar.journal import ranking
+from sidecar.journal.events import parse_time
 from sidecar.journal.index import Filters
-from sidecar.journal.journal import Journal, parse_cursor, time_param
+from sidecar.journal.journal import Journal
 from sidecar.journal.recall import RecallQuery
 from sidecar.retrieval.routes import task_query
 from sidecar.web import (
@@ -36,6 +39,26 @@ RECALL_FIELDS = (
     "mark",
     "ranking",
 )
+
+
+_CURSOR_TS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?")
+
+
+def parse_cursor(raw: str | None) -> tuple[float, str] | None:
+    if not raw:
+        return None
+    ts, sep, event_id = raw.partition("|")
+    # What ``listing`` wrote: repr() of a finite float, then the event's id.
+    at = float(ts) if _CURSOR_TS.fullmatch(ts) and sep and event_id else math.nan
+    if not math.isfinite(at):  # also a number too large for a float ("1e999")
+        raise ApiError(
+            400, "bad_cursor", "'cursor' must be a next_cursor value from an earlier answer"
+        )
+    return at, event_id
+
+
+def time_param(value: str | None, name: str) -> float | None:
+    return None if value in (None, "") else parse_time(value, name)
 
 
 def recall_query(body: dict[str, Any]) -> tuple[RecallQuery, str, bool]:

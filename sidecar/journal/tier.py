@@ -93,7 +93,8 @@ class TierJournal:
             lambda rel: self.sizes.get(rel, 0),
         )
         self.set_aside: list[SetAside] = []
-        self.ready = asyncio.Event()  # the index has caught up with the files
+        self.ready = asyncio.Event()  # the index has caught up with the files, or failed to
+        self.failed: str | None = None  # why opening failed: the tier's requests get a 503
         self.vectors: EventVectors | None = None
         self.embedded_since_start = 0
         self.embed_after = 0  # events up to this seq have been offered to the embedder
@@ -190,6 +191,8 @@ class TierJournal:
         runs: dict[str, tuple[list[Line], int]] = {}
         for item in sorted(appends, key=lambda a: (a.rel, a.start)):
             lines, _ = runs.setdefault(item.rel, ([], item.inode))
+            if item.torn is not None:
+                lines.append(item.torn)
             pos = item.start
             for record, size in item.items:
                 pos += size

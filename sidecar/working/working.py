@@ -23,8 +23,8 @@ from typing import Any
 
 from sidecar.config import Settings
 from sidecar.errors import ApiError
-from sidecar.journal.events import check_event, iso
-from sidecar.journal.index import Filters, epoch
+from sidecar.journal.events import check_event, epoch, iso
+from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.journal.log import day_file
 from sidecar.llm.client import LLMClient, LLMError, ask
@@ -139,6 +139,8 @@ class Working:
         groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for event in rows["events"]:
             ttl = (event.get("payload") or {}).get("ttl_s", DEFAULT_TTL_S)
+            if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < 2**53:
+                ttl = DEFAULT_TTL_S  # a line edited by hand: read as the default
             recorded = epoch(event["recorded_at"]) or now
             if now - recorded >= ttl / 2:
                 groups[(event["session_id"], event.get("source") or "agent")].append(event)
