@@ -4,19 +4,18 @@ running daemon (which owns the facts log)."""
 from __future__ import annotations
 
 import argparse
-import json
 import urllib.parse
 from typing import Any
 
-from sidecar.daemon_client import call
+from sidecar.daemon_client import call, client_options, print_json
+from sidecar.disk.tiers import TIER_NAMES
 from sidecar.facts.log import CATEGORIES
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], default_url: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--url", default=default_url, help="the local daemon (env SIDECAR_URL)")
-        p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
-        p.add_argument("--scope", choices=("agent", "crew"), default="agent")
+        client_options(p)
+        p.add_argument("--scope", choices=TIER_NAMES, default="agent")
 
     facts = sub.add_parser("facts", help="facts distilled from the journal")
     fsub = facts.add_subparsers(dest="facts_command", required=True)
@@ -38,16 +37,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], defaul
     p.set_defaults(func=cmd_invalidate)
 
     p = sub.add_parser("consolidate", help="distil every waiting episode into facts now")
-    p.add_argument("--url", default=default_url, help="the local daemon (env SIDECAR_URL)")
-    p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
-    p.add_argument("--scope", choices=("agent", "crew"), help="default: every tier")
+    client_options(p)
+    p.add_argument("--scope", choices=TIER_NAMES, help="default: every tier")
     p.set_defaults(func=cmd_consolidate)
-
-
-def _print(args: argparse.Namespace, body: Any) -> bool:
-    if args.json:
-        print(json.dumps(body, indent=2, ensure_ascii=False))
-    return bool(args.json)
 
 
 def _line(f: dict[str, Any]) -> str:
@@ -63,7 +55,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.as_of:
         body["as_of"] = args.as_of
     answer = call(args.url, "POST", "/memory/facts", body)
-    if not _print(args, answer):
+    if not print_json(args, answer):
         for f in answer["facts"]:
             print(_line(f))
         if not answer["facts"]:
@@ -74,7 +66,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     path = f"/memory/facts/{urllib.parse.quote(args.id)}/history?scope={args.scope}"
     answer = call(args.url, "GET", path)
-    if not _print(args, answer):
+    if not print_json(args, answer):
         for f in answer["versions"]:
             print(_line(f))
     return 0
@@ -83,7 +75,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_invalidate(args: argparse.Namespace) -> int:
     path = f"/memory/facts/{urllib.parse.quote(args.id)}/invalidate"
     answer = call(args.url, "POST", path, {"scope": args.scope, "reason": args.reason})
-    if not _print(args, answer):
+    if not print_json(args, answer):
         print(f"invalidated: {_line(answer)}")
     return 0
 
@@ -91,7 +83,7 @@ def cmd_invalidate(args: argparse.Namespace) -> int:
 def cmd_consolidate(args: argparse.Namespace) -> int:
     answer = call(args.url, "POST", "/memory/consolidate", {"scope": args.scope} if args.scope
                   else {})  # fmt: skip
-    if not _print(args, answer):
+    if not print_json(args, answer):
         for tier, summaries in answer.get("promoted", {}).items():
             if summaries:
                 notes = sum(p["summary_of"] for p in summaries)

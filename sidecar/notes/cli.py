@@ -4,23 +4,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import urllib.parse
 
-from sidecar.daemon_client import call
+from sidecar.daemon_client import call, client_options, print_json
 from sidecar.disk.tiers import TIER_NAMES
 
 FILES = "AGENT.md, CREW.md, daily/today, daily/YYYY-MM-DD.md, topics/<slug>.md, users/<slug>.md"
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], default_url: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help=f"as search results name it: {FILES}")
         p.add_argument("-S", "--scope", "--tier", dest="scope", choices=TIER_NAMES,
                        default="agent", help="which tier's file (default agent)")  # fmt: skip
-        p.add_argument("--url", default=default_url, help="the local daemon (env SIDECAR_URL)")
-        p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
+        client_options(p)
 
     p = sub.add_parser("write", help="write a note: the text from --text or stdin")
     common(p)
@@ -66,8 +64,7 @@ def cmd_write(args: argparse.Namespace) -> int:
     body = {"scope": args.scope, "file": args.file, "content": _content(args),
             "mode": "append" if args.append else "replace"}  # fmt: skip
     answer = call(args.url, "POST", "/memory/write", body)
-    if args.json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
+    if print_json(args, answer):
         return 0
     usage = answer.get("usage") or {}
     print(f"wrote {answer.get('scope')}/{answer.get('file')} ({answer.get('bytes_written')} bytes; "
@@ -84,8 +81,7 @@ def cmd_read(args: argparse.Namespace) -> int:
         if end is not None:
             params["end_line"] = end
     answer = call(args.url, "GET", f"/memory/read?{urllib.parse.urlencode(params)}")
-    if args.json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
+    if print_json(args, answer):
         return 0
     if answer.get("flagged"):  # shown to the operator asking, as over HTTP; said so first
         flagged = answer["flagged"]
