@@ -15,27 +15,43 @@ from typing import Any
 DEFAULT_PORT = 9119  # where ``sidecar serve`` listens, and so where a client looks
 
 
-def client_options(
-    p: argparse.ArgumentParser, json_help: str | None = "print the daemon's JSON answer"
-) -> None:
-    """``--url`` (``SIDECAR_URL``, else the default port on loopback) and, unless
-    ``json_help`` is None, ``--json``."""
+def client_command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    help: str,
+    json_help: str | None = "print the daemon's JSON answer",
+) -> argparse.ArgumentParser:
+    """A command that talks to the daemon: ``--url`` (``SIDECAR_URL``, else the default
+    port on loopback) and, unless ``json_help`` is None, ``--json``."""
+    p = sub.add_parser(name, help=help)
     url = os.environ.get("SIDECAR_URL", f"http://127.0.0.1:{DEFAULT_PORT}")
     p.add_argument("--url", default=url, help="the local daemon (env SIDECAR_URL)")
     if json_help is not None:
         p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=func)
+    return p
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The optional fields a command was given: one left out stays out of the request, so
+    the daemon's default holds."""
+    return {name: value for name, value in fields.items() if value not in (None, "", [])}
 
 
 def print_hits(
+    args: argparse.Namespace,
     answer: dict[str, Any],
     warnings: str,
     none: str,
     text: str,
     lines: Callable[[dict[str, Any], str], list[str]],
 ) -> None:
-    """A search answer in a shell: its ``warnings``, then each hit's ``lines`` given its
-    ``text``, which a flagged hit withholds as the MCP tools do (``sidecar read`` shows a
-    flagged file to the operator asking for it, not a list)."""
+    """A search answer in a shell (as it came with ``--json``): its ``warnings``, then each
+    hit's ``lines`` given its ``text``, which a flagged hit withholds as the MCP tools do
+    (``sidecar read`` shows a flagged file to the operator asking for it, not a list)."""
+    if print_json(args, answer):
+        return
     for warning in answer.get(warnings, []):
         print(f"warning: {warning}")
     if not answer["hits"]:

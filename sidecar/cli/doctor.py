@@ -6,18 +6,15 @@ import argparse
 import urllib.error
 import urllib.request
 
-from sidecar.daemon_client import client_options, error_detail, get_json, unreachable
+from sidecar.daemon_client import client_command, error_detail, get_json, unreachable
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "doctor", help="report retrieval mode, model and pending embeddings; exit 1 if degraded"
-    )
-    client_options(p, json_help=None)
+    p = client_command(sub, "doctor", cmd_doctor, "report retrieval mode, model and pending "
+                       "embeddings; exit 1 if degraded", json_help=None)  # fmt: skip
     p.add_argument("--metrics", action="store_true",
                    help="also list every metric /metrics serves, with its meaning")  # fmt: skip
-    p.set_defaults(func=cmd_doctor)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -9,12 +9,13 @@ import os
 
 from sidecar import logs
 from sidecar.cli.serve import log_level_option
-from sidecar.daemon_client import client_options
+from sidecar.daemon_client import client_command
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("mcp", help="serve the memory tools over MCP on stdin/stdout")
-    client_options(p, json_help=None)
+    p = client_command(
+        sub, "mcp", cmd_mcp, "serve the memory tools over MCP on stdin/stdout", json_help=None
+    )
     p.add_argument(
         "--poll-interval",
         type=float,
@@ -22,7 +23,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="seconds between daemon health checks (env SIDECAR_MCP_POLL_INTERVAL)",
     )
     log_level_option(p)
-    p.set_defaults(func=cmd_mcp)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

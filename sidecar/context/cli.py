@@ -8,19 +8,18 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from sidecar.daemon_client import client_options, unreachable
+from sidecar.daemon_client import client_command, unreachable
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("context", help="print the memory block for a system prompt")
-    client_options(p, json_help="JSON with per-section accounting")
+    p = client_command(sub, "context", cmd_context, "print the memory block for a system prompt",
+                       json_help="JSON with per-section accounting")  # fmt: skip
     p.add_argument(
         "--budget", type=int, default=15_000, help="characters, 1000 to 200000 (default 15000)"
     )
     p.add_argument("--query", help="fill leftover budget with the best hits for this")
     p.add_argument("--user-id", help="the session opener, for the operator model")
     p.add_argument("--workspace-id", help="the session opener's workspace")
-    p.set_defaults(func=cmd_context)
 
 
 def cmd_context(args: argparse.Namespace) -> int:

@@ -7,39 +7,37 @@ import argparse
 import urllib.parse
 from typing import Any
 
-from sidecar.daemon_client import call, client_options, print_json
+from sidecar.daemon_client import call, client_command, given, print_json
 from sidecar.disk.tiers import TIER_NAMES
 from sidecar.facts.log import CATEGORIES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def common(p: argparse.ArgumentParser) -> None:
-        client_options(p)
         p.add_argument("--scope", choices=TIER_NAMES, default="agent")
 
     facts = sub.add_parser("facts", help="facts distilled from the journal")
     fsub = facts.add_subparsers(dest="facts_command", required=True)
-    p = fsub.add_parser("search", help="facts true now (or --as-of), best first")
+    p = client_command(fsub, "search", cmd_search, "facts true now (or --as-of), best first")
     common(p)
     p.add_argument("query")
     p.add_argument("--category", choices=CATEGORIES)
     p.add_argument("--as-of", help="what was true then, ISO 8601 with a zone")
     p.add_argument("--limit", type=int, default=10)
-    p.set_defaults(func=cmd_search)
-    p = fsub.add_parser("history", help="every version of a fact")
+    p = client_command(fsub, "history", cmd_history, "every version of a fact")
     common(p)
     p.add_argument("id")
-    p.set_defaults(func=cmd_history)
-    p = fsub.add_parser("invalidate", help="mark a wrong fact no longer true (kept in history)")
+    p = client_command(
+        fsub, "invalidate", cmd_invalidate, "mark a wrong fact no longer true (kept in history)"
+    )
     common(p)
     p.add_argument("id")
     p.add_argument("--reason", default="")
-    p.set_defaults(func=cmd_invalidate)
 
-    p = sub.add_parser("consolidate", help="distil every waiting episode into facts now")
-    client_options(p)
+    p = client_command(
+        sub, "consolidate", cmd_consolidate, "distil every waiting episode into facts now"
+    )
     p.add_argument("--scope", choices=TIER_NAMES, help="default: every tier")
-    p.set_defaults(func=cmd_consolidate)
 
 
 def _line(f: dict[str, Any]) -> str:
@@ -49,11 +47,8 @@ def _line(f: dict[str, Any]) -> str:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query": args.query, "scope": args.scope, "limit": args.limit}
-    if args.category:
-        body["category"] = args.category
-    if args.as_of:
-        body["as_of"] = args.as_of
+    body = {"query": args.query, "scope": args.scope, "limit": args.limit,
+            **given(category=args.category, as_of=args.as_of)}  # fmt: skip
     answer = call(args.url, "POST", "/memory/facts", body)
     if not print_json(args, answer):
         for f in answer["facts"]:

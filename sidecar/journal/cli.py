@@ -8,7 +8,7 @@ import json
 import urllib.parse
 from typing import Any
 
-from sidecar.daemon_client import call, client_options, print_hits, print_json
+from sidecar.daemon_client import call, client_command, given, print_hits, print_json
 from sidecar.disk.tiers import SCOPE_WORDS, TIER_NAMES
 from sidecar.journal.events import PRIORITY_FLOORS, SEVERITIES
 
@@ -16,8 +16,7 @@ from sidecar.journal.events import PRIORITY_FLOORS, SEVERITIES
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     journal = sub.add_parser("journal", help="record and list journal events")
     jsub = journal.add_subparsers(dest="journal_command", required=True)
-    p = jsub.add_parser("add", help="record one event (durable when this returns)")
-    client_options(p)
+    p = client_command(jsub, "add", cmd_add, "record one event (durable when this returns)")
     p.add_argument("--type", required=True, help="dotted kind, e.g. deploy.failed")
     p.add_argument("--summary", required=True)
     p.add_argument("--severity", choices=SEVERITIES, default="info")
@@ -30,10 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--supersedes", help="id of the event this one corrects")
     p.add_argument("--valid-until", help="when it stops being true, ISO 8601")
     p.add_argument("--scope", choices=TIER_NAMES, default="agent")
-    p.set_defaults(func=cmd_add)
 
-    p = jsub.add_parser("list", help="list events, oldest first")
-    client_options(p)
+    p = client_command(jsub, "list", cmd_list, "list events, oldest first")
     p.add_argument("--scope", choices=TIER_NAMES, default="agent")
     p.add_argument("--since")
     p.add_argument("--until")
@@ -41,10 +38,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--session-id")
     p.add_argument("--limit", type=int, default=50, help="events per page (1-500)")
     p.add_argument("--all", action="store_true", help="follow next_cursor to the end")
-    p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("recall", help="recall past events relevant to a query")
-    client_options(p)
+    p = client_command(sub, "recall", cmd_recall, "recall past events relevant to a query")
     p.add_argument("query")
     p.add_argument("-k", type=int, default=5)
     p.add_argument(
@@ -56,12 +51,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--session-id")
     p.add_argument("--walk", action="store_true", help="add each hit's related events")
     p.add_argument("--no-mark", action="store_true", help="do not count this as a use")
-    p.set_defaults(func=cmd_recall)
 
-    p = sub.add_parser("health", help="the journal's five health metrics and their trend")
-    client_options(p)
+    p = client_command(
+        sub, "health", cmd_health, "the journal's five health metrics and their trend"
+    )
     p.add_argument("--scope", choices=TIER_NAMES, default="agent")
-    p.set_defaults(func=cmd_health)
 
 
 def _line(event: dict[str, Any]) -> str:
@@ -99,14 +93,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query": args.query, "k": args.k, "scope": args.scope,
-                            "walk": int(args.walk), "mark": not args.no_mark}  # fmt: skip
-    if args.session_id:
-        body["session_id"] = args.session_id
+    body = {"query": args.query, "k": args.k, "scope": args.scope, "walk": int(args.walk),
+            "mark": not args.no_mark, **given(session_id=args.session_id)}  # fmt: skip
     answer = call(args.url, "POST", "/memory/recall", body)
-    if print_json(args, answer):
-        return 0
-    print_hits(answer, "warnings", "no past events match", "summary", _recalled)
+    print_hits(args, answer, "warnings", "no past events match", "summary", _recalled)
     return 0
 
 

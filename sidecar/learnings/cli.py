@@ -6,14 +6,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sidecar.daemon_client import call, client_options, print_hits, print_json
+from sidecar.daemon_client import call, client_command, given, print_hits, print_json
 from sidecar.disk.tiers import SCOPES, TIER_NAMES
 from sidecar.learnings.entries import DOMAINS, TYPES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("learn", help="save a learning (durable when this returns)")
-    client_options(p)
+    p = client_command(sub, "learn", cmd_learn, "save a learning (durable when this returns)")
     p.add_argument("text")
     p.add_argument("--type", choices=TYPES, default="declarative")
     p.add_argument("--domain", choices=DOMAINS, default="task")
@@ -21,22 +20,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--institutional", action="store_true", help="always in the memory block")
     p.add_argument("--file", default="general", help="slug: goes to learnings/<file>.md")
     p.add_argument("--scope", choices=TIER_NAMES, default="agent")
-    p.set_defaults(func=cmd_learn)
 
-    p = sub.add_parser("learnings", help="learnings that bear on a query, best first")
-    client_options(p)
+    p = client_command(
+        sub, "learnings", cmd_learnings, "learnings that bear on a query, best first"
+    )
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=10)
     p.add_argument("--type", action="append", choices=TYPES, help="repeatable")
     p.add_argument("--scope", choices=SCOPES)
-    p.set_defaults(func=cmd_learnings)
 
-    p = sub.add_parser("compact", help="merge duplicate learnings and archive spent ones")
-    client_options(p)
+    p = client_command(
+        sub, "compact", cmd_compact, "merge duplicate learnings and archive spent ones"
+    )
     p.add_argument("--scope", choices=TIER_NAMES, default="agent")
     p.add_argument("--file", help="only learnings/<slug>.md")
     p.add_argument("--dry-run", action="store_true", help="show what it would do; change nothing")
-    p.set_defaults(func=cmd_compact)
 
 
 def cmd_learn(args: argparse.Namespace) -> int:
@@ -52,15 +50,9 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
 
 def cmd_learnings(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query": args.query, "limit": args.limit}
-    if args.type:
-        body["types"] = args.type
-    if args.scope:
-        body["scope"] = args.scope
+    body = {"query": args.query, "limit": args.limit, **given(types=args.type, scope=args.scope)}
     answer = call(args.url, "POST", "/memory/learnings/search", body)
-    if print_json(args, answer):
-        return 0
-    print_hits(answer, "degraded", "no learnings match", "text", _found)
+    print_hits(args, answer, "degraded", "no learnings match", "text", _found)
     return 0
 
 
@@ -72,9 +64,7 @@ def _found(h: dict[str, Any], text: str) -> list[str]:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"scope": args.scope, "dry_run": args.dry_run}
-    if args.file:
-        body["file"] = args.file
+    body = {"scope": args.scope, "dry_run": args.dry_run, **given(file=args.file)}
     answer = call(args.url, "POST", "/memory/learnings/compact", body)
     if print_json(args, answer):
         return 0

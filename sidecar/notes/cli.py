@@ -7,7 +7,7 @@ import argparse
 import sys
 import urllib.parse
 
-from sidecar.daemon_client import call, client_options, print_json
+from sidecar.daemon_client import call, client_command, print_json
 from sidecar.disk.tiers import TIER_NAMES
 
 FILES = "AGENT.md, CREW.md, daily/today, daily/YYYY-MM-DD.md, topics/<slug>.md, users/<slug>.md"
@@ -18,20 +18,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p.add_argument("file", help=f"as search results name it: {FILES}")
         p.add_argument("-S", "--scope", "--tier", dest="scope", choices=TIER_NAMES,
                        default="agent", help="which tier's file (default agent)")  # fmt: skip
-        client_options(p)
 
-    p = sub.add_parser("write", help="write a note: the text from --text or stdin")
+    p = client_command(sub, "write", cmd_write, "write a note: the text from --text or stdin")
     common(p)
     p.add_argument("--text", help="the text to write (default: read stdin)")
     p.add_argument("--append", action="store_true",
                    help="add to the end of the file instead of replacing it")  # fmt: skip
-    p.set_defaults(func=cmd_write)
 
-    p = sub.add_parser("read", help="print a note, or some of its lines")
+    p = client_command(sub, "read", cmd_read, "print a note, or some of its lines")
     common(p)
     p.add_argument("--lines", type=line_range, metavar="A-B",
                    help="only lines A to B (1-based, inclusive; A- to the end)")  # fmt: skip
-    p.set_defaults(func=cmd_read)
 
 
 def line_range(value: str) -> tuple[int, int | None]:
