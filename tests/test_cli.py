@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -301,3 +302,12 @@ def test_every_serve_flag_and_variable_reaches_its_setting(
         agent_store="sqlite", crew_store="sqlite", namespace="team",
     )  # fmt: skip
     assert args.log_level == "DEBUG"
+
+
+def test_the_readme_names_every_serve_variable() -> None:
+    """The README's list of ``serve`` variables is checked against the declarations."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index("Every `serve` flag can also be set by environment variable")
+    listed = set(re.findall(r"`(SIDECAR_\w+)`", readme[start : readme.index("\n\n", start)]))
+    declared = {f"SIDECAR_{flag.env}" for flag in config.flags()}  # the crew token included
+    assert listed == declared | {"SIDECAR_LOG_LEVEL"}
