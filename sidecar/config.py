@@ -1,44 +1,169 @@
-"""Daemon settings: command-line flags, each with an environment variable fallback."""
+"""Daemon settings, each declared once with its ``serve`` flag, variable and default.
+
+A field's ``setting(...)`` says how ``sidecar serve`` sets it: ``--<option>``, else the
+``SIDECAR_<ENV>`` variable, else the default. The ``serve`` parser and the ``Settings`` it
+starts with are both derived from these declarations (``flags``, ``from_flags``), so a new
+setting is one field.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import argparse
+import dataclasses
+import os
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
+from typing import Any
 
+from sidecar.daemon_client import DEFAULT_PORT
 from sidecar.disk.tiers import Tier
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.stores import is_postgres, sqlite_file
 from sidecar.stores import validate as validate_store
 
 KIB = 1024
+MIB = KIB * KIB
 ROLES = ("agent", "lead")
 EMBEDDERS = ("auto", "minilm", "ollama", "none")  # see retrieval/embedders/factory.py
-DEFAULT_PORT = 9119
+LLM_APIS = ("ollama", "openai")
 DEFAULT_NAMESPACE = "default"
-# ``serve`` flags (each with a SIDECAR_* variable) that say where tier indexes live.
-STORE_FLAGS = (
-    ("store", "where both tiers' indexes live: a postgresql:// URL, or empty for the "
-              "SQLite file in each tier's folder"),
-    ("agent-store", "the agent tier's index, overriding --store (sqlite: the local file)"),
-    ("crew-store", "the crew tier's index, overriding --store (sqlite: the local file)"),
-    ("namespace", "this crew's key in a shared PostgreSQL store; the crew tier is "
-                  "NAMESPACE/crew, the agent tier NAMESPACE/agent/AGENT_ID; no '/' in either "
-                  "(default: default)"),
-)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """How ``sidecar serve`` sets one setting. ``help`` may say where ``{env}`` goes in it;
+    otherwise the variable is named at its end."""
+
+    help: str
+    option: str  # the flag without "--"; "" for a setting only its variable sets (a secret)
+    env: str  # the variable without "SIDECAR_"
+    default: Any  # a value, or a function giving it when the parser is built
+    type: Callable[[str], Any] | None = None
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    repeat: bool = False  # the flag may repeat; the variable is a comma list
+    unit: int = 1  # the flag counts in these (MiB for --min-free-mb); the setting in ones
+
+    @property
+    def dest(self) -> str:
+        return self.option.replace("-", "_")
+
+    @property
+    def help_text(self) -> str:
+        where = f"env SIDECAR_{self.env}"
+        if "{env}" in self.help:
+            return self.help.replace("{env}", where)
+        return f"{self.help} ({where})" if self.help else where
+
+    def initial(self) -> Any:
+        """The value before any flag: the variable (a string, which argparse converts with
+        ``type`` and so refuses with the flag's name), else the default. An empty variable
+        leaves a setting that is off by default (None) off."""
+        raw = os.environ.get(f"SIDECAR_{self.env}")
+        default = self.default() if callable(self.default) else self.default
+        if raw is None or (raw == "" and default is None):
+            if self.repeat:
+                return list(default)
+            return default // self.unit if self.unit != 1 else default
+        return [part for part in raw.split(",") if part] if self.repeat else raw
+
+
+def setting(
+    default: Any = MISSING,
+    help: str = "",
+    *,
+    option: str | None = None,
+    env: str | None = None,
+    serve_default: Any = MISSING,
+    **how: Any,
+) -> Any:
+    """A ``Settings`` field with its flag: ``--<field-name>`` and ``SIDECAR_<FIELD_NAME>``
+    unless ``option``/``env`` say otherwise; ``serve_default`` when ``serve`` starts from
+    another value than the field's (the field may have none). An int or float default
+    gives the flag its type."""
+    start = default if serve_default is MISSING else serve_default
+    if "type" not in how and type(start) in (int, float):
+        how["type"] = type(start)
+    meta = {"option": option, "env": env, "help": help, "default": start, "how": how}
+    return field(default=default, metadata={"flag": meta})
+
+
+def _flag(f: dataclasses.Field[Any]) -> Flag | None:
+    meta = f.metadata.get("flag")
+    if meta is None:
+        return None
+    option = f.name.replace("_", "-") if meta["option"] is None else meta["option"]
+    env = meta["env"] or (option or f.name).upper().replace("-", "_")
+    return Flag(meta["help"], option, env, meta["default"], **meta["how"])
+
+
+def _nested(f: dataclasses.Field[Any]) -> type | None:
+    """The class of a field that holds settings of its own (the caps), else None."""
+    factory = f.default_factory
+    return factory if isinstance(factory, type) and dataclasses.is_dataclass(factory) else None
+
+
+def flags(cls: type | None = None) -> list[Flag]:
+    """Every setting's flag, in field order (a nested class's in its place): the order
+    ``serve --help`` lists them in."""
+    found: list[Flag] = []
+    for f in dataclasses.fields(cls or Settings):
+        if inner := _nested(f):
+            found += flags(inner)
+        elif flag := _flag(f):
+            found.append(flag)
+    return found
+
+
+def from_flags(values: Mapping[str, Any], cls: type | None = None) -> Any:
+    """The ``Settings`` ``serve`` starts with, from its parsed flags (by ``Flag.dest``); a
+    setting with no flag is read from its variable."""
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls or Settings):
+        if inner := _nested(f):
+            fields[f.name] = from_flags(values, inner)
+        elif flag := _flag(f):
+            value = values[flag.dest] if flag.option else flag.initial()
+            if value == "" and flag.default is None:
+                value = None  # "" turns off a setting that is off by default
+            fields[f.name] = value * flag.unit if flag.unit != 1 else value
+    return (cls or Settings)(**fields)
+
+
+def serve_default(name: str) -> Any:
+    """What ``sidecar serve`` would use for a setting given no flag (its variable, else its
+    default): for commands that must agree with it, such as which folder is the crew's."""
+    flag = {f.name: _flag(f) for f in dataclasses.fields(Settings)}[name]
+    if flag is None:
+        raise KeyError(f"{name} is not a serve setting")
+    return flag.initial()
+
+
+def host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def _cap(default: int, what: str, option: str) -> Any:
+    return setting(default, f"largest size of {what} after a write", option=option)
 
 
 @dataclass(frozen=True, slots=True)
 class Caps:
     """Largest allowed size in UTF-8 bytes of a file after a write, by kind, and of a tier."""
 
-    core: int = 4000  # AGENT.md or CREW.md
-    daily: int = 100 * KIB  # daily/YYYY-MM-DD.md
-    topic: int = 16 * KIB  # topics/ and users/
-    tier: int = 10 * KIB * KIB
-    journal_day: int = 64 * KIB * KIB  # one journal/YYYY-MM-DD.jsonl
-    journal_tier: int = 1024 * KIB * KIB  # every day file of a tier together
-    learnings: int = 256 * KIB  # one learnings/<slug>.md
-    facts_log: int = 64 * KIB * KIB  # a tier's facts/log.jsonl
+    core: int = _cap(4000, "AGENT.md / CREW.md", "cap-core-bytes")
+    daily: int = _cap(100 * KIB, "a daily log", "cap-daily-bytes")  # daily/YYYY-MM-DD.md
+    topic: int = _cap(16 * KIB, "a topic or user file", "cap-topic-bytes")  # topics/, users/
+    tier: int = _cap(10 * MIB, "a whole tier", "cap-tier-bytes")
+    journal_day: int = _cap(64 * MIB, "a journal day file", "cap-journal-day-bytes")
+    journal_tier: int = _cap(1024 * MIB, "a tier's whole journal", "cap-journal-tier-bytes")
+    learnings: int = _cap(256 * KIB, "a learnings file", "cap-learnings-bytes")  # one <slug>.md
+    facts_log: int = _cap(64 * MIB, "a tier's facts log", "cap-facts-log-bytes")  # log.jsonl
 
     def for_kind(self, kind: str) -> int:
         """The cap of a file kind (``sidecar.notes.files``: core, daily, topic, learning)."""
@@ -48,48 +173,86 @@ class Caps:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    agent_dir: Path
-    crew_dir: Path
-    role: str = "agent"
-    host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
-    chunk_chars: int = DEFAULT_MAX_CHARS
-    reconcile_interval: float = 60.0
-    allowed_hosts: tuple[str, ...] = ()
+    """What the daemon runs with; each field is a ``serve`` flag (see ``setting``)."""
+
+    agent_dir: Path = setting(help="agent tier root", type=Path, serve_default=Path("~/.memory"))
+    crew_dir: Path = setting(help="crew tier root", type=Path,
+                             serve_default=Path("/crew/shared/.memory"))  # fmt: skip
+    role: str = setting("agent", "lead indexes the crew tier", choices=ROLES)
+    host: str = setting("127.0.0.1")
+    port: int = setting(DEFAULT_PORT)
+    chunk_chars: int = setting(DEFAULT_MAX_CHARS, "largest chunk in characters")
+    reconcile_interval: float = setting(60.0, "seconds between full reconcile scans")
+    allowed_hosts: tuple[str, ...] = setting(
+        (), "extra Host header name to accept ({env}, comma list)", option="allowed-host",
+        env="ALLOWED_HOSTS", repeat=True,
+    )  # fmt: skip
     caps: Caps = field(default_factory=Caps)
-    min_free_bytes: int = 64 * 1024 * 1024  # below this, writes are withdrawn from MCP
-    lead_url: str | None = None  # a member asks the lead's sidecar for the crew tier
-    crew_listen: tuple[str, int] | None = None  # the lead's crew-only address
-    crew_token: str | None = None  # shared secret between the lead and its members
-    # Dense retrieval: "auto" (in-process MiniLM when installed), "minilm", "ollama", "none".
-    embedder: str = "auto"
-    embed_threads: int = 1  # inference threads: the rest of the machine stays responsive
-    ollama_url: str = ""
-    ollama_model: str = ""
-    agent_id: str = ""  # who recorded a journal event, unless the event says
+    # Below this, writes are withdrawn from MCP.
+    min_free_bytes: int = setting(64 * MIB, "free disk below which writes are withheld",
+                                  option="min-free-mb", unit=MIB)  # fmt: skip
+    lead_url: str | None = setting(  # a member asks the lead's sidecar for the crew tier
+        None, "a member's route to the lead's crew address ({env}); the crew token comes "
+        "from SIDECAR_CREW_TOKEN",
+    )  # fmt: skip
+    crew_listen: tuple[str, int] | None = setting(  # the lead's crew-only address
+        None, "on the lead, also serve crew-only reads here ({env}); requests need the "
+        "SIDECAR_CREW_TOKEN bearer token", type=host_port, metavar="HOST:PORT",
+    )  # fmt: skip
+    # The shared secret between the lead and its members: only ever from its variable.
+    crew_token: str | None = setting(None, option="")
+    embedder: str = setting("auto", "dense retrieval: auto = in-process MiniLM if installed, "
+                            "else sparse-only", choices=EMBEDDERS)  # fmt: skip
+    embed_threads: int = setting(  # the rest of the machine stays responsive
+        1, "inference threads for the in-process model"
+    )
+    ollama_url: str = setting("", "with --embedder ollama; default http://127.0.0.1:11434")
+    ollama_model: str = setting("", "with --embedder ollama; default nomic-embed-text")
+    agent_id: str = setting(
+        "", "recorded on journal events that do not name one ({env}; default the host name, "
+        "which is the container's)", serve_default=socket.gethostname,
+    )  # fmt: skip
     # Consolidation of episodes into facts: off unless an LLM server is named.
-    llm_url: str = ""
-    llm_model: str = ""
-    llm_api: str = "ollama"  # or "openai" (any OpenAI-compatible server)
-    llm_api_key_env: str = ""  # the variable holding the key: never the key itself
-    llm_timeout: float = 60.0
+    llm_url: str = setting(
+        "", "an LLM server for consolidating episodes into facts: Ollama "
+        "(http://127.0.0.1:11434) or OpenAI-compatible (.../v1); none: off",
+    )  # fmt: skip
+    llm_model: str = setting("")
+    llm_api: str = setting("", "the server's wire format; default openai when the URL ends in "
+                           "/v1, else ollama", choices=LLM_APIS)  # fmt: skip
+    llm_api_key_env: str = setting(  # the variable holding the key: never the key itself
+        "", "the name of the environment variable holding the API key, if one is needed"
+    )
+    llm_timeout: float = setting(60.0, "seconds an LLM request may take")
     # Where each tier's index lives (``sidecar.stores``): empty means the SQLite file in
     # the tier's folder; a postgresql:// URL a shared database, under a namespace.
-    store: str = ""
-    agent_store: str = ""
-    crew_store: str = ""
-    namespace: str = ""
+    store: str = setting("", "where both tiers' indexes live: a postgresql:// URL, or empty "
+                         "for the SQLite file in each tier's folder")  # fmt: skip
+    agent_store: str = setting(
+        "", "the agent tier's index, overriding --store (sqlite: the local file)"
+    )
+    crew_store: str = setting(
+        "", "the crew tier's index, overriding --store (sqlite: the local file)"
+    )
+    namespace: str = setting(
+        "", "this crew's key in a shared PostgreSQL store; the crew tier is NAMESPACE/crew, "
+        "the agent tier NAMESPACE/agent/AGENT_ID; no '/' in either (default: default)",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         # Watcher events carry absolute, resolved paths; compare like with like.
         object.__setattr__(self, "agent_dir", self.agent_dir.expanduser().resolve())
         object.__setattr__(self, "crew_dir", self.crew_dir.expanduser().resolve())
-        if self.role not in ROLES:
-            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
-        if self.embedder not in EMBEDDERS:
-            raise ValueError(
-                f"embedder must be one of {', '.join(EMBEDDERS)}, not {self.embedder!r}"
-            )
+        object.__setattr__(self, "allowed_hosts", tuple(h.lower() for h in self.allowed_hosts))
+        if not self.llm_api:
+            api = "openai" if self.llm_url.rstrip("/").endswith("/v1") else "ollama"
+            object.__setattr__(self, "llm_api", api)
+        for f in dataclasses.fields(self):
+            flag, value = _flag(f), getattr(self, f.name)
+            if flag and flag.choices and value not in flag.choices:
+                one_of = ", ".join(flag.choices)
+                raise ValueError(f"{f.name.replace('_', ' ')} must be one of {one_of}, "
+                                 f"not {value!r}")  # fmt: skip
         if self.embed_threads < 1:
             raise ValueError(f"embed threads must be at least 1, not {self.embed_threads}")
         if self.reconcile_interval <= 0:

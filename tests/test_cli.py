@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from sidecar import cli
-from sidecar.cli import main
+from sidecar import config
+from sidecar.cli import build_parser, main
+from sidecar.cli import serve as serve_cli
+from sidecar.config import Caps, Settings
 from tests.sidecar_process import SidecarProcess
 
 
@@ -175,7 +178,7 @@ def test_a_port_in_use_fails_the_start_before_anything_is_created(
 def test_a_reserved_port_cannot_be_shared_by_another_server() -> None:
     """Bound but not listening, a port can still be bound by any server that sets
     SO_REUSEADDR (as aiohttp and asyncio do), which then takes it from the sidecar."""
-    (mine,) = cli._reserve("127.0.0.1", 0, "advice")
+    (mine,) = serve_cli._reserve("127.0.0.1", 0, "advice")
     with mine, socket.socket() as other:
         other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         with pytest.raises(OSError) as taken:
@@ -190,7 +193,7 @@ def test_an_address_the_resolver_lists_twice_is_reserved_once(
     with SO_REUSEADDR would succeed, and the second listener would then fail the start."""
     resolve = socket.getaddrinfo
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: resolve(*a, **k) * 2)
-    socks = cli._reserve("127.0.0.1", 0, "advice")
+    socks = serve_cli._reserve("127.0.0.1", 0, "advice")
     try:
         assert len(socks) == 1
     finally:
@@ -241,3 +244,70 @@ def test_serve_says_which_memory_folder_it_created(tmp_path: Path) -> None:
     created = [e for e in lines if e["msg"].startswith("created an empty memory folder")]
     assert [(e["level"], e["folder"]) for e in created] == [("info", str(typo))]
     assert typo.is_dir()
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"SIDECAR_CREW_LISTEN": "nowhere"}, "argument --crew-listen: expected HOST:PORT"),
+        ({"SIDECAR_LLM_TIMEOUT": "soon"}, "argument --llm-timeout: invalid float value: 'soon'"),
+        ({"SIDECAR_LLM_API": "gpt"}, "llm api must be one of ollama, openai, not 'gpt'"),
+    ],
+)
+def test_a_bad_serve_variable_is_refused_by_serve_alone(
+    tmp_path: Path, env: dict[str, str], says: str
+) -> None:
+    """A variable is converted and checked where its flag is parsed, with the flag's name:
+    ``serve`` refuses it, and no other command reads it."""
+    result = run_sidecar(["serve", "--agent-dir", str(tmp_path), "--port", "0"], env)
+    assert result.returncode == 2
+    assert says in result.stderr and "Traceback" not in result.stderr
+    other = run_sidecar(["doctor", "--url", "http://127.0.0.1:9"], env)
+    assert other.returncode == 1 and "unreachable" in other.stdout
+    assert "Traceback" not in other.stderr
+
+
+def test_every_serve_flag_and_variable_reaches_its_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve``'s parser and the settings it starts with come from one declaration: each
+    flag given lands in its field (the caps, units and comma lists included), and a
+    variable stands in for its flag."""
+    for name in [n for n in os.environ if n.startswith("SIDECAR_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SIDECAR_CREW_TOKEN", "secret")
+    monkeypatch.setenv("SIDECAR_ALLOWED_HOSTS", "A.example,,b.example")
+    monkeypatch.setenv("SIDECAR_MIN_FREE_MB", "3")
+    monkeypatch.setenv("SIDECAR_NAMESPACE", "team")
+    kinds = "core daily topic tier journal-day journal-tier learnings facts-log".split()
+    caps = [f"--cap-{kind}-bytes" for kind in kinds]
+    argv = ["serve", "--agent-dir", str(tmp_path / "a"), "--crew-dir", str(tmp_path / "c"),
+            "--role", "lead", "--host", "::1", "--port", "9", "--chunk-chars", "700",
+            "--reconcile-interval", "5", "--allowed-host", "C.example",
+            *[arg for i, flag in enumerate(caps) for arg in (flag, str(11 + i))],
+            "--crew-listen", "[::1]:99", "--embedder", "none", "--embed-threads", "2",
+            "--ollama-url", "http://o", "--ollama-model", "om", "--agent-id", "ag",
+            "--llm-url", "http://l/v1", "--llm-model", "lm", "--llm-api-key-env", "KEY",
+            "--llm-timeout", "7.5", "--agent-store", "sqlite", "--crew-store", "sqlite",
+            "--store", "", "--log-level", "DEBUG"]  # fmt: skip
+    args = build_parser().parse_args(argv)
+    assert config.from_flags(vars(args)) == Settings(
+        agent_dir=tmp_path / "a", crew_dir=tmp_path / "c", role="lead", host="::1", port=9,
+        chunk_chars=700, reconcile_interval=5.0,
+        allowed_hosts=("a.example", "b.example", "c.example"), caps=Caps(*range(11, 19)),
+        min_free_bytes=3 * 1024 * 1024, lead_url=None, crew_listen=("::1", 99),
+        crew_token="secret", embedder="none", embed_threads=2, ollama_url="http://o",
+        ollama_model="om", agent_id="ag", llm_url="http://l/v1", llm_model="lm",
+        llm_api="openai", llm_api_key_env="KEY", llm_timeout=7.5, store="",
+        agent_store="sqlite", crew_store="sqlite", namespace="team",
+    )  # fmt: skip
+    assert args.log_level == "DEBUG"
+
+
+def test_the_readme_names_every_serve_variable() -> None:
+    """The README's list of ``serve`` variables is checked against the declarations."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index("Every `serve` flag can also be set by environment variable")
+    listed = set(re.findall(r"`(SIDECAR_\w+)`", readme[start : readme.index("\n\n", start)]))
+    declared = {f"SIDECAR_{flag.env}" for flag in config.flags()}  # the crew token included
+    assert listed == declared | {"SIDECAR_LOG_LEVEL"}

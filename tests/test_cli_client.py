@@ -19,6 +19,7 @@ from sidecar.cli import main
 from sidecar.config import Settings
 from sidecar.service import MemoryService
 from tests.sidecar_process import free_port
+from tests.test_journal import INJECTION
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -131,3 +132,18 @@ def test_read_lines_must_be_a_range(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["read", "AGENT.md", "--lines", "two-five"])
     assert "expected A-B with line numbers" in capsys.readouterr().err
+
+
+async def test_recall_from_the_shell_withholds_a_flagged_summary(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A listed hit the scanner flagged shows a mark in place of its text, as over MCP."""
+    url = str(client.make_url(""))
+    for summary in (INJECTION, "the system prompt review is on Friday"):
+        assert await sidecar("journal", "add", "--type", "peer.message", "--summary", summary,
+                             "--url", url) == 0  # fmt: skip
+    capsys.readouterr()
+    assert await sidecar("recall", "system prompt instructions", "--url", url) == 0
+    out = capsys.readouterr().out
+    assert "[withheld: flagged as a prompt injection]" in out
+    assert "the system prompt review is on Friday" in out and INJECTION not in out

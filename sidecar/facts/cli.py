@@ -4,50 +4,40 @@ running daemon (which owns the facts log)."""
 from __future__ import annotations
 
 import argparse
-import json
 import urllib.parse
 from typing import Any
 
-from sidecar.daemon_client import call
+from sidecar.daemon_client import call, client_command, given, print_json
+from sidecar.disk.tiers import TIER_NAMES
 from sidecar.facts.log import CATEGORIES
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], default_url: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--url", default=default_url, help="the local daemon (env SIDECAR_URL)")
-        p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
-        p.add_argument("--scope", choices=("agent", "crew"), default="agent")
+        p.add_argument("--scope", choices=TIER_NAMES, default="agent")
 
     facts = sub.add_parser("facts", help="facts distilled from the journal")
     fsub = facts.add_subparsers(dest="facts_command", required=True)
-    p = fsub.add_parser("search", help="facts true now (or --as-of), best first")
+    p = client_command(fsub, "search", cmd_search, "facts true now (or --as-of), best first")
     common(p)
     p.add_argument("query")
     p.add_argument("--category", choices=CATEGORIES)
     p.add_argument("--as-of", help="what was true then, ISO 8601 with a zone")
     p.add_argument("--limit", type=int, default=10)
-    p.set_defaults(func=cmd_search)
-    p = fsub.add_parser("history", help="every version of a fact")
+    p = client_command(fsub, "history", cmd_history, "every version of a fact")
     common(p)
     p.add_argument("id")
-    p.set_defaults(func=cmd_history)
-    p = fsub.add_parser("invalidate", help="mark a wrong fact no longer true (kept in history)")
+    p = client_command(
+        fsub, "invalidate", cmd_invalidate, "mark a wrong fact no longer true (kept in history)"
+    )
     common(p)
     p.add_argument("id")
     p.add_argument("--reason", default="")
-    p.set_defaults(func=cmd_invalidate)
 
-    p = sub.add_parser("consolidate", help="distil every waiting episode into facts now")
-    p.add_argument("--url", default=default_url, help="the local daemon (env SIDECAR_URL)")
-    p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
-    p.add_argument("--scope", choices=("agent", "crew"), help="default: every tier")
-    p.set_defaults(func=cmd_consolidate)
-
-
-def _print(args: argparse.Namespace, body: Any) -> bool:
-    if args.json:
-        print(json.dumps(body, indent=2, ensure_ascii=False))
-    return bool(args.json)
+    p = client_command(
+        sub, "consolidate", cmd_consolidate, "distil every waiting episode into facts now"
+    )
+    p.add_argument("--scope", choices=TIER_NAMES, help="default: every tier")
 
 
 def _line(f: dict[str, Any]) -> str:
@@ -57,13 +47,10 @@ def _line(f: dict[str, Any]) -> str:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query": args.query, "scope": args.scope, "limit": args.limit}
-    if args.category:
-        body["category"] = args.category
-    if args.as_of:
-        body["as_of"] = args.as_of
+    body = {"query": args.query, "scope": args.scope, "limit": args.limit,
+            **given(category=args.category, as_of=args.as_of)}  # fmt: skip
     answer = call(args.url, "POST", "/memory/facts", body)
-    if not _print(args, answer):
+    if not print_json(args, answer):
         for f in answer["facts"]:
             print(_line(f))
         if not answer["facts"]:
@@ -74,7 +61,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     path = f"/memory/facts/{urllib.parse.quote(args.id)}/history?scope={args.scope}"
     answer = call(args.url, "GET", path)
-    if not _print(args, answer):
+    if not print_json(args, answer):
         for f in answer["versions"]:
             print(_line(f))
     return 0
@@ -83,7 +70,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_invalidate(args: argparse.Namespace) -> int:
     path = f"/memory/facts/{urllib.parse.quote(args.id)}/invalidate"
     answer = call(args.url, "POST", path, {"scope": args.scope, "reason": args.reason})
-    if not _print(args, answer):
+    if not print_json(args, answer):
         print(f"invalidated: {_line(answer)}")
     return 0
 
@@ -91,7 +78,7 @@ def cmd_invalidate(args: argparse.Namespace) -> int:
 def cmd_consolidate(args: argparse.Namespace) -> int:
     answer = call(args.url, "POST", "/memory/consolidate", {"scope": args.scope} if args.scope
                   else {})  # fmt: skip
-    if not _print(args, answer):
+    if not print_json(args, answer):
         for tier, summaries in answer.get("promoted", {}).items():
             if summaries:
                 notes = sum(p["summary_of"] for p in summaries)

@@ -8,46 +8,38 @@ import json
 import urllib.parse
 from typing import Any
 
-from sidecar.daemon_client import call
-from sidecar.disk.tiers import SCOPE_WORDS
+from sidecar.daemon_client import call, client_command, given, print_hits, print_json
+from sidecar.disk.tiers import SCOPE_WORDS, TIER_NAMES
+from sidecar.journal.events import PRIORITY_FLOORS, SEVERITIES
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], default_url: str) -> None:
-    def url(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--url", default=default_url, help="the local daemon (env SIDECAR_URL)")
-        p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
-
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     journal = sub.add_parser("journal", help="record and list journal events")
     jsub = journal.add_subparsers(dest="journal_command", required=True)
-    p = jsub.add_parser("add", help="record one event (durable when this returns)")
-    url(p)
+    p = client_command(jsub, "add", cmd_add, "record one event (durable when this returns)")
     p.add_argument("--type", required=True, help="dotted kind, e.g. deploy.failed")
     p.add_argument("--summary", required=True)
-    p.add_argument("--severity", choices=("info", "warn", "error"), default="info")
+    p.add_argument("--severity", choices=SEVERITIES, default="info")
     p.add_argument("--payload", type=json.loads, help="a JSON object")
     p.add_argument("--session-id")
     p.add_argument("--source")
     p.add_argument("--ts", help="when it happened, ISO 8601 with a zone (default now)")
     p.add_argument("--importance", type=float)
-    p.add_argument("--priority", choices=("pin", "high", "permanent"))
+    p.add_argument("--priority", choices=tuple(PRIORITY_FLOORS))
     p.add_argument("--supersedes", help="id of the event this one corrects")
     p.add_argument("--valid-until", help="when it stops being true, ISO 8601")
-    p.add_argument("--scope", choices=("agent", "crew"), default="agent")
-    p.set_defaults(func=cmd_add)
+    p.add_argument("--scope", choices=TIER_NAMES, default="agent")
 
-    p = jsub.add_parser("list", help="list events, oldest first")
-    url(p)
-    p.add_argument("--scope", choices=("agent", "crew"), default="agent")
+    p = client_command(jsub, "list", cmd_list, "list events, oldest first")
+    p.add_argument("--scope", choices=TIER_NAMES, default="agent")
     p.add_argument("--since")
     p.add_argument("--until")
     p.add_argument("--type", action="append", help="repeatable")
     p.add_argument("--session-id")
     p.add_argument("--limit", type=int, default=50, help="events per page (1-500)")
     p.add_argument("--all", action="store_true", help="follow next_cursor to the end")
-    p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("recall", help="recall past events relevant to a query")
-    url(p)
+    p = client_command(sub, "recall", cmd_recall, "recall past events relevant to a query")
     p.add_argument("query")
     p.add_argument("-k", type=int, default=5)
     p.add_argument(
@@ -59,18 +51,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], defaul
     p.add_argument("--session-id")
     p.add_argument("--walk", action="store_true", help="add each hit's related events")
     p.add_argument("--no-mark", action="store_true", help="do not count this as a use")
-    p.set_defaults(func=cmd_recall)
 
-    p = sub.add_parser("health", help="the journal's five health metrics and their trend")
-    url(p)
-    p.add_argument("--scope", choices=("agent", "crew"), default="agent")
-    p.set_defaults(func=cmd_health)
-
-
-def _print(args: argparse.Namespace, body: Any) -> bool:
-    if args.json:
-        print(json.dumps(body, indent=2, ensure_ascii=False))
-    return bool(args.json)
+    p = client_command(
+        sub, "health", cmd_health, "the journal's five health metrics and their trend"
+    )
+    p.add_argument("--scope", choices=TIER_NAMES, default="agent")
 
 
 def _line(event: dict[str, Any]) -> str:
@@ -83,7 +68,7 @@ def cmd_add(args: argparse.Namespace) -> int:
               "importance", "priority", "supersedes", "valid_until", "scope")  # fmt: skip
     body = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
     answer = call(args.url, "POST", "/memory/journal", body)
-    if not _print(args, answer):
+    if not print_json(args, answer):
         print(answer["ids"][0])
         if answer.get("warning"):
             print(f"warning: {answer['warning']}")
@@ -99,7 +84,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     while True:
         page = params + ([("cursor", cursor)] if cursor else [])
         answer = call(args.url, "GET", "/memory/journal?" + urllib.parse.urlencode(page))
-        if not _print(args, answer):
+        if not print_json(args, answer):
             for event in answer["events"]:
                 print(_line(event))
         cursor = answer.get("next_cursor")
@@ -108,30 +93,24 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query": args.query, "k": args.k, "scope": args.scope,
-                            "walk": int(args.walk), "mark": not args.no_mark}  # fmt: skip
-    if args.session_id:
-        body["session_id"] = args.session_id
+    body = {"query": args.query, "k": args.k, "scope": args.scope, "walk": int(args.walk),
+            "mark": not args.no_mark, **given(session_id=args.session_id)}  # fmt: skip
     answer = call(args.url, "POST", "/memory/recall", body)
-    if _print(args, answer):
-        return 0
-    for warning in answer.get("warnings", []):
-        print(f"warning: {warning}")
-    if not answer["hits"]:
-        print("no past events match")
-    for hit in answer["hits"]:
-        summary = "[withheld: flagged as a prompt injection]" if hit.get("flagged") else None
-        print(f"{hit['score']:.3f}  {_line({**hit, 'summary': summary or hit['summary']})}")
-        print(f"       relevance {hit['relevance']:.3f}  importance {hit['importance']:.3f}  "
-              f"used {hit['reference_count']}x  id {hit['id']}")  # fmt: skip
-        for other in hit.get("neighbours", []):
-            print(f"       {other['relation']} ({other['weight']}): {other['summary'][:80]}")
+    print_hits(args, answer, "warnings", "no past events match", "summary", _recalled)
     return 0
+
+
+def _recalled(hit: dict[str, Any], summary: str) -> list[str]:
+    return [f"{hit['score']:.3f}  {_line({**hit, 'summary': summary})}",
+            f"       relevance {hit['relevance']:.3f}  importance {hit['importance']:.3f}  "
+            f"used {hit['reference_count']}x  id {hit['id']}",
+            *[f"       {other['relation']} ({other['weight']}): {other['summary'][:80]}"
+              for other in hit.get("neighbours", [])]]  # fmt: skip
 
 
 def cmd_health(args: argparse.Namespace) -> int:
     answer = call(args.url, "GET", f"/memory/health?scope={args.scope}")
-    if _print(args, answer):
+    if print_json(args, answer):
         return 0
     score = "no score yet" if answer["score"] is None else answer["score"]
     print(f"{args.scope} journal: {score} ({answer['band']}), "

@@ -4,49 +4,37 @@ through the running daemon (which owns the files and their index)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from sidecar.daemon_client import call
+from sidecar.daemon_client import call, client_command, given, print_hits, print_json
+from sidecar.disk.tiers import SCOPES, TIER_NAMES
 from sidecar.learnings.entries import DOMAINS, TYPES
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], default_url: str) -> None:
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--url", default=default_url, help="the local daemon (env SIDECAR_URL)")
-        p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
-
-    p = sub.add_parser("learn", help="save a learning (durable when this returns)")
-    common(p)
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = client_command(sub, "learn", cmd_learn, "save a learning (durable when this returns)")
     p.add_argument("text")
     p.add_argument("--type", choices=TYPES, default="declarative")
     p.add_argument("--domain", choices=DOMAINS, default="task")
     p.add_argument("--importance", type=float, default=0.5)
     p.add_argument("--institutional", action="store_true", help="always in the memory block")
     p.add_argument("--file", default="general", help="slug: goes to learnings/<file>.md")
-    p.add_argument("--scope", choices=("agent", "crew"), default="agent")
-    p.set_defaults(func=cmd_learn)
+    p.add_argument("--scope", choices=TIER_NAMES, default="agent")
 
-    p = sub.add_parser("learnings", help="learnings that bear on a query, best first")
-    common(p)
+    p = client_command(
+        sub, "learnings", cmd_learnings, "learnings that bear on a query, best first"
+    )
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=10)
     p.add_argument("--type", action="append", choices=TYPES, help="repeatable")
-    p.add_argument("--scope", choices=("agent", "crew", "both"))
-    p.set_defaults(func=cmd_learnings)
+    p.add_argument("--scope", choices=SCOPES)
 
-    p = sub.add_parser("compact", help="merge duplicate learnings and archive spent ones")
-    common(p)
-    p.add_argument("--scope", choices=("agent", "crew"), default="agent")
+    p = client_command(
+        sub, "compact", cmd_compact, "merge duplicate learnings and archive spent ones"
+    )
+    p.add_argument("--scope", choices=TIER_NAMES, default="agent")
     p.add_argument("--file", help="only learnings/<slug>.md")
     p.add_argument("--dry-run", action="store_true", help="show what it would do; change nothing")
-    p.set_defaults(func=cmd_compact)
-
-
-def _print(args: argparse.Namespace, body: Any) -> bool:
-    if args.json:
-        print(json.dumps(body, indent=2, ensure_ascii=False))
-    return bool(args.json)
 
 
 def cmd_learn(args: argparse.Namespace) -> int:
@@ -54,7 +42,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
     body = {f: getattr(args, f) for f in fields}
     body["institutional"] = args.institutional
     answer = call(args.url, "POST", "/memory/learnings", body)
-    if not _print(args, answer):
+    if not print_json(args, answer):
         print(f"{answer['id']}  {answer['scope']}/{answer['file']}")
         for merge in (answer.get("compaction") or {}).get("merged", []):
             print(f"merged {merge['from']} into {merge['into']} ({merge['reason']})")
@@ -62,33 +50,23 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
 
 def cmd_learnings(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query": args.query, "limit": args.limit}
-    if args.type:
-        body["types"] = args.type
-    if args.scope:
-        body["scope"] = args.scope
+    body = {"query": args.query, "limit": args.limit, **given(types=args.type, scope=args.scope)}
     answer = call(args.url, "POST", "/memory/learnings/search", body)
-    if _print(args, answer):
-        return 0
-    for note in answer.get("degraded", []):
-        print(f"warning: {note}")
-    if not answer["hits"]:
-        print("no learnings match")
-    for h in answer["hits"]:
-        text = "[withheld: flagged as a prompt injection]" if h.get("flagged") else h["text"]
-        print(f"{h['score']:.3f}  {h['type']:<11} {h['tier']:<5}  {' '.join(text.split())[:100]}")
-        print(f"       relevance {h['relevance']:.3f}  prominence {h['prominence']:.3f}  "
-              f"x{h['scope_factor']}  reinforced {h['reinforcement_count']}x  "
-              f"{h['file']}:{h['line']}")  # fmt: skip
+    print_hits(args, answer, "degraded", "no learnings match", "text", _found)
     return 0
 
 
+def _found(h: dict[str, Any], text: str) -> list[str]:
+    return [f"{h['score']:.3f}  {h['type']:<11} {h['tier']:<5}  {' '.join(text.split())[:100]}",
+            f"       relevance {h['relevance']:.3f}  prominence {h['prominence']:.3f}  "
+            f"x{h['scope_factor']}  reinforced {h['reinforcement_count']}x  "
+            f"{h['file']}:{h['line']}"]  # fmt: skip
+
+
 def cmd_compact(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"scope": args.scope, "dry_run": args.dry_run}
-    if args.file:
-        body["file"] = args.file
+    body = {"scope": args.scope, "dry_run": args.dry_run, **given(file=args.file)}
     answer = call(args.url, "POST", "/memory/learnings/compact", body)
-    if _print(args, answer):
+    if print_json(args, answer):
         return 0
     verb = "would" if args.dry_run else "did"
     if not answer["files"]:

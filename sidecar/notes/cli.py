@@ -4,36 +4,31 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import urllib.parse
 
-from sidecar.daemon_client import call
+from sidecar.daemon_client import call, client_command, print_json
 from sidecar.disk.tiers import TIER_NAMES
 
 FILES = "AGENT.md, CREW.md, daily/today, daily/YYYY-MM-DD.md, topics/<slug>.md, users/<slug>.md"
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], default_url: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help=f"as search results name it: {FILES}")
         p.add_argument("-S", "--scope", "--tier", dest="scope", choices=TIER_NAMES,
                        default="agent", help="which tier's file (default agent)")  # fmt: skip
-        p.add_argument("--url", default=default_url, help="the local daemon (env SIDECAR_URL)")
-        p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
 
-    p = sub.add_parser("write", help="write a note: the text from --text or stdin")
+    p = client_command(sub, "write", cmd_write, "write a note: the text from --text or stdin")
     common(p)
     p.add_argument("--text", help="the text to write (default: read stdin)")
     p.add_argument("--append", action="store_true",
                    help="add to the end of the file instead of replacing it")  # fmt: skip
-    p.set_defaults(func=cmd_write)
 
-    p = sub.add_parser("read", help="print a note, or some of its lines")
+    p = client_command(sub, "read", cmd_read, "print a note, or some of its lines")
     common(p)
     p.add_argument("--lines", type=line_range, metavar="A-B",
                    help="only lines A to B (1-based, inclusive; A- to the end)")  # fmt: skip
-    p.set_defaults(func=cmd_read)
 
 
 def line_range(value: str) -> tuple[int, int | None]:
@@ -66,8 +61,7 @@ def cmd_write(args: argparse.Namespace) -> int:
     body = {"scope": args.scope, "file": args.file, "content": _content(args),
             "mode": "append" if args.append else "replace"}  # fmt: skip
     answer = call(args.url, "POST", "/memory/write", body)
-    if args.json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
+    if print_json(args, answer):
         return 0
     usage = answer.get("usage") or {}
     print(f"wrote {answer.get('scope')}/{answer.get('file')} ({answer.get('bytes_written')} bytes; "
@@ -84,8 +78,7 @@ def cmd_read(args: argparse.Namespace) -> int:
         if end is not None:
             params["end_line"] = end
     answer = call(args.url, "GET", f"/memory/read?{urllib.parse.urlencode(params)}")
-    if args.json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
+    if print_json(args, answer):
         return 0
     if answer.get("flagged"):  # shown to the operator asking, as over HTTP; said so first
         flagged = answer["flagged"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
+from sidecar.config import serve_default
 from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
@@ -20,7 +20,7 @@ from sidecar.retrieval import query
 from sidecar.retrieval.modes import SPARSE_CONTEXT_WEIGHT
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = _offline_parser(sub, "search", "search a tier folder without a running server")
     p.add_argument("query")
     p.add_argument("-l", "--limit", type=int, default=10)
@@ -64,9 +64,9 @@ def tier_of(root: Path, scope: str | None) -> str:
     else crew when it holds ``CREW.md`` and no ``AGENT.md``; else agent."""
     if scope is not None:
         return scope
-    if _same_folder(root, Path(os.environ.get("SIDECAR_CREW_DIR", "/crew/shared/.memory"))):
+    if _same_folder(root, Path(serve_default("crew_dir"))):
         return "crew"
-    if _same_folder(root, Path(os.environ.get("SIDECAR_AGENT_DIR", "~/.memory"))):
+    if _same_folder(root, Path(serve_default("agent_dir"))):
         return "agent"
     if (root / "CREW.md").is_file() and not (root / "AGENT.md").is_file():
         return "crew"
