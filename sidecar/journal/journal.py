@@ -103,7 +103,8 @@ class Journal(Capability):
             )
 
     async def stop(self) -> None:
-        """Recalled events' reference records and accepted appends are written first."""
+        """End the loops, then write what was accepted: one-off jobs, recalled events'
+        reference records, appends under way."""
         await self.tasks.cancel()
         await self.tasks.finish()
         with contextlib.suppress(Exception):
