@@ -5,7 +5,8 @@ writer (``index.indexes``), the embedder and vectors (``retrieval.embeddings``),
 search (``retrieval.search``), notes (``notes.notes``), the event journal
 (``journal.journal``) and the memory block (``context.builder``). This module
 wires them together, starts and stops them in order, and answers the questions
-about all of them at once: status and health.
+about all of them at once: status and health. What a capability is to this module,
+and the hooks between capabilities, are in ``sidecar.capability``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from sidecar.capability import Capability, Health, Hooks
 from sidecar.config import Settings
 from sidecar.context import routes as context_routes
 from sidecar.context.builder import ContextBuilder
@@ -48,10 +50,64 @@ from sidecar.working.working import Working
 log = logging.getLogger(__name__)
 
 
+class ServedTiers(Capability):
+    """The tiers this daemon serves: their indexes and the watcher, and the crew tier
+    when it is kept elsewhere (asked of the crew lead, or read from its store)."""
+
+    def __init__(
+        self, indexes: TierIndexes, lead: LeadClient | None, crew_reader: IndexStore | None
+    ) -> None:
+        self.indexes, self.lead, self.crew_reader = indexes, lead, crew_reader
+
+    async def open(self) -> None:
+        await self.indexes.open()
+
+    async def start(self) -> None:
+        if self.lead is not None:
+            await self.lead.start()
+        await self.indexes.start()
+
+    async def stop(self) -> None:
+        await self.indexes.stop()
+        if self.lead is not None:
+            await self.lead.close()
+
+    async def close(self) -> None:
+        await self.indexes.close()
+        if self.crew_reader is not None:
+            self.crew_reader.close()
+
+    async def health(self) -> Health:
+        reasons: list[str] = []
+        await self.indexes.probe()  # damage to an index file shows here first
+        tiers = self.indexes.health(reasons)
+        for name, state in self.indexes.tiers.items():
+            tiers[name]["store"] = describe(state.store)
+        if self.lead is not None:
+            tiers["crew"] = self.lead.health()
+            if not self.lead.reachable:
+                reasons.append(f"crew: lead unreachable: {self.lead.last_error or 'not yet asked'}")
+        if self.crew_reader is not None:  # searched here, from the lead's namespace
+            problem = await self.indexes.read(self.crew_reader.problem)
+            tiers["crew"] = {**tiers.get("crew", {}), "state": "broken" if problem else "ready",
+                             "reads": "direct", "store": describe(self.crew_reader)}  # fmt: skip
+            if problem:
+                reasons.append(f"crew: {problem}")
+        watcher_down = self.indexes.watcher_reason()
+        if watcher_down:
+            reasons.append(watcher_down)
+        watcher = "ready" if self.indexes.watcher_ready.is_set() else "down"
+        return Health(reasons, {"watcher": watcher, "tiers": tiers})
+
+    async def status(self, scope: str) -> dict[str, Any]:
+        return await self.indexes.status(scope)
+
+
 class MemoryService:
     def __init__(self, settings: Settings, parse_pool: ParsePool | None = None) -> None:
         """``parse_pool``: parser workers already parsing a cold tier (``head_start``)."""
         self.settings = settings
+        hooks = self.hooks = Hooks()
         self.lead: LeadClient | None = None
         if settings.lead_url:
             self.lead = LeadClient(settings.lead_url, settings.crew_token or "")
@@ -62,22 +118,40 @@ class MemoryService:
             settings.role,
             self._open_store,
             parse_pool,
+            hooks=hooks,
         )
-        self.embeddings = Embeddings(settings, self.indexes)
+        self.embeddings = Embeddings(settings, self.indexes, hooks)
         reader = settings.crew_reader()  # a member reading the crew index in PostgreSQL
         self.crew_reader = open_store(*reader, read_only=True) if reader else None
         self.search = Search(self.indexes, self.embeddings, self.lead, self.crew_reader)
-        self.notes = Notes(settings, self.indexes)
-        self.files = Browser(settings, self.indexes, self.notes.read)  # MCP resources
-        self.journal = Journal(settings, self.indexes, self.embeddings, self.lead)
-        self.learnings = Learnings(settings, self.indexes, self.notes, self.embeddings, self.lead)
+        self.notes = Notes(settings, self.indexes, hooks)
+        self.browser = Browser(settings, self.indexes, self.notes.read, hooks)  # MCP resources
+        self.journal = Journal(settings, self.indexes, self.embeddings, self.lead, hooks)
+        self.learnings = Learnings(
+            settings, self.indexes, self.notes, self.embeddings, self.lead, hooks
+        )
         llm = _llm(settings)
-        self.operators = Operators(settings, self.indexes, self.notes, self.journal, llm)
-        self.working = Working(settings, self.journal, llm)
-        self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working)
+        self.operators = Operators(settings, self.indexes, self.notes, self.journal, llm, hooks)
+        self.working = Working(settings, self.journal, llm, hooks)
+        self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working, hooks)
         has_crew = settings.role == "lead" or self.lead is not None or reader is not None
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew
+        )
+        # Opened and started in this order, stopped and closed in reverse: each after
+        # what it uses, so what it uses outlives its last job.
+        self.capabilities: tuple[Capability, ...] = (
+            ServedTiers(self.indexes, self.lead, self.crew_reader),  # all read through them
+            self.notes,  # writes through the tier indexes
+            # Its stores are open before the embedder loads, so they get vectors too.
+            self.learnings,
+            # Vectors of the stores above; a batch being embedded is stored before they close.
+            self.embeddings,
+            # Embeds its events; recalled events' reference records are written at stop.
+            self.journal,
+            self.facts,  # reads the journal's tiers at open, hears its recorded events
+            self.working,  # its sleep pass records summaries in the journal
+            self.context,  # the memory block reads all of the above
         )
 
     def _open_store(self, tier: Tier) -> IndexStore:
@@ -89,7 +163,7 @@ class MemoryService:
         """Each capability registers its own HTTP routes."""
         search_routes.add_routes(app, self.search)
         notes_routes.add_routes(app, self.notes)
-        notes_routes.add_browse_routes(app, self.files)
+        notes_routes.add_browse_routes(app, self.browser)
         journal_routes.add_routes(app, self.journal)
         learnings_routes.add_routes(app, self.learnings)
         facts_routes.add_routes(app, self.facts)
@@ -98,18 +172,11 @@ class MemoryService:
         context_routes.add_routes(app, self.context)
 
     async def start(self) -> None:
-        await self.indexes.open()
-        await self.learnings.open()  # its stores get vectors too
-        await self.embeddings.start()  # vectors of the indexes just opened
-        await self.journal.open()
-        await self.facts.open()
-        if self.lead is not None:
-            await self.lead.start()
-        await self.indexes.start()
-        await self.journal.start()
-        await self.learnings.start()
-        await self.facts.start()
-        await self.working.start()
+        """Open every capability, then start every one."""
+        for cap in self.capabilities:
+            await cap.open()
+        for cap in self.capabilities:
+            await cap.start()
         log.info(
             "sidecar started",
             extra={
@@ -121,24 +188,11 @@ class MemoryService:
         )
 
     async def stop(self) -> None:
-        """Stop noticing changes, then finish every job already accepted."""
-        await self.embeddings.stop()
-        await self.working.stop()
-        await self.facts.stop()
-        await self.journal.stop()  # recalled events' reference records are written first
-        await self.learnings.stop()  # open sessions' reinforcements are written first
-        await self.indexes.stop()
-        if self.lead is not None:
-            await self.lead.close()
-        await self.embeddings.close()  # a batch being embedded is stored first
-        await self.facts.close()
-        await self.journal.close()
-        await self.learnings.close()
-        await self.indexes.close()
-        if self.crew_reader is not None:
-            self.crew_reader.close()
-        self.notes.close()
-        self.context.close()
+        """Stop every capability (each finishes the jobs it accepted), then close each."""
+        for cap in reversed(self.capabilities):
+            await cap.stop()
+        for cap in reversed(self.capabilities):
+            await cap.close()
         log.info("sidecar stopped")
 
     async def status(self, scope: str) -> dict[str, Any]:
@@ -165,13 +219,10 @@ class MemoryService:
                 raise exc.to_api_error() from None
             except LeadUnavailable as exc:
                 raise unreachable(self.settings.lead_url, exc) from None
-        return {
-            **(await self.indexes.status(scope)),
-            **(await self.embeddings.status(scope)),
-            "journal": await self.journal.status(scope),
-            "learnings": self.learnings.status(scope),
-            "facts": self.facts.status(scope),
-        }
+        body: dict[str, Any] = {}
+        for cap in self.capabilities:
+            body.update(await cap.status(scope))
+        return body
 
     async def reindex(self, scope: str) -> dict[str, Any]:
         accepted = self.indexes.reindex(scope)
@@ -182,42 +233,13 @@ class MemoryService:
     async def health(self) -> dict[str, Any]:
         """Overall state with every reason it is degraded; never silent about one."""
         reasons: list[str] = []
-        await self.indexes.probe()  # damage to an index file shows here first
-        tiers = self.indexes.health(reasons)
-        for name, state in self.indexes.tiers.items():
-            tiers[name]["store"] = describe(state.store)
-        if self.lead is not None:
-            tiers["crew"] = self.lead.health()
-            if not self.lead.reachable:
-                reasons.append(f"crew: lead unreachable: {self.lead.last_error or 'not yet asked'}")
-        if self.crew_reader is not None:  # searched here, from the lead's namespace
-            problem = await self.indexes.read(self.crew_reader.problem)
-            tiers["crew"] = {**tiers.get("crew", {}), "state": "broken" if problem else "ready",
-                             "reads": "direct", "store": describe(self.crew_reader)}  # fmt: skip
-            if problem:
-                reasons.append(f"crew: {problem}")
-        watcher_down = self.indexes.watcher_reason()
-        if watcher_down:
-            reasons.append(watcher_down)
-        writable, why_not = await self.notes.write_health()
-        if not writable:
-            reasons.append(f"writes unavailable: {why_not}")
-        embedder = self.embeddings.health(reasons)
-        self.journal.health_reasons(reasons)
-        self.learnings.health_reasons(reasons)
-        consolidation = self.facts.health(reasons)
-        body: dict[str, Any] = {
-            "status": "degraded" if reasons else "ok",
-            "role": self.settings.role,
-            "retrieval": self.embeddings.retrieval(),
-            "episodic": self.journal.episodic(),
-            "consolidation": consolidation,
-            "embedder": embedder,
-            "watcher": "ready" if self.indexes.watcher_ready.is_set() else "down",
-            "write_path": {"ok": writable, "reason": why_not},
-            "tiers": tiers,
-        }
+        body: dict[str, Any] = {"status": "ok", "role": self.settings.role}
+        for cap in self.capabilities:
+            part = await cap.health()
+            reasons += part.reasons
+            body.update(part.fields)
         if reasons:
+            body["status"] = "degraded"
             body["reasons"] = reasons
         return body
 

@@ -251,7 +251,7 @@ async def test_reinforcement_survives_restart_and_rebuild(settings: Settings) ->
             assert (await search(c, "TLS handshake"))["hits"][0]["reinforcement_count"] == 3
             await c.post("/memory/reindex", params={"scope": "agent"}, json={})
             await svc.indexes.queue.wait_idle()
-            await asyncio.gather(*svc.learnings._oneoffs)
+            await svc.learnings.tasks.finish()
             assert (await search(c, "TLS handshake"))["hits"][0]["reinforcement_count"] == 3
     finally:
         await svc.stop()

@@ -12,6 +12,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sidecar.capability import Capability
 from sidecar.config import Settings
 from sidecar.context import block
 from sidecar.errors import ApiError
@@ -30,7 +31,7 @@ RECALLED_K = 5
 LEARNED_K = 8
 
 
-class ContextBuilder:
+class ContextBuilder(Capability):
     def __init__(
         self,
         settings: Settings,
@@ -48,7 +49,7 @@ class ContextBuilder:
         self.has_crew = has_crew  # served here (the lead) or by the lead (a member)
         self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-context")
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self._files.shutdown()
 
     @timed("context")

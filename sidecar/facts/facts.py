@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.disk import jsonl
 from sidecar.errors import ApiError
@@ -55,7 +56,7 @@ class TierFacts:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one job at a time
 
 
-class Facts:
+class Facts(Capability):
     def __init__(
         self,
         settings: Settings,
@@ -63,8 +64,10 @@ class Facts:
         embeddings: Embeddings,
         llm: LLMClient | None,
         working: Working,
+        hooks: Hooks,
     ) -> None:
         self.settings = settings
+        self.hooks = hooks  # hears recorded
         self.working = working
         self.journal = journal
         self.embeddings = embeddings
@@ -73,7 +76,7 @@ class Facts:
         self.failed: dict[str, str] = {}  # tier -> why its facts could not be opened
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="sidecar-facts")
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self.tasks = Tasks()
         self._running: asyncio.Task[Any] | None = None
         self._cap = settings.caps.facts_log
 
@@ -88,7 +91,7 @@ class Facts:
             except Exception as exc:
                 self.failed[name] = f"{type(exc).__name__}: {exc}"[:300]
                 log.exception("facts failed to open", extra={"tier": name})
-        self.journal.on_recorded.append(self._recorded)
+        self.hooks.recorded.append(self._recorded)
 
     async def _open_tier(self, name: str, root: Path) -> TierFacts:
         index = await self._run(FactsIndex, root)
@@ -119,16 +122,13 @@ class Facts:
             log.warning("semantic consolidation is off: no LLM configured (--llm-url); "
                         "episodes stay recallable, no facts are distilled")  # fmt: skip
             return
-        self._task = asyncio.create_task(self._worker(), name="facts-worker")
+        self.tasks.run(self._worker(), "facts-worker")
         self._wake.set()
 
     async def stop(self) -> None:
         """A job already calling the LLM is abandoned (nothing of it was written); one
         appending finishes, since the append is on the facts thread."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self.tasks.cancel()
 
     async def close(self) -> None:
         if self.llm is not None:
@@ -316,7 +316,7 @@ class Facts:
         await self._embed_missing(tf)
         vector, why_not = await self.embeddings.query_vector(query, HYBRID)
         planned = plan(query)
-        found = await self.journal.read(
+        found = await self.journal.on_reader(
             tf.index.search, planned.match if planned else None, vector, category, as_of, limit
         )
         body: dict[str, Any] = {
@@ -363,7 +363,10 @@ class Facts:
             raise ApiError(404, "unknown_fact", f"no fact {fact_id} in the {scope} tier")
         return {"id": fact_id, "versions": [f.to_json() for f in chain]}
 
-    def status(self, scope: str) -> dict[str, Any] | None:
+    async def status(self, scope: str) -> dict[str, Any]:
+        return {"facts": self._status(scope)}
+
+    def _status(self, scope: str) -> dict[str, Any] | None:
         if scope in self.failed:
             return {"error": self.failed[scope]}
         tf = self.tiers.get(scope)
@@ -385,13 +388,15 @@ class Facts:
             body["rejected_tail"] = {"line": tf.torn.line, "bytes": tf.torn.bytes}
         return body
 
-    def health(self, reasons: list[str]) -> dict[str, Any]:
-        reasons += [f"{n}: facts failed to open: {why}" for n, why in self.failed.items()]
+    async def health(self) -> Health:
+        reasons = [f"{n}: facts failed to open: {why}" for n, why in self.failed.items()]
         if self.llm is None:
-            return {"state": "off", "reason": "no LLM configured (--llm-url)"}
+            off = {"state": "off", "reason": "no LLM configured (--llm-url)"}
+            return Health(reasons, {"consolidation": off})
         errors = {n: tf.last_error for n, tf in self.tiers.items() if tf.last_error}
         reasons += [f"{n}: consolidation failing, episodes wait: {e}" for n, e in errors.items()]
-        return {"state": "failing" if errors else "on", "model": self.llm.model_id}
+        state = {"state": "failing" if errors else "on", "model": self.llm.model_id}
+        return Health(reasons, {"consolidation": state})
 
 
 def _related(index: FactsIndex, vectors: list[Any], words: str, limit: int) -> list[Fact]:

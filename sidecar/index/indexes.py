@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from sidecar import metrics
+from sidecar.capability import Hooks
 from sidecar.disk import durable
 from sidecar.disk.tiers import SCOPES, Tier, walk_markdown
 from sidecar.errors import ApiError
@@ -89,8 +90,11 @@ class TierIndexes:
         role: str,
         open_store: Callable[[Tier], IndexStore] | None = None,
         pool: ParsePool | None = None,
+        *,
+        hooks: Hooks,
     ) -> None:
         self._tier_list = tiers
+        self.hooks = hooks  # fires index_changed, file_changed and watched
         # Which store holds each tier (``sidecar.stores`` decides); SQLite by default.
         self._open_store = open_store or (lambda tier: SQLiteStore(tier.index_path))
         self.chunk_chars = chunk_chars
@@ -107,13 +111,7 @@ class TierIndexes:
         self.watcher_error: str | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        # Told (on the event loop) whenever a job changed an index: the vector sync.
-        self.on_change: list[Callable[[], None]] = []
         self.vector_model: str | None = None  # optimize prunes vectors of any other model
-        # Told (on the event loop) of changes to files that are not notes: the journal's.
-        self.on_file: list[Callable[[str, str], None]] = []
-        # Told (on the event loop) of every watcher event below a tier root: MCP resources.
-        self.on_event: list[Callable[[str, str], None]] = []
         # Parser workers, while a cold build needs them; perhaps started before the daemon
         # loaded, already parsing a tier (``head_start``).
         self._pool: ParsePool | None = pool
@@ -260,11 +258,11 @@ class TierIndexes:
             )
 
     def _other_file(self, tier: str, rel: str) -> None:
-        for notify in self.on_file:
+        for notify in self.hooks.file_changed:
             notify(tier, rel)
 
     def _any_file(self, tier: str, rel: str) -> None:
-        for notify in self.on_event:
+        for notify in self.hooks.watched:
             notify(tier, rel)
 
     async def _reconcile_timer(self) -> None:
@@ -593,7 +591,7 @@ class TierIndexes:
 
     def _changed(self) -> None:
         if self._loop is not None:
-            for notify in self.on_change:
+            for notify in self.hooks.index_changed:
                 self._loop.call_soon_threadsafe(notify)
 
     def _optimize(self, store: IndexStore) -> None:

@@ -10,8 +10,8 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sidecar.errors import ApiError
 from sidecar.journal import recall as journal_recall
@@ -36,21 +36,21 @@ SIMILAR_MIN = 0.80
 SIMILAR_TOP = 3
 
 
-class Background:
-    """Given by the journal: its tiers, the embeddings, how it reads on a reader thread,
-    how it appends records durably, and which embedding model is working (if any)."""
+class Owner(Protocol):
+    """What the background work uses of the journal that owns it (``journal.Journal``)."""
 
-    def __init__(
-        self,
-        tiers: dict[str, TierJournal],
-        embeddings: Embeddings,
-        read: Callable[..., Awaitable[Any]],
-        append: Callable[[TierJournal, str, list[dict[str, Any]]], Awaitable[None]],
-        model: Callable[[], str | None],
-    ) -> None:
-        self.tiers, self.embeddings, self.read, self.append, self.model = (
-            tiers, embeddings, read, append, model,
-        )  # fmt: skip
+    tiers: dict[str, TierJournal]
+    embeddings: Embeddings
+
+    async def on_reader(self, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+    def model(self) -> str | None:
+        """The embedding model that works now, if any."""
+
+
+class Background:
+    def __init__(self, journal: Owner) -> None:
+        self.journal = journal
         self.refs: dict[str, dict[str, None]] = {}  # tier -> ids recalled, not yet recorded
         self.wake_embed = asyncio.Event()
         self.wake_scan = asyncio.Event()
@@ -77,7 +77,7 @@ class Background:
                 continue
             record = {"kind": "ref", "ids": list(ids), "at": iso(time.time())}
             try:
-                await self.append(self.tiers[name], today_file(), [record])
+                await self.journal.tiers[name].append(today_file(), [record])
             except ApiError:
                 self.refs.setdefault(name, {}).update(ids)  # next time
                 raise
@@ -99,15 +99,15 @@ class Background:
                 await asyncio.sleep(SCAN_WHEN_IDLE_S - quiet)
                 self.wake_scan.set()
                 continue
-            for tj in self.tiers.values():
+            for tj in self.journal.tiers.values():
                 if tj.index is None or not tj.ready.is_set() or tj.failed:
                     continue
                 try:
-                    while batch := await self.read(tj.index.to_scan, SCAN_BATCH):
+                    while batch := await self.journal.on_reader(tj.index.to_scan, SCAN_BATCH):
                         if time.monotonic() - self.last_append < SCAN_WHEN_IDLE_S:
                             self.wake_scan.set()  # appends again: wait for the next pause
                             break
-                        verdicts = await self.read(_verdicts, batch)
+                        verdicts = await self.journal.on_reader(_verdicts, batch)
                         await tj.run(tj.index.set_flags, verdicts)
                 except Exception as exc:
                     log.error(
@@ -122,10 +122,10 @@ class Background:
                 async with asyncio.timeout(POLL_S):
                     await self.wake_embed.wait()
             self.wake_embed.clear()
-            model = self.model()
+            model = self.journal.model()
             if model is None:
                 continue
-            for tj in self.tiers.values():
+            for tj in self.journal.tiers.values():
                 if not tj.ready.is_set() or tj.failed:
                     continue
                 try:
@@ -141,8 +141,8 @@ class Background:
         import numpy as np
 
         assert tj.index is not None
-        rows = await self.read(tj.index.vectors, model)
-        dim = self.embeddings.vectors.embedder.dim  # type: ignore[union-attr]
+        rows = await self.journal.on_reader(tj.index.vectors, model)
+        dim = self.journal.embeddings.vectors.embedder.dim  # type: ignore[union-attr]
         vectors = EventVectors(model, dim)
         if rows:
             matrix = np.frombuffer(b"".join(blob for _, _, blob in rows), np.float32)
@@ -156,17 +156,18 @@ class Background:
         if tj.vectors is None or tj.vectors.model != model:
             tj.vectors = await self._load_vectors(tj, model)
         while True:
-            batch = await self.read(tj.index.to_embed, model, tj.embed_after, EMBED_BATCH)
+            after = tj.embed_after
+            batch = await self.journal.on_reader(tj.index.to_embed, model, after, EMBED_BATCH)
             if not batch:
                 return
             rows, ids = await self._embed_batch(tj, batch)
             tj.embed_after = batch[-1][0]
             if not ids:
                 continue
-            linked = await self.read(_already_linked, tj, ids)
+            linked = await self.journal.on_reader(_already_linked, tj, ids)
             records = _similar_links(tj.vectors, ids, rows, linked, iso(time.time()))
             if records:
-                await self.append(tj, today_file(), records)
+                await tj.append(today_file(), records)
             blobs = [
                 (event_id, row.astype("float32").tobytes())
                 for event_id, row in zip(ids, rows, strict=True)
@@ -183,7 +184,7 @@ class Background:
         import numpy as np
 
         try:
-            return await self.embeddings.embed_texts([t for _, _, t in batch]), [
+            return await self.journal.embeddings.embed_texts([t for _, _, t in batch]), [
                 i for _, i, _ in batch
             ]
         except EmbedderRefused as exc:

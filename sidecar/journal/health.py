@@ -135,3 +135,45 @@ def snapshot(report: dict[str, Any]) -> dict[str, Any]:
         "band": report["band"],
         **{name: m["value"] for name, m in report["metrics"].items()},
     }
+
+
+def tier_status(tj: TierJournal, stats: dict[str, Any], embedding: bool) -> dict[str, Any]:
+    """The tier's journal in ``/memory/status``, from its index's ``stats``."""
+    vectors = len(tj.vectors) if tj.vectors is not None else 0
+    pending = max(0, stats["embeddable"] - vectors - len(tj.refused)) if embedding else 0
+    body = {
+        "indexing": False,
+        "events": stats["events"],
+        "bytes": stats["bytes"],
+        "embeddable": stats["embeddable"],
+        "embedded": vectors,
+        "pending_embeddings": pending,
+        "pending_scans": stats["unscanned"],
+        "unparsed_lines": stats["unparsed_lines"],
+        "problems": stats["problems"],
+        "rejected_tails": [
+            {"file": s.file, "line": s.line, "bytes": s.bytes} for s in tj.set_aside
+        ],
+        "episodic": "vector" if embedding else "sparse-only",
+    }
+    if tj.embed_error:
+        body["embed_error"] = tj.embed_error
+    return body
+
+
+def reasons(tiers: dict[str, TierJournal]) -> list[str]:
+    """Each reason the journals are degraded, for ``/healthz``."""
+    out: list[str] = []
+    for name, tj in tiers.items():
+        if tj.failed:
+            out.append(f"{name}: journal failed to open: {tj.failed}")
+        elif not tj.ready.is_set():
+            out.append(f"{name}: journal index catching up with the journal files")
+        if tj.set_aside:
+            out.append(
+                f"{name}: {len(tj.set_aside)} torn journal line(s) set aside at "
+                "start-up; /memory/status says where"
+            )
+        if tj.embed_error:
+            out.append(f"{name}: journal events not embedded: {tj.embed_error}")
+    return out

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
 from sidecar.disk.tiers import parse_scope
@@ -30,7 +30,7 @@ from sidecar.journal import recall as journal_recall
 from sidecar.journal.background import Background
 from sidecar.journal.events import NewEvent, check_batch, iso
 from sidecar.journal.index import Filters
-from sidecar.journal.log import JournalFull, day_file, today_file
+from sidecar.journal.log import day_file, today_file
 from sidecar.journal.recall import Recalled, RecallQuery
 from sidecar.journal.tier import TierJournal
 from sidecar.retrieval.embeddings import Embeddings
@@ -42,31 +42,26 @@ NUDGE_AFTER = 60
 SNAPSHOT_EVERY_S = 3600.0  # checks; one snapshot is kept per day
 
 
-def today() -> str:
-    return datetime.now(UTC).date().isoformat()
-
-
-class Journal:
+class Journal(Capability):
     def __init__(
         self,
         settings: Settings,
         indexes: TierIndexes,
         embeddings: Embeddings,
         lead: LeadClient | None,
+        hooks: Hooks,
     ) -> None:
         self.settings = settings
         self.indexes = indexes
         self.embeddings = embeddings
         self.lead = lead
-        # Told of every batch recorded (tier, records), once it is durable: consolidation.
-        self.on_recorded: list[Callable[[str, list[dict[str, Any]]], None]] = []
+        self.hooks = hooks  # fires recorded, hears file_changed
         self.tiers: dict[str, TierJournal] = {}
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-recall")
         self._nudged: set[tuple[str, float]] = set()  # (session, last note write) reminded
         self._catching_up: set[tuple[str, str]] = set()
-        self.background = Background(self.tiers, embeddings, self.read, self.append, self.model)
-        self._tasks: list[asyncio.Task[None]] = []
-        self._oneoffs: set[asyncio.Future[Any]] = set()
+        self.background = Background(self)
+        self.tasks = Tasks()
         # Per tier: a tier's efficiency is measured on the hits recall found in it.
         self.cosines: dict[str, journal_health.RecallCosines] = {}
 
@@ -76,8 +71,8 @@ class Journal:
         """Start reading each tier's journal into its index; appends queue behind it."""
         for name, state in self.indexes.tiers.items():
             tj = self.tiers[name] = TierJournal(state.tier, self.settings.caps)
-            self._tasks.append(asyncio.create_task(self._open_tier(tj), name=f"journal-{name}"))
-        self.indexes.on_file.append(self._file_changed)
+            self.tasks.run(self._open_tier(tj), f"journal-{name}")
+        self.hooks.file_changed.append(self._file_changed)
 
     async def _open_tier(self, tj: TierJournal) -> None:
         started = time.monotonic()
@@ -97,10 +92,10 @@ class Journal:
 
     async def start(self) -> None:
         bg = self.background
-        self._tasks.append(asyncio.create_task(bg.embed_loop(), name="journal-embed"))
-        self._tasks.append(asyncio.create_task(bg.scan_loop(), name="journal-scan"))
-        self._tasks.append(asyncio.create_task(bg.ref_loop(), name="journal-refs"))
-        self._tasks.append(asyncio.create_task(self._snapshot_loop(), name="journal-health"))
+        self.tasks.run(bg.embed_loop(), "journal-embed")
+        self.tasks.run(bg.scan_loop(), "journal-scan")
+        self.tasks.run(bg.ref_loop(), "journal-refs")
+        self.tasks.run(self._snapshot_loop(), "journal-health")
         if self.embeddings.vectors is None:
             log.warning(
                 "episodic recall is sparse-only (no embedder): events are recalled by "
@@ -108,11 +103,10 @@ class Journal:
             )
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in [*self._tasks, *self._oneoffs]:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        """End the loops, then write what was accepted: one-off jobs, recalled events'
+        reference records, appends under way."""
+        await self.tasks.cancel()
+        await self.tasks.finish()
         with contextlib.suppress(Exception):
             await self.background.flush_refs()
         for tj in self.tiers.values():
@@ -127,7 +121,8 @@ class Journal:
 
     # -- helpers -------------------------------------------------------------------
 
-    async def read(self, fn: Any, *args: Any) -> Any:
+    async def on_reader(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` on a recall reader thread."""
         return await asyncio.get_running_loop().run_in_executor(self._readers, fn, *args)
 
     def _tier(self, name: str) -> TierJournal:
@@ -180,12 +175,8 @@ class Journal:
         await self._ready(tj)
         await self._check_supersedes(tj, events)
         rel = day_file(datetime.fromtimestamp(now, UTC).date().isoformat())
-        await self.append(tj, rel, [e.record for e in events])
-        for notify in self.on_recorded:
-            try:
-                notify(scope, [e.record for e in events])
-            except Exception:  # the events are recorded whatever a listener makes of them
-                log.exception("a listener to recorded events failed")
+        await tj.append(rel, [e.record for e in events])
+        self.hooks.tell_recorded(scope, [e.record for e in events])
         self.background.appended()
         if any(e.embeddable for e in events):
             self.background.wake_embed.set()
@@ -202,7 +193,7 @@ class Journal:
         if not targets:
             return
         assert tj.index is not None
-        found = {r.id for r in await self.read(tj.index.fetch, "id", targets)}
+        found = {r.id for r in await self.on_reader(tj.index.fetch, "id", targets)}
         missing = sorted(targets - found)
         if missing:
             raise ApiError(
@@ -211,26 +202,6 @@ class Journal:
                 f"'supersedes' names no event in the "
                 f"{tj.tier.name} journal: {missing[0]}; nothing was recorded",
             )
-
-    async def append(self, tj: TierJournal, rel: str, records: list[dict[str, Any]]) -> None:
-        try:
-            await tj.append(rel, records)
-        except JournalFull as exc:
-            raise ApiError(422, "journal_full", exc.detail) from None
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise ApiError(
-                    507,
-                    "insufficient_storage",
-                    f"the disk holding the "
-                    f"{tj.tier.name} journal is full; nothing was recorded. Free "
-                    "space and retry.",
-                ) from None
-            raise ApiError(
-                500, "write_failed", f"{rel}: {exc.strerror or exc}; nothing was recorded"
-            ) from None
-        except ValueError as exc:  # an unsafe path (a symlink or hard link as the day file)
-            raise ApiError(500, "write_failed", f"{rel}: {exc}; nothing was recorded") from None
 
     async def relate(
         self, scope: str, src: str, dst: str, relation: str, weight: float
@@ -247,7 +218,7 @@ class Journal:
             raise ApiError(400, "bad_relation", "an event cannot relate to itself")
         await self._ready(tj)
         assert tj.index is not None
-        found = {r.id for r in await self.read(tj.index.fetch, "id", [src, dst])}
+        found = {r.id for r in await self.on_reader(tj.index.fetch, "id", [src, dst])}
         for name, value in (("src", src), ("dst", dst)):
             if value not in found:
                 raise ApiError(
@@ -261,7 +232,7 @@ class Journal:
             "weight": weight,
             "at": iso(time.time()),
         }
-        await self.append(tj, today_file(), [record])
+        await tj.append(today_file(), [record])
         return {"scope": scope, **{k: record[k] for k in ("src", "dst", "relation", "weight")}}
 
     # -- listing ----------------------------------------------------------------------
@@ -273,7 +244,7 @@ class Journal:
         await self._ready(tj)
         assert tj.index is not None
         now = time.time()
-        rows = await self.read(tj.index.listing, filters, now, after, limit + 1)
+        rows = await self.on_reader(tj.index.listing, filters, now, after, limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
         events = []
@@ -310,7 +281,8 @@ class Journal:
         plan = [("agent", q.filters)] if own else []
         ask_lead = crew and self.lead is not None
         if crew and not ask_lead and "crew" in self.tiers:
-            plan.append(("crew", _high_value(q.filters)))
+            high = replace(q.filters, include_expired=False, min_importance=HIGH_VALUE)
+            plan.append(("crew", high))
         elif crew and not ask_lead:
             warnings.append("crew: this sidecar has no crew lead; own journal only")
         remote: list[dict[str, Any]] = []
@@ -324,7 +296,7 @@ class Journal:
                 await self._ready(tj)
                 tier_q = RecallQuery(q.text, q.k, filters, q.walk, q.ranking)
                 legs.append(
-                    (tj, tier_q, await self.read(journal_recall.sparse_leg, tj, tier_q, now))
+                    (tj, tier_q, await self.on_reader(journal_recall.sparse_leg, tj, tier_q, now))
                 )
             qvec, warning = await embedding
         finally:
@@ -334,7 +306,7 @@ class Journal:
         hits: list[Recalled] = []
         modes = [mode for _, _, (_, mode) in legs if mode]
         for tj, tier_q, (sparse, _) in legs:
-            hits += await self.read(journal_recall.recall_tier, tj, tier_q, sparse, qvec, now)
+            hits += await self.on_reader(journal_recall.recall_tier, tj, tier_q, sparse, qvec, now)
         hits.sort(key=lambda r: (-r.score, -r.row.ts))
         local = [h.body or h.to_json(now) for h in hits]
         bodies = sorted(local + remote, key=lambda b: -b["score"])
@@ -370,9 +342,8 @@ class Journal:
             by_tier.setdefault(hit.tier, []).append(hit)
         links: dict[str, list[dict[str, Any]]] = {}
         for name, group in by_tier.items():
-            links.update(
-                await self.read(journal_recall.neighbours, self.tiers[name], group, filters, now)
-            )
+            tj = self.tiers[name]
+            links.update(await self.on_reader(journal_recall.neighbours, tj, group, filters, now))
         for body in bodies:
             if body["id"] in links:
                 body["neighbours"] = links[body["id"]]
@@ -407,19 +378,20 @@ class Journal:
 
     # -- health, status, the memory block ---------------------------------------------------
 
-    async def health(self, scope: str) -> dict[str, Any]:
+    async def snapshot_health(self, scope: str) -> dict[str, Any]:
+        """The tier's health report, kept as today's snapshot, with the days before."""
         tj = self._tier(scope)
         await self._ready(tj)
         assert tj.index is not None
-        report = await self.read(
+        report = await self.on_reader(
             journal_health.compute,
             tj,
             self.cosines.get(scope, journal_health.RecallCosines()),
             self.model(),
             time.time(),
         )
-        await tj.run(tj.index.add_snapshot, today(), journal_health.snapshot(report))
-        report["history"] = await self.read(tj.index.snapshots, journal_health.HISTORY_DAYS)
+        await tj.run(tj.index.add_snapshot, iso(time.time())[:10], journal_health.snapshot(report))
+        report["history"] = await self.on_reader(tj.index.snapshots, journal_health.HISTORY_DAYS)
         report["episodic"] = self.episodic()
         return report
 
@@ -427,55 +399,29 @@ class Journal:
         while True:
             for name in self.tiers:
                 with contextlib.suppress(Exception):
-                    await self.health(name)
+                    await self.snapshot_health(name)
             await asyncio.sleep(SNAPSHOT_EVERY_S)
 
     async def status(self, scope: str) -> dict[str, Any]:
+        return {"journal": await self._status(scope)}
+
+    async def _status(self, scope: str) -> dict[str, Any]:
         tj = self.tiers.get(scope)
         if tj is not None and tj.failed:
             return {"indexing": False, "events": None, "error": tj.failed}
         if tj is None or tj.index is None or not tj.ready.is_set():
             return {"indexing": True, "events": None}
         try:
-            stats = await self.read(tj.index.stats)
+            stats = await self.on_reader(tj.index.stats)
         except sqlite3.DatabaseError as exc:  # its file deleted or damaged under it: say so
             log.warning("journal index unreadable", extra={"tier": scope, "error": str(exc)})
             return {"indexing": False, "events": None, "error": f"journal index unreadable "
                     f"({exc}); POST /memory/reindex rebuilds it from the day files"}  # fmt: skip
-        vectors = len(tj.vectors) if tj.vectors is not None else 0
-        pending = max(0, stats["embeddable"] - vectors - len(tj.refused)) if self.model() else 0
-        body = {
-            "indexing": False,
-            "events": stats["events"],
-            "bytes": stats["bytes"],
-            "embeddable": stats["embeddable"],
-            "embedded": vectors,
-            "pending_embeddings": pending,
-            "pending_scans": stats["unscanned"],
-            "unparsed_lines": stats["unparsed_lines"],
-            "problems": stats["problems"],
-            "rejected_tails": [
-                {"file": s.file, "line": s.line, "bytes": s.bytes} for s in tj.set_aside
-            ],
-            "episodic": self.episodic(),
-        }
-        if tj.embed_error:
-            body["embed_error"] = tj.embed_error
-        return body
+        return journal_health.tier_status(tj, stats, self.model() is not None)
 
-    def health_reasons(self, reasons: list[str]) -> None:
-        for name, tj in self.tiers.items():
-            if tj.failed:
-                reasons.append(f"{name}: journal failed to open: {tj.failed}")
-            elif not tj.ready.is_set():
-                reasons.append(f"{name}: journal index catching up with the journal files")
-            if tj.set_aside:
-                reasons.append(
-                    f"{name}: {len(tj.set_aside)} torn journal line(s) set aside at "
-                    "start-up; /memory/status says where"
-                )
-            if tj.embed_error:
-                reasons.append(f"{name}: journal events not embedded: {tj.embed_error}")
+    async def health(self) -> Health:
+        reasons = journal_health.reasons(self.tiers)
+        return Health(reasons, {"episodic": self.episodic()})
 
     async def nudge(self, session_id: str) -> str | None:
         """One reminder a session, once it has ``NUDGE_AFTER`` events since the last note
@@ -489,7 +435,7 @@ class Journal:
             key = (session_id, last_write)
             if key in self._nudged:
                 return None
-            count = await self.read(tj.index.count_since, session_id, last_write)
+            count = await self.on_reader(tj.index.count_since, session_id, last_write)
             if count >= NUDGE_AFTER:
                 self._nudged.add(key)
                 return (
@@ -514,14 +460,7 @@ class Journal:
         if tj.sizes.get(rel) == size:
             return  # our own append, indexed before it was answered
         self._catching_up.add((tier, rel))
-        self._background(self._catch_up(tj, rel), "journal-catch-up")
-
-    def _background(self, work: Any, name: str) -> None:
-        """A one-off task, kept until it ends so that ``stop`` can wait for it."""
-        task = asyncio.ensure_future(work)
-        task.set_name(name)
-        self._oneoffs.add(task)
-        task.add_done_callback(self._oneoffs.discard)
+        self.tasks.oneoff(self._catch_up(tj, rel), "journal-catch-up")
 
     async def _catch_up(self, tj: TierJournal, rel: str) -> None:
         await self._ready(tj)
@@ -537,23 +476,11 @@ class Journal:
         tj = self._tier(scope)
         await self._ready(tj)
         assert tj.index is not None
-        return [row.to_json() for row in await self.read(tj.index.latest, limit)]
+        return [row.to_json() for row in await self.on_reader(tj.index.latest, limit)]
 
     async def rebuild(self, scope: str) -> None:
         names = ["agent", "crew"] if scope == "both" else [scope]
         for name in names:
             if name in self.tiers and not self.tiers[name].failed:  # no index to rebuild
                 tj = self.tiers[name]
-                self._background(tj.run(tj.rebuild), "journal-rebuild")
-
-
-def _high_value(filters: Filters) -> Filters:
-    return Filters(
-        filters.session_id,
-        filters.types,
-        filters.since,
-        filters.until,
-        filters.include_superseded,
-        False,
-        HIGH_VALUE,
-    )
+                self.tasks.oneoff(tj.run(tj.rebuild), "journal-rebuild")

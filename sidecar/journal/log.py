@@ -19,12 +19,11 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sidecar.disk.durable import fsync
 from sidecar.disk.jsonl import Line, open_owned, parse_line, torn_start, write_all
@@ -109,20 +108,32 @@ class _Open:
     inode: int
 
 
+class Owner(Protocol):
+    """What the group committer asks of the tier journal it writes for (``tier.py``), on
+    the writer thread."""
+
+    def on_durable(self, appends: list[Append]) -> list[Any]:
+        """Right after a group is synced (the index folds it in); a result an append."""
+
+    def outside_append(self, rel: str, size: int) -> None:
+        """The file grew behind our back (an outside edit): read its new lines first."""
+
+    def check_room(self, rel: str, new_size: int, added: int) -> None:
+        """Raise ``JournalFull`` if the file at ``new_size`` (``added`` bytes more) would
+        pass a cap."""
+
+    def known_size(self, rel: str) -> int:
+        """Bytes of the file the index has read: a file opened for its first append since
+        start may have grown since, and those lines must be read before ours follow them."""
+
+
 @dataclass
 class Appender:
-    """A tier's group committer. ``on_durable(appends)`` runs on the writer thread right
-    after each group is synced (the index uses it); ``before_write(rel, size, known)`` runs
-    when a file grew behind our back (an outside edit) so its new lines are read first."""
+    """A tier's group committer, writing for its ``owner``."""
 
     root: Path
     executor: Executor
-    on_durable: Callable[[list[Append]], Any]
-    before_write: Callable[[str, int], None]
-    check_room: Callable[[str, int, int], None]  # (file, its new size, bytes added)
-    # Bytes of a file the index has read: a file opened for its first append since start
-    # may have grown since then, and those lines must be read before ours follow them.
-    known_size: Callable[[str], int]
+    owner: Owner
     _pending: list[Append] = field(default_factory=list)
     _flusher: asyncio.Task[None] | None = None
     _files: dict[str, _Open] = field(default_factory=dict)
@@ -130,7 +141,7 @@ class Appender:
     appended: int = 0
 
     async def append(self, rel: str, data: bytes, items: Any) -> Any:
-        """Durable on return; the result is what ``on_durable`` gave for this append."""
+        """Durable on return; the result is what ``owner.on_durable`` gave for it."""
         item = Append(rel, data, items, future=asyncio.get_running_loop().create_future())
         self._pending.append(item)
         if self._flusher is None or self._flusher.done():
@@ -193,7 +204,9 @@ class Appender:
             finally:
                 os.close(dir_fd)
         st = os.fstat(fd)
-        opened = self._files[rel] = _Open(fd, 0 if created else self.known_size(rel), st.st_ino)
+        opened = self._files[rel] = _Open(
+            fd, 0 if created else self.owner.known_size(rel), st.st_ino
+        )
         return opened
 
     def _commit(self, group: list[Append]) -> list[Any]:
@@ -210,7 +223,7 @@ class Appender:
                     item.error = exc
         self.groups += 1
         self.appended += len(durable)
-        results = self.on_durable(durable) if durable else []
+        results = self.owner.on_durable(durable) if durable else []
         by_id = {id(item): res for item, res in zip(durable, results, strict=True)}
         return [by_id.get(id(item)) for item in group]
 
@@ -218,7 +231,7 @@ class Appender:
         opened = self._file(rel)
         size = os.fstat(opened.fd).st_size
         if size != opened.size:  # someone else appended (or cut) the file
-            self.before_write(rel, size)
+            self.owner.outside_append(rel, size)
             # Reading them may have rebuilt the index, which closes our descriptors: the
             # file is opened again rather than written through a number since reused.
             opened = self._file(rel)
@@ -230,7 +243,7 @@ class Appender:
         total = len(prefix)
         for item in items:
             try:
-                self.check_room(rel, size + total + len(item.data), total + len(item.data))
+                self.owner.check_room(rel, size + total + len(item.data), total + len(item.data))
             except JournalFull as exc:
                 item.error = exc
                 continue

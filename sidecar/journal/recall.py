@@ -7,7 +7,6 @@ so a recall never waits for an append being synced.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -196,7 +195,3 @@ def neighbours(
             shown.append(entry)
         out[event_id] = shown
     return out
-
-
-def clock() -> float:
-    return time.time()

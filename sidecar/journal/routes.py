@@ -140,7 +140,7 @@ async def relate(request: web.Request) -> web.Response:
 async def health(request: web.Request) -> web.Response:
     check_params(request, ("scope",))
     scope = request.query.get("scope", "agent")  # the journal refuses any but agent and crew
-    return web.json_response(await request.app[JOURNAL].health(scope))
+    return web.json_response(await request.app[JOURNAL].snapshot_health(scope))
 
 
 def add_routes(app: web.Application, capability: Journal) -> None:

@@ -9,6 +9,7 @@ their own connections on the readers' threads.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ from sidecar.config import Caps
 from sidecar.disk import jsonl
 from sidecar.disk.jsonl import Line, SetAside, set_aside_torn_tail
 from sidecar.disk.tiers import Tier
+from sidecar.errors import ApiError
 from sidecar.journal import log as journal_log
 from sidecar.journal.index import FILENAME, JournalIndex, ReplacedFile
 from sidecar.journal.log import Appender, JournalFull
@@ -84,14 +86,7 @@ class TierJournal:
         self.writer = ThreadPoolExecutor(1, thread_name_prefix=f"sidecar-journal-{tier.name}")
         self.index: JournalIndex | None = None
         self.sizes: dict[str, int] = {}  # bytes of each day file the index has read
-        self.appender = Appender(
-            tier.root,
-            self.writer,
-            self._on_durable,
-            self._outside_append,
-            self._check_room,
-            lambda rel: self.sizes.get(rel, 0),
-        )
+        self.appender = Appender(tier.root, self.writer, self)
         self.set_aside: list[SetAside] = []
         self.ready = asyncio.Event()  # the index has caught up with the files, or failed to
         self.failed: str | None = None  # why opening failed: the tier's requests get a 503
@@ -164,11 +159,14 @@ class TierJournal:
         log.info("journal index rebuilt", extra={"tier": self.tier.name, "events": count})
         return count
 
-    def _outside_append(self, rel: str, size: int) -> None:
+    def known_size(self, rel: str) -> int:
+        return self.sizes.get(rel, 0)
+
+    def outside_append(self, rel: str, size: int) -> None:
         """Someone else wrote to the file we append to: fold their lines in first."""
         self.catch_up(rel)
 
-    def _check_room(self, rel: str, new_size: int, added: int) -> None:
+    def check_room(self, rel: str, new_size: int, added: int) -> None:
         if new_size > self.caps.journal_day:
             raise JournalFull(
                 f"{rel} would pass its cap of {self.caps.journal_day:,} bytes; nothing was "
@@ -183,7 +181,7 @@ class TierJournal:
                 "plain JSON Lines) or raise --cap-journal-tier-bytes"
             )
 
-    def _on_durable(self, appends: list[journal_log.Append]) -> list[int]:
+    def on_durable(self, appends: list[journal_log.Append]) -> list[Any]:
         """Right after a group is synced: fold its records into the index, each file's
         appends as one run of lines (they are contiguous in it), in one transaction.
         Returns how many records each append held."""
@@ -212,7 +210,21 @@ class TierJournal:
         return await asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
 
     async def append(self, rel: str, records: list[dict[str, Any]]) -> int:
-        """Durable and indexed on return: every record, or none of them."""
+        """Durable and indexed on return: every record, or none of them and an
+        ``ApiError`` saying why."""
         lines = [encode(r) for r in records]
         items = [(r, len(line)) for r, line in zip(records, lines, strict=True)]
-        return int(await self.appender.append(rel, b"".join(lines), items))
+        try:
+            return int(await self.appender.append(rel, b"".join(lines), items))
+        except JournalFull as exc:
+            raise ApiError(422, "journal_full", exc.detail) from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise ApiError(507, "insufficient_storage", f"the disk holding the "
+                               f"{self.tier.name} journal is full; nothing was recorded. "
+                               "Free space and retry.") from None  # fmt: skip
+            raise ApiError(
+                500, "write_failed", f"{rel}: {exc.strerror or exc}; nothing was recorded"
+            ) from None
+        except ValueError as exc:  # an unsafe path (a symlink or hard link as the day file)
+            raise ApiError(500, "write_failed", f"{rel}: {exc}; nothing was recorded") from None

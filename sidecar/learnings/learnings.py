@@ -11,7 +11,6 @@ compaction does to a file is ``compaction.py``; sessions and their reinforcement
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
 from sidecar.disk.tiers import decode_text, read_confined, walk_markdown
@@ -71,7 +71,7 @@ class SearchQuery:
     ranking: str = "default"  # or "relevance", "prominence" (no MMR): to compare them
 
 
-class Learnings:
+class Learnings(Capability):
     def __init__(
         self,
         settings: Settings,
@@ -79,16 +79,17 @@ class Learnings:
         notes: Notes,
         embeddings: Embeddings,
         lead: LeadClient | None,
+        hooks: Hooks,
     ) -> None:
         self.settings = settings
         self.indexes = indexes
+        self.hooks = hooks  # hears file_changed; indexes its folder's writes (own_indexers)
         self.notes = notes
         self.embeddings = embeddings
         self.lead = lead
         self.tiers: dict[str, LearningsIndex] = {}
         self.sessions = Sessions(self.tiers, notes, lead)
-        self._tasks: list[asyncio.Task[None]] = []
-        self._oneoffs: set[asyncio.Future[Any]] = set()
+        self.tasks = Tasks()
         self._stopping = False
         # One compaction of a file at a time: each plans on what the one before left.
         self._compacting: dict[tuple[str, str], asyncio.Lock] = {}
@@ -103,37 +104,26 @@ class Learnings:
             await loop.run_in_executor(None, index.refresh)  # what the index already holds
             self.tiers[name] = index
             self.embeddings.add_store(f"{name}:{FOLDER}", index.store)
-        self.notes.formats[FOLDER] = self._index_written
+        self.hooks.own_indexers[FOLDER] = self._index_written
 
     async def start(self) -> None:
         """Catch up with the folder (a stat per file when the index is current), then follow
         the watcher."""
-        self.indexes.on_file.append(self._file_changed)
+        self.hooks.file_changed.append(self._file_changed)
         for name in self.tiers:
             await self.sync(name, "")
-        self._tasks.append(asyncio.create_task(self._timer(), name="learnings-timer"))
+        self.tasks.run(self._timer(), "learnings-timer")
 
     async def stop(self) -> None:
         """End every open session (its reinforcements written), then stop the timers."""
         self._stopping = True
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.tasks.cancel()
         await self.sessions.end_all()
-        if self._oneoffs:
-            await asyncio.gather(*self._oneoffs, return_exceptions=True)
+        await self.tasks.finish()
 
     async def close(self) -> None:
         for index in self.tiers.values():
             await asyncio.get_running_loop().run_in_executor(None, index.close)
-
-    def _background(self, work: Any, name: str) -> None:
-        task = asyncio.ensure_future(work)
-        task.set_name(name)
-        self._oneoffs.add(task)
-        task.add_done_callback(self._oneoffs.discard)
 
     async def _timer(self) -> None:
         """Reconcile with the folder (what the watcher missed) and end idle sessions."""
@@ -156,7 +146,7 @@ class Learnings:
 
     def _file_changed(self, tier: str, rel: str) -> None:
         if tier in self.tiers and is_learnings(rel) and not self._stopping:
-            self._background(self.sync(tier, rel), "learnings-sync")
+            self.tasks.oneoff(self.sync(tier, rel), "learnings-sync")
 
     async def sync(self, tier: str, rel: str = "") -> None:
         """Index one file's changes, or reconcile the whole folder, as one FIFO job."""
@@ -180,7 +170,7 @@ class Learnings:
                     index.rebuild()
                     return Change(True)
 
-                self._background(self.indexes.write(name, f"{FOLDER}:", job), "learnings-rebuild")
+                self.tasks.oneoff(self.indexes.write(name, f"{FOLDER}:", job), "learnings-rebuild")
 
     # -- writing -------------------------------------------------------------------------
 
@@ -381,11 +371,12 @@ class Learnings:
 
     # -- status --------------------------------------------------------------------------
 
-    def status(self, scope: str) -> dict[str, Any] | None:
+    async def status(self, scope: str) -> dict[str, Any]:
         index = self.tiers.get(scope)
-        return None if index is None else index.status()
+        return {"learnings": None if index is None else index.status()}
 
-    def health_reasons(self, reasons: list[str]) -> None:
+    async def health(self) -> Health:
+        reasons: list[str] = []
         for name, index in self.tiers.items():
             if index.skipped:
                 reasons.append(
@@ -398,6 +389,7 @@ class Learnings:
                     f"{name}: {problems} learnings problem(s) (malformed front matter read with "
                     f"default metadata); /memory/status?scope={name} names file and line"
                 )
+        return Health(reasons)
 
 
 def _standing(path: str, meta: dict[str, Any]) -> bool:

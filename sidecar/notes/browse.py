@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sidecar.capability import Hooks
 from sidecar.config import Settings
 from sidecar.disk.tiers import (
     TIER_NAMES,
@@ -156,7 +157,9 @@ def _relevant(rel: str) -> bool:
 
 
 class Browser:
-    def __init__(self, settings: Settings, indexes: TierIndexes, read_note: Reader) -> None:
+    def __init__(
+        self, settings: Settings, indexes: TierIndexes, read_note: Reader, hooks: Hooks
+    ) -> None:
         self.settings = settings
         self.indexes = indexes
         self._read_note = read_note
@@ -165,7 +168,7 @@ class Browser:
         self._dirty: set[str] = set()
         self._rescan: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
-        indexes.on_event.append(self._seen)
+        hooks.watched.append(self._seen)
 
     def root(self, scope: str) -> Path:
         if scope not in TIER_NAMES:

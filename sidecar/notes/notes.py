@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sidecar.capability import Capability, Health, Hooks
 from sidecar.config import Settings
 from sidecar.disk.tiers import TooLarge, UnsafePath, decode_text, read_regular, walk_markdown
 from sidecar.errors import ApiError
@@ -28,9 +29,6 @@ from sidecar.notes.files import CapExceeded
 from sidecar.safety import scan, scan_remembered
 
 log = logging.getLogger(__name__)
-
-# (scope, tier-relative path, new bytes, wait-for-rename returning the mtime)
-OwnIndexer = Callable[[str, str, bytes, Callable[[], int]], None]
 
 
 def _tier_bytes(state: TierState) -> int:
@@ -59,17 +57,15 @@ def refuse_injection(content: str) -> None:
         )  # fmt: skip
 
 
-class Notes:
-    def __init__(self, settings: Settings, indexes: TierIndexes) -> None:
+class Notes(Capability):
+    def __init__(self, settings: Settings, indexes: TierIndexes, hooks: Hooks) -> None:
         self.settings = settings
         self.indexes = indexes
+        self.hooks = hooks  # asks own_indexers
         self._files = ThreadPoolExecutor(2, thread_name_prefix="sidecar-files")
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
-        # Top-level folders whose files another capability indexes in its own format
-        # (``learnings``): it is handed each written file's bytes instead of the notes index.
-        self.formats: dict[str, OwnIndexer] = {}
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self._files.shutdown()
 
     def _writable_tier(self, scope: str) -> TierState:
@@ -156,7 +152,7 @@ class Notes:
         was being rebuilt, so the new text is not searchable yet."""
         scope = target.scope
         state = self._writable_tier(scope)
-        own = self.formats.get(target.rel.split("/", 1)[0])
+        own = self.hooks.own_indexers.get(target.rel.split("/", 1)[0])
         chunk_chars = self.settings.chunk_chars
 
         def job(tier: TierState) -> write_job.WriteJob:  # on the index writer thread
@@ -254,3 +250,8 @@ class Notes:
             if name in self.indexes.queue.last_error:
                 return False, f"{name}: index unusable: {self.indexes.queue.last_error[name]}"
         return True, None
+
+    async def health(self) -> Health:
+        writable, why_not = await self.write_health()
+        reasons = [] if writable else [f"writes unavailable: {why_not}"]
+        return Health(reasons, {"write_path": {"ok": writable, "reason": why_not}})

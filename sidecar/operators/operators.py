@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sidecar.capability import Hooks
 from sidecar.config import Settings
 from sidecar.disk import jsonl
 from sidecar.disk.durable import fsync
@@ -65,6 +66,7 @@ class Operators:
         notes: Notes,
         journal: Journal,
         llm: LLMClient | None,
+        hooks: Hooks,
     ) -> None:
         self.settings = settings
         self.indexes = indexes
@@ -72,7 +74,7 @@ class Operators:
         self.journal = journal
         self.llm = llm
         self._locks: dict[str, asyncio.Lock] = {}  # one an operator: opt-out vs update
-        notes.formats["users"] = _not_indexed
+        hooks.own_indexers["users"] = _not_indexed
 
     async def distill(self) -> dict[str, str]:
         """Fields an LLM reads from the crew's recent episodes; empty without an LLM."""

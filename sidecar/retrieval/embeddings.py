@@ -14,6 +14,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
@@ -31,10 +32,11 @@ log = logging.getLogger(__name__)
 EMBEDDER_RETRY_S = 30.0  # how often to ask again for a configured embedder that failed
 
 
-class Embeddings:
-    def __init__(self, settings: Settings, indexes: TierIndexes) -> None:
+class Embeddings(Capability):
+    def __init__(self, settings: Settings, indexes: TierIndexes, hooks: Hooks) -> None:
         self.settings = settings
         self.indexes = indexes
+        self.hooks = hooks
         self._embedding = ThreadPoolExecutor(1, thread_name_prefix="sidecar-embed")
         # Query embeddings get their own thread: a slow or hung embedder must not hold
         # the search threads that BM25-only searches and status need.
@@ -45,11 +47,11 @@ class Embeddings:
         # Other capabilities' index stores (learnings), kept in step like the tiers' own.
         self.stores: dict[str, IndexStore] = {}
         self._stop = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+        self.tasks = Tasks()
 
     def add_store(self, name: str, store: IndexStore) -> None:
         """Keep ``store``'s vectors in step too (under ``name``), from when the embedder
-        loads; its changes must reach ``indexes.on_change`` (jobs in the index queue do)."""
+        loads; its changes must fire ``hooks.index_changed`` (jobs in the index queue do)."""
         self.stores[name] = store
 
     async def start(self) -> None:
@@ -60,7 +62,7 @@ class Embeddings:
         why = self.embedder_error or "no embedder configured (--embedder none)"
         log.warning("search is sparse-only (BM25): %s", why, extra={"enable": HOW_TO_ENABLE})
         if self.settings.embedder == "ollama":
-            self._tasks.append(asyncio.create_task(self._retry(), name="embedder"))
+            self.tasks.run(self._retry(), "embedder")
 
     async def _load(self) -> bool:
         settings = self.settings
@@ -95,19 +97,15 @@ class Embeddings:
         tiers = {n: TierVectors(store, self.embedder, n) for n, store in stores.items()}
         self.vectors = VectorSync(self.embedder, tiers, self._embedding)
         self.indexes.vector_model = self.embedder.model_id
-        self.indexes.on_change.append(self.vectors.notify)
-        self._tasks.append(asyncio.create_task(self.vectors.run(), name="vector-sync"))
+        self.hooks.index_changed.append(self.vectors.notify)
+        self.tasks.run(self.vectors.run(), "vector-sync")
 
     async def stop(self) -> None:
         """Stop embedding; a batch already embedding finishes (``close`` waits for it)."""
         self._stop.set()
         if self.vectors is not None:
             self.vectors.stop()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.tasks.cancel()
 
     async def close(self) -> None:
         """Wait for the batch in flight, so it is stored before the stores close."""
@@ -185,14 +183,17 @@ class Embeddings:
             info["error"] = error
         return {"pending": lag, "embeddings": info}
 
-    def health(self, reasons: list[str]) -> dict[str, Any]:
-        """The embedder's state, adding every reason search is degraded to ``reasons``."""
+    async def health(self) -> Health:
+        """The embedder's state, and every reason search is degraded."""
+        reasons: list[str] = []
+        fields: dict[str, Any] = {"retrieval": self.retrieval()}
         if self.vectors is None:
             if self.settings.embedder in ("minilm", "ollama"):
                 reasons.append(
                     f"embedder unavailable, searches are sparse-only: {self.embedder_error}"
                 )
-            return {"model": None, "reason": self.embedder_error or "no embedder configured"}
+            why = self.embedder_error or "no embedder configured"
+            return Health(reasons, {**fields, "embedder": {"model": None, "reason": why}})
         sync = self.vectors.state
         if sync.embedder_error:
             reasons.append(f"embedder failed, searches are sparse-only: {sync.embedder_error}")
@@ -208,4 +209,4 @@ class Embeddings:
                                 "pending": self.vectors.pending()}  # fmt: skip
         if sync.embedder_error:
             info["error"] = sync.embedder_error
-        return info
+        return Health(reasons, {**fields, "embedder": info})

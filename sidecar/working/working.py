@@ -14,13 +14,13 @@ works out of the box.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import time
 from collections import defaultdict
 from typing import Any
 
+from sidecar.capability import Capability, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.journal.events import check_event, epoch, iso
@@ -81,22 +81,22 @@ def extractive(texts: list[str], cap: int = SUMMARY_CHARS) -> str:
     return " ".join(sentences[i] for i in sorted(chosen))
 
 
-class Working:
-    def __init__(self, settings: Settings, journal: Journal, llm: LLMClient | None) -> None:
+class Working(Capability):
+    def __init__(
+        self, settings: Settings, journal: Journal, llm: LLMClient | None, hooks: Hooks
+    ) -> None:
         self.settings = settings
+        self.hooks = hooks  # fires recorded
         self.journal = journal
         self.llm = llm
-        self._task: asyncio.Task[None] | None = None
+        self.tasks = Tasks()
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._timer(), name="sleep-pass")
+        self.tasks.run(self._timer(), "sleep-pass")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self.tasks.cancel()
 
     async def _timer(self) -> None:
         while True:
@@ -156,9 +156,8 @@ class Working:
             record = {**new.record, "summary_of": [e["id"] for e in events]}
             marker = {"kind": "summarised", "ids": [e["id"] for e in events],
                       "into": record["id"], "at": iso(now)}  # fmt: skip
-            await self.journal.append(tj, day_file(iso(now)[:10]), [record, marker])
-            for notify in self.journal.on_recorded:  # an episode like any other
-                notify(scope, [record])
+            await tj.append(day_file(iso(now)[:10]), [record, marker])
+            self.hooks.tell_recorded(scope, [record])  # an episode like any other
             promoted.append({"id": record["id"], "session_id": session, "source": source,
                              "summary_of": len(events), "summarised_by": how})  # fmt: skip
         if promoted:

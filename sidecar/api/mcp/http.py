@@ -80,13 +80,13 @@ class ServiceBackend:
         return await self.service.notes.write_health()
 
     async def list_files(self, scope: str) -> list[dict[str, Any]]:
-        return await self.service.files.list(scope)
+        return await self.service.browser.list(scope)
 
     async def read_file(self, scope: str, file: str) -> dict[str, Any]:
-        return await self.service.files.read(scope, file)
+        return await self.service.browser.read(scope, file)
 
     async def file_changes(self) -> AsyncIterator[dict[str, Any]]:
-        async with self.service.files.follow() as changes:
+        async with self.service.browser.follow() as changes:
             yield {"ready": True}
             while (change := await changes.get()) is not None:
                 yield change.to_json()

@@ -1,0 +1,123 @@
+"""What a capability is to the service, and every hook between capabilities.
+
+The service (``sidecar.service``) opens and starts its capabilities in one declared
+order and stops and closes them in reverse; each answers for its own part of
+``/healthz`` and ``/memory/status``. A capability calls another directly for what it
+asks of it; what it *tells* others goes through one of the ``Hooks``, so who hears of
+what is written here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+# (scope, file, its new bytes, its mtime_ns once written), on the index writer thread.
+OwnIndexer = Callable[[str, str, bytes, Callable[[], int]], None]
+
+
+@dataclass
+class Health:
+    """A capability's part of ``/healthz``: each reason it is degraded (none: it is
+    fine), and the fields of the answer it speaks for."""
+
+    reasons: list[str] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+class Capability(Protocol):
+    """One phase runs on every capability before the next phase starts. A class that
+    names this protocol as its base inherits a default for each step that does nothing,
+    so it writes only the steps it has."""
+
+    async def open(self) -> None:
+        """Read what is on disk; capabilities earlier in the order are open."""
+
+    async def start(self) -> None:
+        """Start background work; every capability is open."""
+
+    async def stop(self) -> None:
+        """Take no new work, finish what was accepted; later capabilities are stopped."""
+
+    async def close(self) -> None:
+        """Release threads, files and connections; every capability is stopped."""
+
+    async def health(self) -> Health:
+        """Why it is degraded, if it is, and its fields of ``/healthz``."""
+        return Health()
+
+    async def status(self, scope: str) -> dict[str, Any]:
+        """Its fields of ``/memory/status`` for the local tier ``scope``."""
+        return {}
+
+
+class Tasks:
+    """A capability's background work: tasks that run until ``cancel`` (timers, loops),
+    and one-off jobs, which ``finish`` waits for."""
+
+    def __init__(self) -> None:
+        self._running: list[asyncio.Task[Any]] = []
+        self._oneoffs: set[asyncio.Future[Any]] = set()
+
+    def run(self, work: Coroutine[Any, Any, Any], name: str) -> None:
+        self._running.append(asyncio.create_task(work, name=name))
+
+    def oneoff(self, work: Awaitable[Any], name: str) -> None:
+        task = asyncio.ensure_future(work)
+        task.set_name(name)
+        self._oneoffs.add(task)
+        task.add_done_callback(self._oneoffs.discard)
+
+    async def cancel(self) -> None:
+        for task in self._running:
+            task.cancel()
+        for task in self._running:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def finish(self) -> None:
+        """Wait for every one-off job; each reports its own failure."""
+        if self._oneoffs:
+            await asyncio.gather(*self._oneoffs, return_exceptions=True)
+
+
+@dataclass
+class Hooks:
+    """Each hook: who fires it, who hears it. Listeners run on the event loop unless said
+    otherwise and must not block it."""
+
+    index_changed: list[Callable[[], None]] = field(default_factory=list)
+    """A job changed a tier's index. Fired by ``index.indexes``; heard by the vector
+    sync (``retrieval.embeddings``), which embeds what is new."""
+
+    file_changed: list[Callable[[str, str], None]] = field(default_factory=list)
+    """(tier, file): a file that is not a note changed on disk. Fired by the watcher
+    (``index.indexes``); heard by the journal and learnings, which read it again."""
+
+    watched: list[Callable[[str, str], None]] = field(default_factory=list)
+    """(tier, file): any watcher event below a tier root. Fired by ``index.indexes``;
+    heard by the MCP resources' browser (``notes.browse``), which lists the tier again."""
+
+    recorded: list[Callable[[str, list[dict[str, Any]]], None]] = field(default_factory=list)
+    """(tier, records): events are durable in the tier's journal. Fired by the journal
+    (``journal.record``) and working memory's sleep pass; heard by consolidation
+    (``facts``), which queues them as episodes."""
+
+    own_indexers: dict[str, OwnIndexer] = field(default_factory=dict)
+    """Top-level folder -> how a file written there through ``notes.commit`` is indexed,
+    instead of into the notes index (on the index writer thread). Set by learnings (its
+    own index) and operators (operator models are never indexed)."""
+
+    def tell_recorded(self, tier: str, records: list[dict[str, Any]]) -> None:
+        """The events are recorded whatever a listener makes of them."""
+        for listener in self.recorded:
+            try:
+                listener(tier, records)
+            except Exception:
+                log.exception("a listener to recorded events failed")
