@@ -29,12 +29,12 @@ from sidecar.config import DEFAULT_PORT, EMBEDDERS, ROLES, STORE_FLAGS, Caps, Se
 from sidecar.daemon_client import error_detail, get_json, unreachable
 from sidecar.facts import cli as facts_cli
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
-from sidecar.index.head_start import head_start
 from sidecar.journal import cli as journal_cli
 from sidecar.learnings import cli as learnings_cli
 from sidecar.notes import cli as notes_cli
 from sidecar.retrieval import cli as offline_cli
 from sidecar.retrieval.embedders.factory import HOW_TO_ENABLE
+from sidecar.stores.head_start import head_start
 
 log = logging.getLogger("sidecar")
 

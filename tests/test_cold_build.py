@@ -28,12 +28,13 @@ from sidecar import metrics
 from sidecar.api.metrics import read_state, render
 from sidecar.config import Settings
 from sidecar.disk.tiers import Tier
-from sidecar.index import build, head_start, indexer, indexes, parse_pool
+from sidecar.index import build, indexer, indexes, parse_pool
 from sidecar.index.parse_pool import ParsePool
 from sidecar.index.progress import BuildProgress, ProgressBar, tracked
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.index.store import IndexedFile, PreparedFile, chunk_rows, metadata_json
 from sidecar.service import MemoryService
+from sidecar.stores import head_start
+from sidecar.stores.sqlite import SQLiteStore
 from tests.conftest import eventually
 from tests.sidecar_process import SidecarProcess, wait_for
 
@@ -286,7 +287,7 @@ def dump_rows(store: SQLiteStore) -> tuple[list[Any], list[Any]]:
     # the FTS index agrees with the chunk rows it was filled from (raises if not)
     with contextlib.closing(sqlite3.connect(store.path)) as check:
         check.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
-    conn = store._reader()
+    conn = store.db.reader()
     files = conn.execute("SELECT path, size, mtime_ns, sha256, metadata FROM files ORDER BY path")
     chunks = conn.execute(
         "SELECT id, path, start_line, end_line, heading, body, context, hash FROM chunks "

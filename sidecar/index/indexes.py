@@ -39,7 +39,6 @@ from sidecar.index.queue import (
     JobKey,
     ReindexQueue,
 )
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.index.store import IndexStore, StoreStats, iso
 
 log = logging.getLogger(__name__)
@@ -87,12 +86,11 @@ class TierIndexes:
         chunk_chars: int,
         reconcile_interval: float,
         role: str,
-        open_store: Callable[[Tier], IndexStore] | None = None,
+        open_store: Callable[[Tier], IndexStore],
         pool: ParsePool | None = None,
     ) -> None:
         self._tier_list = tiers
-        # Which store holds each tier (``sidecar.stores`` decides); SQLite by default.
-        self._open_store = open_store or (lambda tier: SQLiteStore(tier.index_path))
+        self._open_store = open_store  # which store holds each tier: ``sidecar.stores`` decides
         self.chunk_chars = chunk_chars
         self.reconcile_interval = reconcile_interval
         self.role = role  # named when a tier this sidecar does not serve is asked for

@@ -32,7 +32,6 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from sidecar.index import sqlite
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import (
     BuildFile,
@@ -44,7 +43,7 @@ from sidecar.index.store import (
     diff_chunks,
     text_key,
 )
-from sidecar.stores import fts5
+from sidecar.stores import fts5, sqlite_schema
 from sidecar.stores.pg_schema import TS_CONFIG, SchemaTooNew, migrate
 
 log = logging.getLogger(__name__)
@@ -102,8 +101,12 @@ def _tsquery(node: fts5.Node) -> str | None:
 def _terms(node: fts5.Node, context_weight: float | None = None) -> dict[str, list[Any]]:
     """The words BM25 scores, each with its prefix flag and column weights (the SQLite
     store's, read when asked: a benchmark may set them)."""
-    context = sqlite.CONTEXT_WEIGHT if context_weight is None else context_weight
-    weights = {"heading": sqlite.HEADING_WEIGHT, "body": sqlite.BODY_WEIGHT, "context": context}
+    context = sqlite_schema.CONTEXT_WEIGHT if context_weight is None else context_weight
+    weights = {
+        "heading": sqlite_schema.HEADING_WEIGHT,
+        "body": sqlite_schema.BODY_WEIGHT,
+        "context": context,
+    }
     out: dict[str, list[Any]] = {"words": [], "prefix": [], "wa": [], "wb": [], "wc": []}
     for phrase in fts5.phrases(node):
         for k, word in enumerate(phrase.words):
