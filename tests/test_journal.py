@@ -570,7 +570,7 @@ def test_an_index_of_the_previous_schema_is_read_again_and_keeps_its_history(
     index = JournalIndex(tmp_path / "j.sqlite")
     index.rebuild(root)
     index.add_snapshot("2026-11-01", {"score": 80.0})
-    index._writer.execute("PRAGMA user_version = 2")
+    index.db.writer.execute("PRAGMA user_version = 2")
     index.close()
     index = JournalIndex(tmp_path / "j.sqlite")
     try:

@@ -52,7 +52,8 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
-# A function SQL may call: (name, number of arguments, the Python function).
+# A function SQL may call: (name, number of arguments, the Python function). One formula
+# for Python and SQL alike, rather than a copy of it written in SQL.
 SqlFunction = tuple[str, int, Callable[..., object]]
 
 
