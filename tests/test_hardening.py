@@ -501,9 +501,9 @@ async def test_a_failed_rebuild_is_tried_again_until_it_works(
     client: TestClient, service: MemoryService, tier_dirs: tuple[Path, Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    from sidecar.index import indexes
+    from sidecar.index import jobs
 
-    monkeypatch.setattr(indexes, "HEAL_RETRY_S", 0.05)
+    monkeypatch.setattr(jobs, "HEAL_RETRY_S", 0.05)
     agent, _ = tier_dirs
     status, _ = await status_of(
         client, "POST", "/memory/write", json={"file": "AGENT.md", "content": "- plum"}
