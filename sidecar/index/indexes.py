@@ -24,15 +24,7 @@ from sidecar.errors import ApiError
 from sidecar.index import watcher
 from sidecar.index.jobs import C, Change, IndexJobs, T, TierState
 from sidecar.index.parse_pool import ParsePool
-from sidecar.index.queue import (
-    HEAL,
-    OPTIMIZE,
-    REBUILD,
-    TREE,
-    WRITE,
-    JobKey,
-    ReindexQueue,
-)
+from sidecar.index.queue import HEAL, OPTIMIZE, REBUILD, TREE, WRITE, JobKey, ReindexQueue
 from sidecar.index.store import IndexStore, StoreStats, iso
 
 log = logging.getLogger(__name__)

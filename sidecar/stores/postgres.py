@@ -207,7 +207,10 @@ class PostgresStore:
             "SELECT size, mtime_ns, sha256 FROM files WHERE namespace = %s AND path = %s",
             (self.namespace, path),
         )
-        return FileState(*rows[0]) if rows else None
+        if not rows:
+            return None
+        ((size, mtime_ns, sha256),) = rows
+        return FileState(size, mtime_ns, sha256)
 
     def file_metadata(self, paths: Iterable[str]) -> dict[str, dict[str, Any]]:
         rows = self._db.rows(
@@ -327,7 +330,7 @@ class PostgresStore:
                 (self.namespace, item.path),
             ).fetchall()
             fresh, stale, moved = diff_chunks(rows, [c for c in item.chunks if c.text])
-            self._delete_chunks(conn, [row[0] for row in stale])
+            self._delete_chunks(conn, [row_id for row_id, *_ in stale])
             if moved:
                 with conn.cursor() as cur:
                     cur.executemany(

@@ -134,7 +134,10 @@ class SQLiteStore:
             .execute("SELECT size, mtime_ns, sha256 FROM files WHERE path = ?", (path,))
             .fetchone()
         )
-        return FileState(*row) if row else None
+        if row is None:
+            return None
+        size, mtime_ns, sha256 = row
+        return FileState(size, mtime_ns, sha256)
 
     def file_metadata(self, paths: Iterable[str]) -> dict[str, dict[str, Any]]:
         rows = self._select_in("SELECT path, metadata FROM files WHERE path IN (%s)", paths)
@@ -243,7 +246,10 @@ class SQLiteStore:
         )
         conn.executemany(
             "INSERT INTO chunks_fts(rowid, heading, body, context) VALUES (?, ?, ?, ?)",
-            [(i, r[3], r[4], r[5]) for i, r in zip(ids, rows, strict=True)],
+            [
+                (i, heading, text, context)
+                for i, (_, _, _, heading, text, context, _) in zip(ids, rows, strict=True)
+            ],
         )
 
     @staticmethod
@@ -293,7 +299,9 @@ class SQLiteStore:
                     "VALUES ('delete', ?, ?, ?, ?)",
                     stale,
                 )
-                conn.executemany("DELETE FROM chunks WHERE id = ?", [(r[0],) for r in stale])
+                conn.executemany(
+                    "DELETE FROM chunks WHERE id = ?", [(row_id,) for row_id, *_ in stale]
+                )
             if moved:
                 conn.executemany(
                     "UPDATE chunks SET start_line = ?, end_line = ? WHERE id = ?", moved
