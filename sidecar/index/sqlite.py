@@ -75,7 +75,7 @@ class Database:
     reader thread.
 
     Opening checks ``PRAGMA user_version``: at ``version`` the file is kept once
-    ``probe`` (a query of its FTS table) answers; at one of ``keep`` (versions whose
+    ``probe`` (a query reading its tables) answers; at one of ``keep`` (versions whose
     tables are this one's) it is kept for its owner to re-read; anything else, or a file
     SQLite cannot read, is deleted and ``schema`` run on a new one. ``found`` says
     which: the version the file had, or None if the tables were just created.
