@@ -24,9 +24,9 @@ from bench.latency import WARMUP, _queries
 from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
 from sidecar.disk.tiers import INDEX_FILENAME
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.retrieval.embedders.minilm import DIM, MAX_TOKENS
 from sidecar.retrieval.vector_sync import texts_to_embed, to_blob
+from sidecar.stores.sqlite import SQLiteStore
 
 NAME = "hybrid_speed"
 SIZE = 10_000

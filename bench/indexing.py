@@ -20,7 +20,7 @@ from bench.notes import NoteWriter, write_notes
 from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
 from sidecar.index import indexer
-from sidecar.index.sqlite import SQLiteStore
+from sidecar.stores.sqlite import SQLiteStore
 
 NAME = "indexing"
 FILES = 2000

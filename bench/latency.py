@@ -25,9 +25,9 @@ from bench.locomo_data import Locomo
 from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
 from sidecar.disk.tiers import INDEX_FILENAME
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.retrieval.query import plan
 from sidecar.retrieval.ranking import search_store
+from sidecar.stores.sqlite import SQLiteStore
 
 NAME = "latency"
 SIZES = (10_000, 100_000)

@@ -18,7 +18,7 @@ run in another mode looks its vectors up instead of embedding them again.
 target=X`` and ``--arg lead_in_cost=X`` set the chunker's target fraction of the cap and
 the cost of cutting after a lead-in line, ``--arg context_chars=N`` the neighbouring
 characters folded into each side of a chunk's indexed context (``chunking.CONTEXT_CHARS``,
-0 = none) and ``--arg context_weight=X`` their BM25 weight (``sqlite.CONTEXT_WEIGHT`` in
+0 = none) and ``--arg context_weight=X`` their BM25 weight (``sqlite_schema.CONTEXT_WEIGHT`` in
 hybrid's pool, ``modes.SPARSE_CONTEXT_WEIGHT`` in sparse mode):
 for the cross-validation of those constants (``bench/crossval.py``).
 ``--arg store=pgserver`` keeps each sample's index in a throwaway PostgreSQL cluster
@@ -80,9 +80,9 @@ class InProcessRetriever:
         if context_weight and mode == SPARSE:
             self.sparse_weight = float(context_weight)
         elif context_weight:
-            from sidecar.index import sqlite
+            from sidecar.stores import sqlite_schema
 
-            sqlite.CONTEXT_WEIGHT = float(context_weight)
+            sqlite_schema.CONTEXT_WEIGHT = float(context_weight)
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-idx-")
         self._server = None
         self._url = store

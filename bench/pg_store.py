@@ -52,7 +52,7 @@ from sidecar.index.store import IndexStore
 from sidecar.retrieval import query
 from sidecar.retrieval.ranking import search_store
 from sidecar.stores import fts5, open_store
-from sidecar.stores.postgres import _SEARCH_WORDS, _TOP, _terms
+from sidecar.stores.pg_search import SEARCH_WORDS, TOP, terms
 
 NAME = "pg_store"
 SIZES = (10_000, 100_000)
@@ -285,9 +285,9 @@ def buffers(url: str, namespace: str, queries: list[str]) -> float:
             tree = fts5.parse(planned.match)
             if not fts5.is_bag_of_words(tree):
                 continue
-            params = {"ns": namespace, "top": _TOP, "limit": LIMIT, **_terms(tree)}
+            params = {"ns": namespace, "top": TOP, "limit": LIMIT, **terms(tree)}
             (plan_json,) = conn.execute(
-                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + _SEARCH_WORDS, params
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + SEARCH_WORDS, params
             ).fetchone()  # type: ignore[misc]
             top = plan_json[0]["Plan"]
             touched.append(int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"]))

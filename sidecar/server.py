@@ -1,7 +1,7 @@
 """The daemon: the memory service and its HTTP sites, run until a signal stops them.
 
 Imported by ``sidecar serve`` only once its sockets are bound and a cold build's
-parsing has begun (``sidecar.index.head_start``): this module brings in the HTTP
+parsing has begun (``sidecar.stores.head_start``): this module brings in the HTTP
 stack, MCP and every capability, which is most of a start.
 """
 

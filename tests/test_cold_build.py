@@ -28,12 +28,13 @@ from sidecar import metrics
 from sidecar.api.metrics import read_state, render
 from sidecar.config import Settings
 from sidecar.disk.tiers import Tier
-from sidecar.index import build, head_start, indexer, indexes, parse_pool
+from sidecar.index import build, indexer, jobs, parse_pool, queue
 from sidecar.index.parse_pool import ParsePool
 from sidecar.index.progress import BuildProgress, ProgressBar, tracked
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.index.store import IndexedFile, PreparedFile, chunk_rows, metadata_json
 from sidecar.service import MemoryService
+from sidecar.stores import head_start
+from sidecar.stores.sqlite import SQLiteStore
 from tests.conftest import eventually
 from tests.sidecar_process import SidecarProcess, wait_for
 
@@ -97,8 +98,8 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
         return real(*args)
 
     monkeypatch.setattr(indexer, "read_parsed", gated)
-    monkeypatch.setattr(indexes, "BUILD_MIN_FILES", 20)
-    monkeypatch.setattr(indexes, "POOL_MIN_FILES", 10**9)
+    monkeypatch.setattr(jobs, "BUILD_MIN_FILES", 20)
+    monkeypatch.setattr(jobs, "POOL_MIN_FILES", 10**9)
     monkeypatch.setattr(build, "STEP_S", 0.0)
     monkeypatch.setattr(build, "COMMIT_FILES", 1)
     yield gate
@@ -141,8 +142,8 @@ async def test_status_shows_the_build_and_searches_see_what_is_committed(
     health = await svc.health()
     assert health["tiers"]["agent"]["state"] == "indexing"
     # What a metrics scrape reads, from any thread: the build job is running.
-    assert await asyncio.to_thread(svc.indexes.queue_depth, "agent") == 1
-    age = await asyncio.to_thread(svc.indexes.oldest_job_age, "agent")
+    assert await asyncio.to_thread(svc.indexes.queue.depth, "agent") == 1
+    age = await asyncio.to_thread(svc.indexes.queue.oldest_age, "agent")
     assert age is not None and age >= 0
     builds = metrics.INDEX_BUILDS.labels(tier="agent", kind="cold")
     before = builds._value.get()
@@ -154,7 +155,7 @@ async def test_status_shows_the_build_and_searches_see_what_is_committed(
     assert "build" not in done and done["total_files"] == 200 and done["indexing"] is False
     last = (await svc.search.search(word_of(waiting[-1]), "agent", 10)).to_json()
     assert [r["file"] for r in last["results"]] == [waiting[-1]]
-    progress_of = svc.indexes.build_progress("agent")
+    progress_of = svc.indexes.tiers["agent"].progress
     assert progress_of is not None and progress_of.state == "done"
     assert progress_of.files_done == 200
 
@@ -242,7 +243,7 @@ async def test_an_edit_during_the_build_is_not_overwritten_by_it(
     late = waiting[-1]  # in a batch still to come
     (svc.settings.agent_dir / late).write_text("# Rewritten\n\nrewritten with quince\n")
     # Queued behind the build's step, which waits at the gate: let it go on, then wait.
-    edited = svc.indexes.queue.submit(indexes.JobKey("agent", indexes.FILE, late))
+    edited = svc.indexes.queue.submit(queue.JobKey("agent", queue.FILE, late))
     gate.release_all()
     await edited
     await svc.indexes.queue.wait_idle()
@@ -259,7 +260,7 @@ async def test_a_build_an_outage_interrupted_goes_on_once_the_store_answers(
     cannot tell yet whether the index survived, the build's next step is dropped while
     the tier is broken, and the heal that finds the index intact must restart it."""
     svc = cold_service
-    monkeypatch.setattr(indexes, "HEAL_RETRY_S", 0.05)
+    monkeypatch.setattr(jobs, "HEAL_RETRY_S", 0.05)
     await asyncio.to_thread(gate.blocked.wait, 10)
     state = svc.indexes.tiers["agent"]
     asked: list[int] = []
@@ -286,7 +287,7 @@ def dump_rows(store: SQLiteStore) -> tuple[list[Any], list[Any]]:
     # the FTS index agrees with the chunk rows it was filled from (raises if not)
     with contextlib.closing(sqlite3.connect(store.path)) as check:
         check.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
-    conn = store._reader()
+    conn = store.db.reader()
     files = conn.execute("SELECT path, size, mtime_ns, sha256, metadata FROM files ORDER BY path")
     chunks = conn.execute(
         "SELECT id, path, start_line, end_line, heading, body, context, hash FROM chunks "

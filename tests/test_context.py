@@ -10,10 +10,10 @@ import pytest
 from sidecar.index import chunking
 from sidecar.index.chunking import chunk_markdown
 from sidecar.index.indexer import parse_note
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.index.store import FileState, Hit
 from sidecar.retrieval.query import plan
 from sidecar.retrieval.ranking import search_store
+from sidecar.stores.sqlite import SQLiteStore
 
 # Three short paragraphs in one section, then another section: each paragraph is its
 # own chunk at a 60-character cap.

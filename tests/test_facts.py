@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -470,3 +472,37 @@ async def test_a_partial_line_in_the_log_is_ended_before_an_append(
     assert json.loads(log_path.read_bytes().splitlines()[2])["kind"] == "invalidate"
     status = (await (await client.get("/memory/status?scope=agent")).json())["facts"]
     assert [p["line"] for p in status["problems"]] == [2]
+
+
+def test_a_restart_embeds_no_fact_the_cache_holds(tmp_path: Path) -> None:
+    """The vector cache (``facts.sqlite``) outlives the process: a fact embedded once
+    needs no model call after a restart; a cache of another version is dropped."""
+    import numpy as np
+
+    from sidecar.facts.index import CACHE_FILENAME, FactsIndex
+
+    (tmp_path / "facts").mkdir()
+    fact = {"kind": "fact", "id": "f1", "category": "identity", "fact": "The user is Ana.",
+            "keywords": ["Ana"], "valid_at": "2026-11-01T00:00:00Z"}  # fmt: skip
+    (tmp_path / facts_log.LOG).write_text(json.dumps(fact) + "\n")
+    index = FactsIndex(tmp_path)
+    index.load()
+    (missing,) = index.missing_vectors("m")
+    index.put_vectors("m", [(missing, np.ones(4, dtype=np.float32) / 2)])
+    index.close()
+    index = FactsIndex(tmp_path)
+    try:
+        index.load()
+        assert index.missing_vectors("m") == []
+        assert index.vectors["f1"].tolist() == [0.5] * 4
+    finally:
+        index.close()
+    with sqlite3.connect(tmp_path / CACHE_FILENAME) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    index = FactsIndex(tmp_path)
+    try:
+        index.load()
+        assert [f.id for f in index.missing_vectors("m")] == ["f1"]
+    finally:
+        index.close()

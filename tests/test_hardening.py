@@ -501,9 +501,9 @@ async def test_a_failed_rebuild_is_tried_again_until_it_works(
     client: TestClient, service: MemoryService, tier_dirs: tuple[Path, Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    from sidecar.index import indexes
+    from sidecar.index import jobs
 
-    monkeypatch.setattr(indexes, "HEAL_RETRY_S", 0.05)
+    monkeypatch.setattr(jobs, "HEAL_RETRY_S", 0.05)
     agent, _ = tier_dirs
     status, _ = await status_of(
         client, "POST", "/memory/write", json={"file": "AGENT.md", "content": "- plum"}
@@ -576,20 +576,20 @@ def test_a_reset_index_is_read_afresh_by_every_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sidecar.index import sqlite as sqlite_module
-    from sidecar.index.sqlite import SQLiteStore
+    from sidecar.stores.sqlite import SQLiteStore
 
     store = SQLiteStore(tmp_path / "index.sqlite")
     assert store.stats().total_files == 0
-    real_connect, calls = sqlite_module._connect, []
+    real_connect, calls = sqlite_module.connect, []
 
-    def failing_once(path: Path) -> Any:
+    def failing_once(path: Path, *args: Any) -> Any:
         calls.append(path)
         if len(calls) == 1:
             raise sqlite3.OperationalError("unable to open database file")
-        return real_connect(path)
+        return real_connect(path, *args)
 
     store.reset()
-    monkeypatch.setattr(sqlite_module, "_connect", failing_once)
+    monkeypatch.setattr(sqlite_module, "connect", failing_once)
     with pytest.raises(sqlite3.OperationalError):
         store.stats()  # this thread's reconnect fails once...
     assert store.stats().total_files == 0  # ...and the next call reconnects
@@ -600,9 +600,9 @@ def test_a_reset_index_is_read_afresh_by_every_thread(
 def test_a_reset_index_drops_the_vectors_it_held(tmp_path: Path) -> None:
     import numpy as np
 
-    from sidecar.index.sqlite import SQLiteStore
     from sidecar.retrieval.embedders.base import normalize
     from sidecar.retrieval.vector_sync import TierVectors
+    from sidecar.stores.sqlite import SQLiteStore
 
     class Embedder:
         model_id, dim = "test:2", 2

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sidecar.index.indexer import SyncResult, load_tree, sync_file, sync_tree
-from sidecar.index.sqlite import SQLiteStore
+from sidecar.stores.sqlite import SQLiteStore
 
 OLD_NS = 1_600_000_000 * 10**9  # September 2020: far outside the racy window
 
@@ -257,13 +257,13 @@ def test_an_append_rewrites_only_the_last_chunks_of_a_long_file(
     path = write(root, "daily/2026-11-21.md", text)
     sync_file(store, root, "daily/2026-11-21.md")
     query = "SELECT id, start_line, end_line, body FROM chunks WHERE path = ?"
-    before = set(store._reader().execute(query, ("daily/2026-11-21.md",)))
+    before = set(store.db.reader().execute(query, ("daily/2026-11-21.md",)))
     assert len(before) > 8
     for i in range(60, 70):
         with path.open("a", encoding="utf-8") as f:
             f.write(entry.format(i) + "\n")
         assert counts(sync_file(store, root, "daily/2026-11-21.md")) == (1, 0, 0)
-        after = set(store._reader().execute(query, ("daily/2026-11-21.md",)))
+        after = set(store.db.reader().execute(query, ("daily/2026-11-21.md",)))
         # Only chunks starting within two caps of the old end may move: three at most.
         assert len(before - after) <= 3, f"append {i} rewrote {len(before - after)} chunks"
         before = after

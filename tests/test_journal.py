@@ -20,7 +20,8 @@ from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
 from sidecar.errors import ApiError
 from sidecar.journal.events import check_event
-from sidecar.journal.index import FILENAME, JournalIndex
+from sidecar.journal.index import FILENAME, Filters, JournalIndex
+from sidecar.journal.ranking import importance_now
 from sidecar.service import MemoryService
 from tests.conftest import eventually, fill
 
@@ -557,6 +558,43 @@ def test_the_index_rebuilds_from_the_files_alone(tmp_path: Path) -> None:
         index.close()
 
 
+def test_the_importance_filter_is_the_formula_recall_ranks_by(tmp_path: Path) -> None:
+    """The crew's high-value filter runs ``ranking.importance_now`` in SQLite: an event
+    dated ahead of now is as important as one of today, not more (the SQL copy of the
+    formula let its recency pass 1)."""
+    root = tmp_path / "tier"
+    (root / "journal").mkdir(parents=True)
+    shapes = [(-30, 0.65, 0), (0, 0.65, 0), (0, 0.75, 0), (90, 0.9, 0), (200, 0.9, 7)]
+    events = [
+        {"id": str(uuid.uuid4()), "ts": iso(timedelta(days=-days)), "recorded_at": iso(),
+         "type": "a.b", "summary": f"event {k}", "payload": {}, "importance": importance}
+        for k, (days, importance, _) in enumerate(shapes)
+    ]  # fmt: skip
+    refs = [{"kind": "ref", "ids": [e["id"]], "at": iso()}
+            for e, (_, _, n) in zip(events, shapes, strict=True) for _ in range(n)]  # fmt: skip
+    (root / "journal" / "2026-11-01.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in [*events, *refs])
+    )
+    index = JournalIndex(tmp_path / "j.sqlite")
+    try:
+        index.rebuild(root)
+        ids = [e["id"] for e in events]
+        now = time.time()
+        rows = index.fetch("id", ids, Filters(include_expired=True), now)
+        assert len(rows) == len(events)
+        for threshold in (0.5, 0.7, 0.8):
+            kept = index.fetch("id", ids, Filters(min_importance=threshold), now)
+            assert {r.id for r in kept} == {
+                r.id
+                for r in rows
+                if importance_now(r.base, r.floor, now - r.ts, r.refs) >= threshold
+            }
+        # Dated 30 days ahead with importance 0.65: below 0.7, as it would be today.
+        assert index.fetch("id", [ids[0]], Filters(min_importance=0.7), now) == []
+    finally:
+        index.close()
+
+
 def test_an_index_of_the_previous_schema_is_read_again_and_keeps_its_history(
     tmp_path: Path,
 ) -> None:
@@ -570,7 +608,7 @@ def test_an_index_of_the_previous_schema_is_read_again_and_keeps_its_history(
     index = JournalIndex(tmp_path / "j.sqlite")
     index.rebuild(root)
     index.add_snapshot("2026-11-01", {"score": 80.0})
-    index._writer.execute("PRAGMA user_version = 2")
+    index.db.writer.execute("PRAGMA user_version = 2")
     index.close()
     index = JournalIndex(tmp_path / "j.sqlite")
     try:

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from sidecar.index.chunking import Chunk
-from sidecar.index.sqlite import SCHEMA_VERSION, SQLiteStore
 from sidecar.index.store import FileState, Hit, IndexedFile, IndexStore, StoreStats
 from sidecar.retrieval import query
 from sidecar.retrieval.modes import SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.ranking import rank_tier
+from sidecar.stores.sqlite import SQLiteStore
+from sidecar.stores.sqlite_schema import SCHEMA_VERSION
 
 
 def item(
@@ -93,7 +94,7 @@ def test_search_with_no_match_is_empty(store: SQLiteStore) -> None:
 
 def rows(store: SQLiteStore, path: str) -> dict[int, tuple[int, int, str, str]]:
     """id -> (start_line, end_line, heading, body) of every chunk row of one file."""
-    got = store._reader().execute(
+    got = store.db.reader().execute(
         "SELECT id, start_line, end_line, heading, body FROM chunks WHERE path = ?", (path,)
     )
     return {i: (s, e, h, b) for i, s, e, h, b in got}
@@ -101,7 +102,7 @@ def rows(store: SQLiteStore, path: str) -> dict[int, tuple[int, int, str, str]]:
 
 def assert_fts_consistent(store: SQLiteStore) -> None:
     """FTS5 checks its index against the chunks table (raises if they disagree)."""
-    with store._transaction() as conn:
+    with store.db.transaction() as conn:
         conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
 
 

@@ -14,7 +14,6 @@ import psycopg
 import pytest
 
 from sidecar.index.chunking import Chunk
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.index.store import (
     FileState,
     Hit,
@@ -26,6 +25,7 @@ from sidecar.index.store import (
 from sidecar.stores import describe, open_store
 from sidecar.stores.pg_schema import LATEST
 from sidecar.stores.postgres import NotWriter, PostgresStore, StoreUnavailable
+from sidecar.stores.sqlite import SQLiteStore
 from tests.pg_server import namespace
 from tests.test_store import item, lines_item, own_and_near, paths
 

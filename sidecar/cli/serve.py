@@ -12,7 +12,7 @@ import socket
 
 from sidecar import config, logs
 from sidecar.config import Settings
-from sidecar.index.head_start import head_start
+from sidecar.stores.head_start import head_start
 
 log = logging.getLogger("sidecar")
 

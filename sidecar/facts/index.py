@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.facts import log as facts_log
 from sidecar.facts.log import CATEGORIES, MAX_ID_CHARS
-from sidecar.index.sqlite import TOKENIZER, is_query_error
+from sidecar.index.sqlite import TOKENIZER, Database, is_query_error
 from sidecar.journal.events import epoch, iso
 from sidecar.journal.ranking import Candidate, relevance
 
@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 CACHE_FILENAME = "facts.sqlite"
+# 1: the cache on the SQLite base (versioned: a cache of another version is dropped)
+CACHE_VERSION = 1
+_CACHE_SCHEMA = f"""
+CREATE TABLE vectors (model TEXT, key TEXT, vec BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
+PRAGMA user_version = {CACHE_VERSION};
+"""
 
 
 @dataclass(slots=True)
@@ -98,10 +104,13 @@ class FactsIndex:
             f"CREATE VIRTUAL TABLE fts USING fts5(id UNINDEXED, fact, keywords, "
             f"tokenize='{TOKENIZER}')"
         )
-        self._cache = sqlite3.connect(root / CACHE_FILENAME, check_same_thread=False)
-        self._cache.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vec BLOB, "
-            "PRIMARY KEY (model, key)) WITHOUT ROWID"
+        self._cache = Database(
+            root / CACHE_FILENAME,
+            _CACHE_SCHEMA,
+            CACHE_VERSION,
+            "SELECT count(*) FROM vectors",
+            what="facts vector cache",
+            source="the facts log",
         )
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}  # fact id -> unit vector
 
@@ -166,11 +175,15 @@ class FactsIndex:
         if not want:
             return []
         keys = {text_key(fact.embed_text): fact for fact in want}
-        rows = self._cache.execute(
-            f"SELECT key, vec FROM vectors WHERE model = ? AND key IN "
-            f"({','.join('?' * len(keys))})",
-            [model, *keys],
-        ).fetchall()
+        rows = (
+            self._cache.reader()
+            .execute(
+                f"SELECT key, vec FROM vectors WHERE model = ? AND key IN "
+                f"({','.join('?' * len(keys))})",
+                [model, *keys],
+            )
+            .fetchall()
+        )
         for key, blob in rows:
             self.vectors[keys[key].id] = np.frombuffer(blob, dtype=np.float32)
         return [fact for fact in want if fact.id not in self.vectors]
@@ -180,8 +193,8 @@ class FactsIndex:
         for fact, vec in items:
             self.vectors[fact.id] = vec
             rows.append((model, text_key(fact.embed_text), vec.astype("float32").tobytes()))
-        with self._cache:
-            self._cache.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+        with self._cache.transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
 
     # -- reading (any thread) --------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The interface every index store implements (SQLite today, PostgreSQL planned).
+"""The interface every index store implements (``sidecar.stores``: SQLite, PostgreSQL).
 
 Calls are synchronous and coarse: one call is one transaction. The daemon runs
 them on worker threads so the event loop never waits on storage.

@@ -25,6 +25,7 @@ from sidecar.journal.events import (
     payload_text,
     should_embed,
 )
+from sidecar.journal.index_schema import INSERT_EVENT
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def apply(conn: sqlite3.Connection, rel: str, lines: Iterable[jsonl.Line], inode
     row = conn.execute("SELECT offset, lines FROM files WHERE path = ?", (rel,)).fetchone()
     end, count = row if row else (0, 0)
     added = 0
-    events: list[tuple[Any, ...]] = []
+    events: list[dict[str, Any]] = []
     for line in lines:
         count += 1
         end = line.end
@@ -116,21 +117,14 @@ def fold_record(conn: sqlite3.Connection, record: dict[str, Any]) -> list[str]:
     raise BadRecord(f"unknown record kind {str(kind)[:40]!r}")
 
 
-_INSERT_EVENT = (
-    "INSERT OR IGNORE INTO events (id, ts, recorded_at, type, severity, summary, payload, body, "
-    "session_id, source, agent_id, base, floor, priority, valid_until, supersedes, embeddable, "
-    "file, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def insert_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
+def insert_events(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> int:
     """Rows from ``event_row``; an id already indexed (a catch-up after our own append) is
     left as it is. Returns how many were new."""
     if not rows:
         return 0
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
     before = conn.total_changes
-    conn.executemany(_INSERT_EVENT, rows)
+    conn.executemany(INSERT_EVENT, rows)
     added = conn.total_changes - before
     if added:
         conn.execute(
@@ -140,13 +134,14 @@ def insert_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
         )
         conn.executemany(
             "UPDATE events SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
-            [(row[0], row[15]) for row in rows if row[15]],
+            [(row["id"], row["supersedes"]) for row in rows if row["supersedes"]],
         )
     return added
 
 
-def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[tuple[Any, ...], list[str]]:
-    """An event line as a row of ``events``, and the values read as their defaults."""
+def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """An event line as a row of ``events`` (a value for each of ``INSERTED``), and the
+    values read as their defaults."""
     event_id, kind, summary = record.get("id"), record.get("type"), record.get("summary")
     if not (_text(event_id) and _text(kind) and _text(summary)):
         raise BadRecord("event needs string 'id', 'type' and 'summary'")
@@ -193,12 +188,13 @@ def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[tuple[Any, .
     if not (_text(text) and _text(body)):
         raise BadRecord("'payload' holds text that is not Unicode (a lone surrogate)")
     embed = should_embed({"type": kind, "severity": severity, "refs": record.get("refs")})
-    row = (
-        event_id, ts, recorded, kind, severity, summary, text, body, labels["session_id"],
-        labels["source"], labels["agent_id"], base,
-        PRIORITY_FLOORS[priority] if priority else 0.0, priority, valid_until, supersedes,
-        int(embed), rel, line,
-    )  # fmt: skip
+    row = {
+        "id": event_id, "ts": ts, "recorded_at": recorded, "type": kind, "severity": severity,
+        "summary": summary, "payload": text, "body": body, **labels, "base": base,
+        "floor": PRIORITY_FLOORS[priority] if priority else 0.0, "priority": priority,
+        "valid_until": valid_until, "supersedes": supersedes, "embeddable": int(embed),
+        "file": rel, "line": line,
+    }  # fmt: skip
     return row, defaults
 
 

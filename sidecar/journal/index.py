@@ -7,98 +7,32 @@ health snapshots are kept across a rebuild (vectors are keyed by event id and
 model, so they stay right; snapshots cannot be derived at all).
 
 One writer (the tier's journal thread) and a read-only connection per reader
-thread, in WAL mode, as for the notes index.
+thread, in WAL mode, as for the notes index (``sidecar.index.sqlite.Database``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import sqlite3
-import threading
-from collections.abc import Iterable
-from contextlib import AbstractContextManager, suppress
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from sidecar.disk import jsonl
-from sidecar.index.sqlite import TOKENIZER, immediate, is_query_error
+from sidecar.index.sqlite import Database, is_query_error
 from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import log as journal_log
 from sidecar.journal.fold import BATCH, apply
+from sidecar.journal.index_schema import DERIVED, PROBE, REREAD_FROM, SCHEMA, SCHEMA_VERSION
+from sidecar.journal.ranking import importance_now
 
 log = logging.getLogger(__name__)
 
 FILENAME = "journal.sqlite"
-# 4: times past 9999 UTC and values that do not fit their field read as defaults
-# 3: payload text one value a line (the scanner reads each as a clause of its own)
-# 2: the scanner's verdict per event
-SCHEMA_VERSION = 4
-_REREAD_FROM = (2, 3)  # versions whose tables are this one's: only the lines' reading changed
 SUMMARY_WEIGHT, BODY_WEIGHT = 2.0, 1.0  # a word in the summary says more than one in the payload
-
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    ts REAL NOT NULL,
-    recorded_at REAL NOT NULL,
-    type TEXT NOT NULL,
-    severity TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    body TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    source TEXT,
-    agent_id TEXT,
-    base REAL NOT NULL,
-    floor REAL NOT NULL,
-    priority TEXT,
-    valid_until REAL,
-    supersedes TEXT,
-    superseded_by TEXT,
-    embeddable INTEGER NOT NULL,
-    refs INTEGER NOT NULL DEFAULT 0,
-    last_ref REAL,
-    file TEXT NOT NULL,
-    line INTEGER NOT NULL,
-    flag TEXT  -- the injection scanner's verdict: NULL not yet read, '' clean, else JSON
-);
-CREATE INDEX IF NOT EXISTS events_by_ts ON events(ts, id);
-CREATE INDEX IF NOT EXISTS events_by_session ON events(session_id, recorded_at);
-CREATE INDEX IF NOT EXISTS events_by_supersedes ON events(supersedes) WHERE supersedes IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_to_embed ON events(embeddable) WHERE embeddable = 1;
-CREATE INDEX IF NOT EXISTS events_to_scan ON events(seq) WHERE flag IS NULL;
-CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(
-    summary, body, content='events', content_rowid='seq', tokenize='{TOKENIZER}'
-);
-CREATE TABLE IF NOT EXISTS relations (
-    src TEXT NOT NULL, dst TEXT NOT NULL, relation TEXT NOT NULL, weight REAL NOT NULL,
-    PRIMARY KEY (src, dst, relation)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS relations_by_dst ON relations(dst);
-CREATE TABLE IF NOT EXISTS files (
-    path TEXT PRIMARY KEY, offset INTEGER NOT NULL, lines INTEGER NOT NULL, inode INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS problems (
-    file TEXT NOT NULL, line INTEGER NOT NULL, error TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS vectors (
-    id TEXT NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (id, model)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS health (day TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID;
-PRAGMA user_version = {SCHEMA_VERSION};
-"""
-_DERIVED = ("events", "events_fts", "relations", "files", "problems")  # what a rebuild drops
-
-EVENT_COLUMNS = (
-    "seq, id, ts, recorded_at, type, severity, summary, payload, session_id, source, "
-    "agent_id, base, floor, priority, valid_until, supersedes, superseded_by, embeddable, "
-    "refs, last_ref, flag"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +87,22 @@ class Row:
         return body
 
 
+EVENT_COLUMNS = ", ".join(f"e.{f.name} AS {f.name}" for f in fields(Row))
+
+
+def _event(cursor: sqlite3.Cursor, values: tuple[Any, ...]) -> Row:
+    """A row of ``EVENT_COLUMNS`` as a ``Row``, each value by its column's name."""
+    return Row(
+        **{column[0]: value for column, value in zip(cursor.description, values, strict=True)}
+    )
+
+
+def _events(conn: sqlite3.Connection, sql: str, args: Sequence[Any]) -> list[Row]:
+    cursor = conn.cursor()
+    cursor.row_factory = _event
+    return cursor.execute(sql, args).fetchall()
+
+
 @dataclass(frozen=True, slots=True)
 class Filters:
     session_id: str | None = None
@@ -183,107 +133,60 @@ class Filters:
         if not self.include_expired:
             where.append("(e.valid_until IS NULL OR e.valid_until > ?)")
             args.append(now)
-        if self.min_importance is not None:
-            where.append(f"{IMPORTANCE_SQL} >= ?")
+        if self.min_importance is not None:  # ``ranking.importance_now``, run by SQLite
+            where.append("importance(e.base, e.floor, ? - e.ts, e.refs) >= ?")
             args += [now, self.min_importance]
         return " AND ".join(where), args
 
 
-# importance now, as in ranking.importance_now, for filtering in SQL (one ``?``: now)
-IMPORTANCE_SQL = (
-    "max(e.floor, e.base * max(0.1, 1 - (? - e.ts) / 86400.0 / 180.0)"
-    " * (1 + log2(e.refs + 1) / 8.0))"
-)
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-    # IMPORTANCE_SQL needs log2, which SQLite has only when built with its math functions.
-    conn.create_function("log2", 1, math.log2, deterministic=True)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")  # the journal files are what is durable
-    return conn
-
-
 class JournalIndex:
+    """One writer (the tier's journal thread) and a reader per thread (``Database``)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self.rebuilt = False  # the tables were (re)created: every file must be read again
-        self._writer = self._open_writer()
-
-    def _open_writer(self) -> sqlite3.Connection:
-        try:
-            conn = _connect(self.path)
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == SCHEMA_VERSION:
-                conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH 'x'")
-                return conn
-            if version in _REREAD_FROM:  # same tables: ``rebuild`` re-reads the lines, and
-                self.rebuilt = True  # keeps the vectors and the health history
-                return conn
-            conn.close()
-            if version:
-                log.warning("journal index schema changed; rebuilding it from the journal")
-        except sqlite3.DatabaseError as exc:
-            log.warning(
-                "journal index unreadable; rebuilding it from the journal",
-                extra={"index": str(self.path), "error": str(exc)},
-            )
-        for suffix in ("", "-wal", "-shm"):
-            with suppress(FileNotFoundError):
-                os.unlink(f"{self.path}{suffix}")
-        conn = _connect(self.path)
-        conn.executescript(_SCHEMA)
-        self.rebuilt = True
-        return conn
-
-    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self._writer)
+        self.db = Database(
+            path,
+            SCHEMA,
+            SCHEMA_VERSION,
+            PROBE,
+            # Same tables: ``rebuild`` re-reads the lines, and keeps the vectors and health.
+            keep=REREAD_FROM,
+            functions=[("importance", 4, importance_now)],
+            what="journal index",
+            source="the journal",
+        )
+        # The tables were (re)created, or are an older version's: every file must be read again.
+        self.rebuilt = self.db.found != SCHEMA_VERSION
 
     def reader(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = _connect(self.path)
-            conn.execute("PRAGMA query_only = ON")
-            self._local.conn = conn
-            with self._lock:
-                self._readers.append(conn)
-        return conn
+        return self.db.reader()
 
     def close(self) -> None:
-        with self._lock:
-            for conn in self._readers:
-                with suppress(sqlite3.Error):
-                    conn.close()
-            self._readers.clear()
-        self._writer.close()
+        self.db.close()
 
     # -- folding the files in (writer thread) ------------------------------------------
 
     def apply(self, rel: str, lines: Iterable[jsonl.Line], inode: int) -> int:
         """Fold lines appended to one file, in one transaction; returns events added."""
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             return apply(conn, rel, lines, inode)
 
     def apply_group(self, groups: list[tuple[str, list[jsonl.Line], int]]) -> list[int]:
         """A commit group's appends (file, lines, inode), in one transaction."""
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             return [apply(conn, rel, lines, inode) for rel, lines, inode in groups]
 
     def files(self) -> dict[str, tuple[int, int, int]]:
         """What has been read of each file: (offset, lines, inode)."""
-        rows = self._writer.execute("SELECT path, offset, lines, inode FROM files")
+        rows = self.db.writer.execute("SELECT path, offset, lines, inode FROM files")
         return {path: (offset, lines, inode) for path, offset, lines, inode in rows}
 
     def rebuild(self, root: Path) -> int:
         """Every journal file read again from the start, in one transaction: readers see
         the old index until the new one is complete. Returns the events indexed."""
         total = 0
-        with self._transaction() as conn:
-            for table in _DERIVED:
+        with self.db.transaction() as conn:
+            for table in DERIVED:
                 if table == "events_fts":
                     conn.execute("INSERT INTO events_fts(events_fts) VALUES ('delete-all')")
                 else:
@@ -310,17 +213,17 @@ class JournalIndex:
         return self.apply(rel, jsonl.read_lines(root, rel, offset, lines + 1), st.st_ino)
 
     def add_vectors(self, model: str, items: list[tuple[str, bytes]]) -> None:
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(i, model, v) for i, v in items]
             )
 
     def add_snapshot(self, day: str, body: dict[str, Any]) -> None:
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO health VALUES (?, ?)", (day, json.dumps(body)))
 
     def optimize(self) -> None:
-        self._writer.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
+        self.db.writer.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
 
     # -- reading (any thread) ------------------------------------------------------------
 
@@ -337,14 +240,8 @@ class JournalIndex:
                 f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.{column} IN "
                 f"({','.join('?' * len(part))}) AND {where}"
             )
-            out += [Row(*values) for values in conn.execute(sql, [*part, *args])]
+            out += _events(conn, sql, [*part, *args])
         return out
-
-    def exists(self, event_id: str) -> bool:
-        return (
-            self._writer.execute("SELECT 1 FROM events WHERE id = ?", (event_id,)).fetchone()
-            is not None
-        )
 
     def sparse(
         self, match: str, filters: Filters, now: float, limit: int
@@ -396,7 +293,7 @@ class JournalIndex:
 
     def set_flags(self, verdicts: list[tuple[str, int]]) -> None:
         """(verdict, seq) pairs: '' for clean text, the finding as JSON otherwise."""
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             conn.executemany("UPDATE events SET flag = ? WHERE seq = ?", verdicts)
 
     def listing(
@@ -407,14 +304,14 @@ class JournalIndex:
             where += " AND (e.ts, e.id) > (?, ?)"
             args += list(after)
         sql = f"SELECT {EVENT_COLUMNS} FROM events e WHERE {where} ORDER BY e.ts, e.id LIMIT ?"
-        return [Row(*values) for values in self.reader().execute(sql, [*args, limit])]
+        return _events(self.reader(), sql, [*args, limit])
 
     def latest(self, limit: int) -> list[Row]:
         """The events last recorded, newest first (what consolidation may not have seen)."""
         sql = (
             f"SELECT {EVENT_COLUMNS} FROM events e ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?"
         )
-        return [Row(*values) for values in self.reader().execute(sql, (limit,))]
+        return _events(self.reader(), sql, (limit,))
 
     def neighbours(self, ids: Iterable[str]) -> dict[str, list[tuple[str, str, float]]]:
         """One hop along relations, either direction: id -> [(other id, relation, weight)]."""
@@ -468,7 +365,7 @@ class JournalIndex:
 
     def has_links(self, event_id: str, relation: str) -> bool:
         return (
-            self._writer.execute(
+            self.db.writer.execute(
                 "SELECT 1 FROM relations WHERE src = ? AND relation = ? LIMIT 1",
                 (event_id, relation),
             ).fetchone()

@@ -17,9 +17,9 @@ from typing import Any
 from sidecar.disk.tiers import Tier, decode_text
 from sidecar.index import indexer
 from sidecar.index.chunking import Chunk
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.index.store import FileState, IndexedFile
 from sidecar.learnings import entries
+from sidecar.stores.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from sidecar.disk.tiers import INDEX_FILENAME, TIER_NAMES
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.progress import tracked
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.retrieval import query
 from sidecar.retrieval.modes import SPARSE_CONTEXT_WEIGHT
+from sidecar.stores.sqlite import SQLiteStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

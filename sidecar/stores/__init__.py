@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sidecar.index.sqlite import SQLiteStore
 from sidecar.index.store import IndexStore
+from sidecar.stores.sqlite import SQLiteStore
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 

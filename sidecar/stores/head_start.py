@@ -18,7 +18,7 @@ from pathlib import Path
 from sidecar.disk.tiers import walk_markdown
 from sidecar.index.build import BUILDING, POOL_MIN_FILES
 from sidecar.index.parse_pool import AHEAD_FILES, ParsePool
-from sidecar.index.sqlite import SCHEMA_VERSION
+from sidecar.stores.sqlite_schema import SCHEMA_VERSION
 
 
 def head_start(tiers: Iterable[tuple[Path, Path]], max_chars: int) -> ParsePool | None:
