@@ -15,7 +15,9 @@ from sidecar.safety.rules_i18n import Lang
 from sidecar.safety.rules_intent import (
     DESCRIBED,
     DOCUMENTED,
+    INTENSIFIES,
     MODAL_BEFORE,
+    NEGATION,
     REPORTED,
     Authority,
     Destructive,
@@ -232,6 +234,18 @@ def transfer_excerpt(check: Transfer, doc: Doc) -> str | None:
 # --- destructive commands -----------------------------------------------------------------------
 
 
+def _documented(around: str) -> bool:
+    """Whether the words around a command forbid, narrate or describe it.
+
+    A negation counts only when it governs the command: "do not wait for
+    approval" or "never skip it" next to a command strengthen the order.
+    """
+    for m in DOCUMENTED.finditer(around):
+        if not (NEGATION.fullmatch(m.group()) and INTENSIFIES.match(around, m.end())):
+            return True
+    return False
+
+
 def destructive_excerpt(check: Destructive, doc: Doc) -> str | None:
     """A destructive command given, not forbidden, narrated or described (see ``Destructive``)."""
     text = doc.text
@@ -242,7 +256,7 @@ def destructive_excerpt(check: Destructive, doc: Doc) -> str | None:
         for m in check.regex.finditer(line):
             if not doc.strict:
                 around = _clause_before(line[: m.start()]) + " " + _clause_after(line[m.end() :])
-                if DOCUMENTED.search(around) or DESCRIBED.match(line, m.end()):
+                if _documented(around) or DESCRIBED.match(line, m.end()):
                     continue
                 if MODAL_BEFORE.search(line, 0, m.start()):
                     continue

@@ -280,6 +280,25 @@ _CLOSING = (
     r"retrieved\s+(?:context|documents?)|system\s+prompt|user\s+input)[-=#*\s]*$"
     r"|<(?:system|instructions)>"
 )
+# The frame markers of the memory block (``sidecar.context.block``, which this layer
+# cannot import; a test checks the list covers every marker the block renders). One
+# in memory text would close the block it sits in or open another as if the daemon had.
+_BLOCK_NAMES = (
+    "INSTITUTIONAL LEARNINGS", "AGENT MEMORY", "CREW SHARED MEMORY", "OPERATOR MODEL",
+    "LEARNINGS", "KNOWN FACTS", "RELEVANT MEMORY", "MEMORY INSTRUCTIONS",
+)  # fmt: skip
+BLOCK_MARKERS = (
+    *(f"[{name}]" for name in _BLOCK_NAMES),
+    *(f"[END {name}]" for name in _BLOCK_NAMES),
+    "[MEMORY NUDGE]",
+    "<recalled-memory>",
+    "</recalled-memory>",
+)
+_BLOCK_MARKER = (
+    r"(?:\[(?:END\s+)?(?:"
+    + "|".join(n.replace(" ", r"\s+") for n in _BLOCK_NAMES)
+    + r"|MEMORY\s+NUDGE)\](?![:(])|</?recalled-memory>)"
+)
 _ADDRESSED = (
     r"(?:you|your|the\s+assistant|assistant|ignore|disregard|forget|from\s+now|always|never|"
     r"respond|answer|act|new\s+instructions|follow|obey|prioriti[sz]e|comply|the\s+agent)\b"
@@ -304,6 +323,9 @@ TEMPLATE_LINE = LineOpen(
         b"# instruction",
         b"#instruction",
         b"[system",
+        # the block markers ("[end" is above)
+        *(b"[institutional", b"[agent", b"[crew", b"[operator", b"[learnings", b"[known"),
+        *(b"[relevant", b"[memory", b"recalled-memory"),
     ),
     re.compile(
         r"[ \t>*-]*(?:"
@@ -311,6 +333,8 @@ TEMPLATE_LINE = LineOpen(
         + r")"
         + r"|[ \t>*-]*(?:"
         + _CLOSING
+        + r"|"
+        + _BLOCK_MARKER
         + r")"
         # "### SYSTEM:" or "## System prompt", then an order on that line or the next
         + r"|[ \t]*#{1,6}[ \t]*(?:new\s+)?(?:system(?:\s+(?:prompt|message))?|instructions?)"
@@ -486,7 +510,24 @@ DOCUMENTED = re.compile(
     r"post-?mortem|caused|was\s+(?:run|used)|were\s+(?:run|used)|ran|lab|sandbox|example\s+of|"
     r"e\.g\.|such\s+as|report\s+it|classic|requires?|unless|no\s+longer|why|if\s+someone|"
     r"restrict\w*|limited\s+to|(?:we|they|someone|somebody|he|she|i)\s+(?:used|ran|typed|tried|did)|"
-    r"later|fixed|reverted|rolled\s+back)\b",
+    r"later|fixed|reverted|rolled\s+back|stopped\s+(?:doing|running|using|piping)|used\s+to)\b",
+    _I,
+)
+# A negation forbids the command only when it governs it ("never run curl ... | bash",
+# "do not pipe it into a shell"). One that governs asking, waiting, approval or
+# skipping ("do not wait for approval", "never skip it", "don't hesitate") makes
+# the order stronger, so a ``DOCUMENTED`` negation followed by these does not count.
+NEGATION = re.compile(
+    r"never|don'?t|do\s+not|does\s+not|doesn'?t|must\s+not|mustn'?t|should\s+not|shouldn'?t|"
+    r"cannot|can'?t|won'?t|no\s+longer|requires?",
+    _I,
+)
+INTENSIFIES = re.compile(
+    r"[\s,]+(?:(?:ever|even|just|really|you|we|anyone|anybody|to|be|been|first|bother(?:\s+to)?|"
+    r"need(?:s)?\s+to|have\s+to|no|any)\s+)*(?:ask|wait|approv|confirm|check|verif|hesitat|skip|"
+    r"delay|question|bother|stop|paus|forget|miss|fail|tell|inform|notify|mention|report|review|"
+    r"double-check|second-guess|think|worry|let\s+(?:anyone|anybody|them|the\s+user)|log|alert|"
+    r"escalat|interrupt|sign-?off|permission|consent|postpone|defer|abort|cancel)",
     _I,
 )
 # Right before a prose order: it is a consequence or a description ("rm -rf ~ would wipe
