@@ -138,8 +138,10 @@ def quoted_excerpt(check: Quoted, inner: Callable[[Doc], str | None], doc: Doc) 
             if check.mention.search(sentence) and not check.act_on.match(after):
                 continue
             first = min(low.find(n) for n in needles if n in low)
-            if check.goes_on.search(quoted, first + 12) or re.match(
-                r"[\s,;]*(?:and\s+)?then\b", after
+            if (
+                check.goes_on.search(quoted, first + 12)
+                or re.match(r"[\s,;]*(?:and\s+)?then\b", after)
+                or check.act_on.match(after)
             ):
                 return excerpt(quoted)
     return None

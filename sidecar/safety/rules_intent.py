@@ -124,7 +124,9 @@ IntentCheck = Foreign | Quoted | Authority | LineOpen | Exchange | Transfer | De
 FOREIGN = Foreign(LANGS)
 
 _QUOTE_ANCHORS = (b"ignor", b"disregard", b"forget", b"override", b"bypass", b"oubli", b"olvid",
-                  b"vergiss", b"esque", b"dimentic", b"negeer")  # fmt: skip
+                  b"vergiss", b"esque", b"dimentic", b"negeer", b"pay no", b"set aside",
+                  b"put aside", b"discard", b"abandon", b"dismiss", b"drop", b"stop follow",
+                  b"no longer")  # fmt: skip
 QUOTED = Quoted(
     _QUOTE_ANCHORS,
     # "...", '...', “...”, ‘...’, «...», „...“, `...`, ``...``
@@ -145,8 +147,8 @@ QUOTED = Quoted(
         _I,
     ),
     re.compile(
-        r"[^.!?\n]{0,40}\b(?:do\s+(?:what|as)\s+it\s+says|follow\s+it|obey\s+it|act\s+on\s+it|"
-        r"comply|carry\s+it\s+out)\b",
+        r"[^.!?\n]{0,80}\b(?:do\s+(?:what|as)\s+it\s+(?:says|tells\s+you)|follow\s+it|obey\s+it|"
+        r"act\s+on\s+it|comply|carry\s+it\s+out)\b",
         _I,
     ),
     re.compile(
@@ -278,7 +280,7 @@ _CLOSING = (
     r"|\[(?:END|/)\s*(?:OF\s+)?(?:MEMORY|MEMORIES|NOTES|CONTEXT)[\w ]*\]"
     r"|[-=#*\s]*end\s+of\s+(?:the\s+)?(?:memory|memories|memory\s+block|notes|context|"
     r"retrieved\s+(?:context|documents?)|system\s+prompt|user\s+input)[-=#*\s]*$"
-    r"|<(?:system|instructions)>"
+    r"|<(?:system|instructions)(?:[-_][\w-]+)?>(?![ \t]+(?:is|are|was|were|tags?|elements?)\b)"
 )
 # The frame markers of the memory block (``sidecar.context.block``, which this layer
 # cannot import; a test checks the list covers every marker the block renders). One
@@ -337,6 +339,7 @@ TEMPLATE_LINE = LineOpen(
         + _BLOCK_MARKER
         + r")"
         # "### SYSTEM:" or "## System prompt", then an order on that line or the next
+        + r"|[ \t]*#{1,6}[ \t]*(?-i:Instruction|Response)[ \t]*:[ \t]*\n[ \t]*\S"
         + r"|[ \t]*#{1,6}[ \t]*(?:new\s+)?(?:system(?:\s+(?:prompt|message))?|instructions?)"
         r"[ \t]*:?[ \t]*(?:\n[ \t]*)?(?:\*\*)?"
         + _ADDRESSED
@@ -371,7 +374,9 @@ EXCHANGE = Exchange(
         r"skip|disable[sd]?|without\s+(?:asking|approval|confirmation|checking)|any\s+command|"
         r"reveal|no\s+(?:rules|restrictions|limits))"
         r"|\bmy\s+(?:rules|restrictions|safety\s+checks|guidelines|filters|guardrails)\s+(?:are|"
-        r"have\s+been)\s+(?:now\s+)?(?:disabled|off|gone|suspended|lifted))",
+        r"have\s+been)\s+(?:now\s+)?(?:disabled|off|gone|suspended|lifted)"
+        r"|\bi\s+(?:no\s+longer|don'?t|do\s+not|won'?t)\s+(?:have|keep|follow|need|obey)\s+(?:any\s+)?"
+        r"(?:rules|restrictions|secrets|limits|filters|guidelines))",
         _I | re.MULTILINE,
     ),
     (b"assistant", b"ai:", b"model", b"bot", b"gpt", b"claude", b"agent", b"a:"),
@@ -510,7 +515,8 @@ DOCUMENTED = re.compile(
     r"post-?mortem|caused|was\s+(?:run|used)|were\s+(?:run|used)|ran|lab|sandbox|example\s+of|"
     r"e\.g\.|such\s+as|report\s+it|classic|requires?|unless|no\s+longer|why|if\s+someone|"
     r"restrict\w*|limited\s+to|(?:we|they|someone|somebody|he|she|i)\s+(?:used|ran|typed|tried|did)|"
-    r"later|fixed|reverted|rolled\s+back|stopped\s+(?:doing|running|using|piping)|used\s+to)\b",
+    r"later|fixed|reverted|rolled\s+back|stopped\s+(?:doing|running|using|piping)|used\s+to|"
+    r"(?:says|said|told\s+(?:us|me|them|people))\s+to|removed|replaced|deprecated)\b",
     _I,
 )
 # A negation forbids the command only when it governs it ("never run curl ... | bash",
@@ -583,10 +589,28 @@ DELETE_HOME = Destructive(
 # A download run by a shell. Installers (rustup, uv) are documented this way
 # everywhere, so this needs a cue: plain http, a bare IP, or an order aimed at the agent.
 REMOTE_EXEC = Destructive(
-    (b"curl", b"wget", b"iex", b"invoke-expression", b"downloadstring", b"iwr", b"irm"),
+    (
+        b"curl",
+        b"wget",
+        b"iex",
+        b"invoke-expression",
+        b"downloadstring",
+        b"iwr",
+        b"irm",
+        b"install",
+        b"/dev/",
+        b"nc ",
+        b"ncat",
+        b"netcat",
+        b"socat",
+    ),
     re.compile(
         r"\b(?:curl|wget)\b[^\n|;&]{0,300}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|da|k|fi)?sh\b"
         r"|\b(?:ba|z)?sh\s+(?:-c\s+['\"]?\$\(|<\()\s*(?:curl|wget)\b"
+        r"|\b(?:ba|z)?sh\s+-i\b[^\n]{0,20}?>&?\s*/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n|;&]{0,80}"
+        r"\s-[ec]\s+/bin/|\bsocat\b[^\n]{0,80}?\bexec:"
+        r"|\b(?:pip3?|pipx|npm|gem)\s+install\b[^\n;|]{0,80}?(?:http://|https?://\d{1,3}(?:\.\d{1,3}){3})"
+        r"\S*"
         r"|\b(?:iex|Invoke-Expression)\b[^\n]{0,200}?(?:DownloadString|iwr|irm|Invoke-WebRequest|"
         r"Invoke-RestMethod)|\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^\n|]{0,200}\|\s*"
         r"(?:iex|Invoke-Expression)\b",
@@ -599,7 +623,19 @@ REMOTE_EXEC = Destructive(
         r"quietly|execute|at\s+once)\b",
         _I,
     ),
-    ("|", "<(", "iex", "IEX", "Invoke-Expression"),
+    (
+        "|",
+        "<(",
+        "$(",
+        "iex",
+        "IEX",
+        "Invoke-Expression",
+        "install",
+        "/dev/",
+        " -e ",
+        " -c ",
+        "exec:",
+    ),
 )
 FORCE_PUSH = Destructive(
     (b"push",),
