@@ -18,6 +18,7 @@ from sidecar.safety.rules_orders import (
     IMPERATIVE_VERB,
     NARRATED,
     NEGATED,
+    REFUSED_AFTER,
     Order,
 )
 from sidecar.safety.text import Doc, between, span_excerpt
@@ -55,7 +56,7 @@ def _given(check: Order, text: str, para: tuple[int, int], m: re.Match[str]) -> 
         return False
     end = _SENTENCE_END.search(text, m.end(), para[1])
     rest = text[m.end() : end.start() if end else para[1]]
-    if _negated(rest) or DESCRIBED_AFTER.match(rest):
+    if _negated(rest) or DESCRIBED_AFTER.match(rest) or REFUSED_AFTER.search(rest):
         return False  # "without review, nothing merges", "auto-approve ... is enabled"
     if check.needs is not None and not check.needs.search(m.group()):
         return False

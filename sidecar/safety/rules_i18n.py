@@ -89,7 +89,9 @@ LANGS: tuple[Lang, ...] = (
             r"originel\w*|toutes|tous|tes|vos|de\s+sécurité"
         ),
         re.compile(r"tout\s+ce\s+qu[ei'’][^.!?\n]{0,40}?(?:avant|précède|dit|donné)", _I),
-        neg_before=re.compile(r"(?:\bn['’]|\bne\s+)\Z", _I),
+        neg_before=re.compile(
+            r"(?:\bn['’]|\bne\s+)\Z|\b(?:ne|n['’])\s*\w+\s+(?:jamais|pas|plus|point)\s+\Z", _I
+        ),
         hints=(
             "instruction",
             "consigne",
@@ -138,7 +140,7 @@ LANGS: tuple[Lang, ...] = (
             r"iniciales|todas|todos|tus|sus|de\s+seguridad"
         ),
         re.compile(r"todo\s+lo\s+(?:anterior|que\s+(?:se\s+)?(?:te\s+)?(?:dij|han\s+dicho))", _I),
-        neg_before=re.compile(r"\bno\s+\Z", _I),
+        neg_before=re.compile(r"\b(?:no|nunca|jam[áa]s)\s+(?:\w+\s+)?\Z", _I),
         hints=(
             "instruc",
             "indicacion",
@@ -231,7 +233,7 @@ LANGS: tuple[Lang, ...] = (
             r"todos|suas|tuas|de\s+seguran[çc]a"
         ),
         re.compile(r"tudo\s+(?:o\s+que|acima|antes|que\s+foi)", _I),
-        neg_before=re.compile(r"\bn[ãa]o\s+\Z", _I),
+        neg_before=re.compile(r"\b(?:n[ãa]o|nunca|jamais)\s+(?:\w+\s+)?\Z", _I),
         hints=(
             "instru",
             "orienta",
@@ -289,7 +291,7 @@ LANGS: tuple[Lang, ...] = (
             r"finora|fino\s+ad\s+ora|prima|tue|di\s+sicurezza"
         ),
         re.compile(r"tutto\s+(?:quello|ci[òo])\s+che[^.!?\n]{0,40}?(?:prima|finora|sopra)", _I),
-        neg_before=re.compile(r"\bnon\s+\Z", _I),
+        neg_before=re.compile(r"\b(?:non|mai)\s+(?:\w+\s+)?\Z", _I),
         hints=(
             "istruzion",
             "regole",

@@ -454,7 +454,8 @@ TRANSFER = Transfer(
         b"id_",
     ),
     re.compile(
-        r"\b(?:scp|rsync|sftp|aws\s+s3|gsutil|gcloud\s+storage|az\s+storage|azcopy|rclone|curl|wget|"
+        # a tool, not the ".ssh" of a path
+        r"(?<![./~-])\b(?:scp|rsync|sftp|aws\s+s3|gsutil|gcloud\s+storage|az\s+storage|azcopy|rclone|curl|wget|"
         r"croc|wormhole|nc|ncat|ssh|ftp|put)\b",
         _I,
     ),
@@ -552,7 +553,8 @@ REPORTED = re.compile(
 )
 DESCRIBED = re.compile(
     r"[`'\")\]]*\s*(?:is|are|was|were|turns|will|would|does|deletes|removes|wipes|disables|means|"
-    r"requires|needs|only)\b",
+    r"requires|needs|only|(?:protection|guard|safeguard|check|flag|option|example|pattern|alias|"
+    r"footgun|mistake|typo)s?)\b",
     _I,
 )
 _RM = r"\brm\s+(?:-{1,2}[\w-]+\s+)*"

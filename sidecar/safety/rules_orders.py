@@ -63,7 +63,17 @@ NARRATED = re.compile(
     r"\b(?:we|they|he|she|someone|somebody|people|attackers?|the\s+attacker|red[\s-]team\w*|"
     r"it|which|who|that)\s+(?:\w+\s+){0,2}?(?:tried|asked|wanted|attempted|told|got|used|"
     r"said|wrote|claimed|pretended|managed|made|convinced|tricked|persuaded|was|were|had|"
-    r"removed|skipped|disabled|turned|dropped)\b",
+    r"removed|skipped|disabled|turned|dropped)\b"
+    # "our payload told the agent to ...": whoever gave the order, it is reported
+    r"|\b(?:told|asked|instructed|ordered|urged|wanted|got|convinced|tricked|persuaded|pushed)\s+"
+    r"(?:the\s+|our\s+|an?\s+)?(?:agents?|assistants?|models?|ai|bots?|llms?|it|him|her|them|us|me)"
+    r"\s+to\s+\Z",
+    _I,
+)
+# After the act: the agent did not do it.
+REFUSED_AFTER = re.compile(
+    r"\b(?:refused|declined|blocked|flagged|detected|ignored\s+it|was\s+(?:blocked|caught|refused|"
+    r"flagged|stopped))\b",
     _I,
 )
 # Before the act in its sentence: it is forbidden ("never", "do not"), unless the negation
@@ -74,7 +84,8 @@ EXCUSED = re.compile(
     r"\b(?:refuse[sd]?|refusing|forbid\w*|prohibit\w*|reject\w*|avoid\w*|whether|unless|"
     r"if\s+(?:someone|anyone|somebody|a\s+note|a\s+message|the\s+text|text|it|they)|"
     r"report\s+(?:any|it|them)|flag\w*|block\w*|detect\w*|warn\w*|e\.g\.|such\s+as|"
-    r"examples?\b(?![.-]\w)|attempt\w*|trick\w*|how\s+to\s+spot)\b",
+    r"examples?\b(?![.-]\w)|attempt\w*|trick\w*|how\s+to\s+spot|payloads?|phrases?|strings?|"
+    r"samples?|test\s+cases?)\b|\blike\s*[\"'\u201c\u2018`]",
     _I,
 )
 
@@ -111,9 +122,10 @@ _SECRETS = (
     r"(?:secrets?|tokens?|keys?|api\s+keys?|credentials?|passwords?|passphrases?|cookies?|"
     r"session(?:\s+(?:tokens?|ids?|cookies?))?|private\s+keys?|ssh\s+keys?|env(?:ironment)?(?:\s+"
     r"variables)?|conversations?(?:\s+(?:text|history|logs?))?|chat(?:\s+(?:logs?|history))?|"
-    r"transcripts?|message\s+history|user\s+data|pii|personal\s+data|memory|memories|notes|"
+    r"transcripts?|message\s+history|user\s+data|pii|personal\s+data|memory|memories|"
+    r"(?:your|memory|stored|saved)\s+notes|"
     r"AGENT\.md|CREW\.md|system\s+prompt|context|(?:the\s+)?user'?s\s+(?:\w+\s+)?(?:messages?|"
-    r"questions?|prompts?|input)|(?:stored|saved|all)\s+notes|[\w./-]*(?:secrets?|credentials?)"
+    r"questions?|prompts?|input)|[\w./-]*(?:secrets?|credentials?)"
     r"\.\w+|\.env|customer\s+(?:data|tables?|records|lists?|emails|database|db)|(?:production|prod)\s+"
     r"(?:data|database|db)|database\s+dumps?)"
 )
@@ -135,7 +147,9 @@ _SUPPRESS = (
     + r"|polic(?:y|ies)|rules|checks)\b"
     r"|\bstop\s+(?:asking|checking\s+with|bothering|consulting|pinging)\s+(?:the\s+)?(?:user|human|"
     r"operator|owner|anyone|me|us)\b"
-    r"|\bno\s+(?:\w+\s+)?" + _APPROVAL + r"\b"
+    r"|\bno\s+(?:\w+\s+)?"
+    + _APPROVAL
+    + r"(?:\s+(?:needed|required|necessary))?(?=\s*(?:[.;,!)\u2014-]|$))"
     # without review, no longer need a human to sign off, no need for approval
     r"|\b(?:without|no\s+need\s+(?:for|to)|no\s+longer\s+(?:need|require)s?|(?:do|does)\s+not\s+"
     r"need|don'?t\s+need|doesn'?t\s+need|needn'?t|never\s+need)\s+(?:\w+\s+){0,3}?(?:"
@@ -280,11 +294,15 @@ _WIDE = re.compile(
     _I,
 )
 SUPPRESS = Order(
+    # every branch names an approval or the asking it skips; common words ("ok", "check")
+    # are left out, their phrases kept
     (
-        b"approv", b"confirm", b"review", b"sign", b"permission", b"consent", b"input",
-        b"go-ahead", b"goahead", b"yes", b"human", b"double-check", b"ask", b"wait", b"paus",
-        b"check", b"request", b"seek", b"bother", b"ok", b"safety", b"security", b"pre-",
-        b"preapprov", b"assum", b"unattended", b"auto", b"exempt", b"stop",
+        b"approv", b"confirm", b"review", b"sign-off", b"signoff", b"sign off", b"signing off",
+        b"permission", b"consent", b"user input", b"go-ahead", b"goahead", b"a yes",
+        b"human-in", b"human in the loop", b"double-check", b"ask", b"wait for", b"waiting for",
+        b"paus", b"check back", b"checking back", b"check with", b"checking with", b"check in",
+        b"bother", b"safety check", b"security check", b"pre-", b"preapprov", b"assum",
+        b"unattended", b"auto-approv", b"autoapprov", b"exempt", b"stop",
     ),
     re.compile(_SUPPRESS, _I),
     ADDRESSED,
