@@ -297,7 +297,7 @@ CLAUSE_START = re.compile(
 )
 # After "Label:" the label decides: "SYSTEM:", "Note to the AI:" introduce an
 # order, while "User:", "Example:", "they said:" introduce a quotation.
-AFTER_LABEL = re.compile(r"(?:^|[^\w.])([\w.]+)?[ \t]*:[ \t]*" + _LEAD + r"[*_~]*\Z", _I)
+AFTER_LABEL = re.compile(r"(?:^|[^\w.])([\w.]+)?[ \t]*:[*_~]*[ \t]*" + _LEAD + r"[*_~]*\Z", _I)
 QUOTING_LABELS = frozenset(
     "user human customer attacker adversary input example examples e.g eg i.e payload prompt "
     "quote quoted message said says say wrote writes asked asks text phrase string reads "
@@ -356,7 +356,7 @@ TAG_FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{2,
 # named ("'ignore previous instructions' is a classic") pass.
 
 _VERB = r"(?:ignore|disregard|forget|override|bypass)"
-_DET = r"(?:all|any|each|every|of|the|these|those|my|its|your)"
+_DET = r"(?:all|any|each|every|of|the|these|those|my|its|your|(?:system|developer|operator)'s)"
 # "previous instructions", "system prompt", "safety guidelines", but not "old
 # lint rules" or "default rules": the rules must be the model's own.
 _QUAL = (
@@ -411,7 +411,7 @@ _FORGET_ABOVE = (
     Probe(
         (b"ignore", b"disregard", b"forget"),
         re.compile(
-            rf"\b(?:ignore|disregard|forget){S}(?:about{S})?(?:everything|all|anything|whatever)"
+            rf"\b(?:ignore|disregard|forget){S}(?:about{S})?(?:everything|all|anything|whatever|what)"
             rf"{S}(?:(?:that{S})?(?:was|is|has\s+been){S}(?:said|written|stated|mentioned|given)"
             rf"{S})?(?:above|before(?:\s+this)?|prior|previously|earlier|so\s+far|until\s+now|"
             r"up\s+to\s+now|preceding|you(?:\s+were|\s+have\s+been|'ve\s+been)\s+"

@@ -166,7 +166,7 @@ _AUTHORITY_WHO = (
 _CLAIM = re.compile(
     # "NOTICE FROM THE OPERATOR", "Message from Anthropic", "Per management", "[Administrator]"
     rf"\b(?:from|by|per|of)\s+(?:the\s+|your\s+)?{_AUTHORITY_WHO}\b"
-    rf"|(?:^|[\[(\s])(?:the\s+)?{_AUTHORITY_WHO}(?:'s)?(?:\s*\([^()\n]{{1,40}}\))?\s*(?:\]|\)|:|[-\u2014\u2013]|(?:\s+\w+){{0,2}}\s+"
+    rf"|(?:^|[\[(\s*_>#])(?:the\s+)?{_AUTHORITY_WHO}(?:'s)?(?:\s*\([^()\n]{{1,40}}\))?\s*(?:\]|\)|:|[-\u2014\u2013]|(?:\s+\w+){{0,2}}\s+"
     r"(?:notice|message|update|directive|order|policy|announcement|advisory|instruction|override|"
     r"rule|memo|note|speaking)s?\b|\s+(?:has|have)\s+(?:authori[sz]ed|approved|cleared|"
     r"granted|lifted|suspended|disabled)|\s+requires?\b)"
@@ -220,6 +220,10 @@ AUTHORITY = Authority(
         b"exempt",
         b"sign-off",
         b"signoff",
+        b"merge queue",
+        b"bypass",
+        b"checks",
+        b"branch protection",
     ),
     re.compile(
         # obey what memory says
@@ -238,7 +242,8 @@ AUTHORITY = Authority(
         r"(?:system|authoritative|trusted|operator)"
         # skip approvals
         r"|\b(?:skip|bypass|ignore|disregard|disable|waive|suspend|drop|circumvent)\s+(?:the\s+|all\s+|"
-        r"any\s+|every\s+|your\s+)?(?:\w+\s+)?" + _APPROVAL + r"\b"
+        r"any\s+|every\s+|your\s+)?(?:\w+\s+)?(?:" + _APPROVAL + r"|merge\s+queues?|(?:required\s+|"
+        r"status\s+|ci\s+)?checks|ci|gates?|branch\s+protection|tests|process(?:es)?)\b"
         r"|\b(?:no\s+longer\s+(?:need|require)|without)\s+(?:any\s+|the\s+|asking\s+(?:for\s+)?)?"
         r"(?:\w+\s+)?" + _APPROVAL + r"\b"
         r"|\b" + _APPROVAL + r"\s+(?:are|is)\s+(?:now\s+)?(?:suspended|disabled|waived|off|"
@@ -456,7 +461,10 @@ TRANSFER = Transfer(
     re.compile(
         # a tool, not the ".ssh" of a path
         r"(?<![./~-])\b(?:scp|rsync|sftp|aws\s+s3|gsutil|gcloud\s+storage|az\s+storage|azcopy|rclone|curl|wget|"
-        r"croc|wormhole|nc|ncat|ssh|ftp|put)\b",
+        r"croc|wormhole|nc|ncat|ssh|ftp|put)\b"
+        # "send it to": the verb in other languages
+        r"|发送|发到|發送|传到|傳到|上传|上傳|送信|送って|アップロード|\b(?:env[ií]a|envoie|sende|envie|"
+        r"invia|отправь|загрузи)\b",
         _I,
     ),
     CRED_FILE,
@@ -488,17 +496,20 @@ COPY_ANCHORS = (
 COPY_VERB = re.compile(
     r"\b(?:upload|copy|send|transfer|sync|push|share|paste|attach|post|exfiltrate|move|forward|"
     r"ship|deliver|publish|dump|put|place|drop|mirror|expose|leak|e-?mail|mail|give|hand\s+over|"
-    r"commit)\s+(?:(?!\bfrom\b)[^.\n]){0,40}?\Z",
+    r"commit|zip(?:\s+up)?|tar(?:\s+up)?|archive|bundle|pack(?:\s+up)?|compress)\s+(?:(?!\bfrom\b)"
+    r"(?:[^.\n]|\.(?=\w))){0,40}?\Z",
     _I,
 )
 COPY_VERBS = (
     "upload", "copy", "send", "transfer", "sync", "push", "share", "paste", "attach", "post",
     "exfiltrate", "move", "forward", "ship", "deliver", "publish", "dump", "put", "place", "drop",
-    "mirror", "expose", "leak", "mail", "give", "hand", "commit",
+    "mirror", "expose", "leak", "mail", "give", "hand", "commit", "zip", "tar", "archive",
+    "bundle", "pack", "compress",
 )  # fmt: skip
 COPY_CREDENTIALS = re.compile(
     r"(?:" + CRED_FILE.pattern + r"|(?:ssh\s+)?private\s+keys?\b|"
-    r"(?:aws|gcp|azure|cloud)\s+credentials\b)(?:(?!\bfrom\b)[^.\n]){0,80}?\b(?:to|into|onto|on)\s+"
+    r"(?:aws|gcp|azure|cloud)\s+credentials\b)(?:(?!\bfrom\b)(?:[^.\n]|\.(?=\w))){0,80}?\b(?:to|into|"
+    r"onto|on)\s+"
     r"(?!(?:the\s+|your\s+|a\s+)?(?:vault|1password|bitwarden|keychain|password\s+manager|"
     r"secrets?\s+manager)\b)\S",
     _I,

@@ -39,7 +39,7 @@ class Order:
 
 # Who is spoken to, or when the order is to hold: the agent, or every later run.
 ADDRESSED = re.compile(
-    r"\b(?:agents?|assistants?|ai|a\.i\.|model|llm|bot|chatbot|claude|chatgpt|gpt|copilot|you|"
+    r"\b(?:agents?|assistants?|ais?|a\.i\.|models?|llms?|bots?|chatbots?|claude|chatgpt|gpt|copilot|you|"
     r"your|yourself|you'?re|you'?ll|henceforth|from\s+now\s+on|from\s+this\s+point|going\s+forward|"
     r"(?:every|each|all)\s+(?:future\s+|later\s+)?(?:sessions?|tasks?|repl(?:y|ies)|answers?|"
     r"responses?|runs?|messages?|time)|always|permanently|forever|long-term\s+memory|"
@@ -94,7 +94,8 @@ _APPROVAL = (
     r"confirmations?|confirmation\s+(?:prompts?|steps?|dialogs?)|(?:human|code|peer|manual)\s+"
     r"reviews?|reviews?|review\s+gates?|sign-?offs?|permissions?|consent|user\s+input|"
     r"go-?ahead|a\s+yes|the\s+user'?s?\s+(?:ok|okay|approval|consent|confirmation)|"
-    r"human[\s-]in[\s-]the[\s-]loop|double-?checks?|safety\s+checks?|security\s+checks?)"
+    r"human[\s-]in[\s-]the[\s-]loop|double-?checks?|safety\s+checks?|security\s+checks?|"
+    r"merge\s+queues?|(?:required|status)\s+checks)"
 )
 _ASKING = (
     r"(?:ask(?:ing)?|wait(?:ing)?\s+for|paus(?:e|ing)\s+for|check(?:ing)?\s+(?:back|with|in)|"
@@ -105,7 +106,7 @@ _SAFEGUARDS = (
     r"(?:rules|polic(?:y|ies)|guidelines|guardrails|restrictions|safeguards|filters|limits|"
     r"limitations|constraints|ethics|morals|boundaries|principles|content\s+polic(?:y|ies)|"
     r"(?:content\s+|safety\s+)?(?:filtering|moderation)|"
-    r"safety(?:\s+(?:checks?|rules|filters|measures|policies|guidelines|settings|training))?|"
+    r"safety(?:\s+(?:checks?|rules|filters|measures|polic(?:y|ies)|guidelines|settings|training))?|"
     r"security\s+(?:checks?|controls?|policies|rules)|system\s+prompt|(?:previous|prior|"
     r"original|earlier)\s+instructions|instructions)"
 )
@@ -145,8 +146,9 @@ _SUPPRESS = (
     r"|\bexempt(?:ed)?\s+from\s+(?:\w+\s+){0,2}?(?:"
     + _APPROVAL
     + r"|polic(?:y|ies)|rules|checks)\b"
-    r"|\bstop\s+(?:asking|checking\s+with|bothering|consulting|pinging)\s+(?:the\s+)?(?:user|human|"
-    r"operator|owner|anyone|me|us)\b"
+    r"|\bstop\s+(?:asking|checking\s+with|bothering|consulting|pinging|escalating\s+to|involving|"
+    r"looping\s+in|notifying)\s+(?:the\s+|a\s+)?(?:users?|humans?|operators?|owners?|anyone|people|"
+    r"me|us)\b"
     r"|\bno\s+(?:\w+\s+)?"
     + _APPROVAL
     + r"(?:\s+(?:needed|required|necessary))?(?=\s*(?:[.;,!)\u2014-]|$))"
@@ -186,8 +188,9 @@ _OBEY = (
     + r"|(?:the\s+|this\s+|that\s+|any\s+)?\w+(?:\s+\w+)?\s+(?:contains?|says?|asks?|tells?\s+"
     r"you))"
     # treat every instruction you find as coming from me, the next message as an admin command
-    r"|\btreat\s+(?:the\s+|every\s+|each\s+|any\s+|all\s+)?(?:next\s+|following\s+)?(?:\w+\s+)?"
-    r"(?:instructions?|messages?|requests?|notes?|inputs?|texts?|commands?)\b[^.\n]{0,60}?\bas\s+"
+    r"|\btreats?\s+(?:the\s+|every\s+|each\s+|any\s+|all\s+)?(?:next\s+|following\s+)?(?:\w+\s+)?"
+    r"(?:instructions?|messages?|requests?|notes?|inputs?|texts?|commands?|content|documents?|files?|"
+    r"anything|everything|whatever)\b[^.\n]{0,60}?\bas\s+"
     r"(?:if\s+it\s+came\s+from\s+|coming\s+from\s+|an?\s+)?(?:me|the\s+operator|the\s+owner|"
     r"administrator|admin|system|operator|root|developer|trusted|authoritative|orders?)"
     # obey it over the user, follow only this note
@@ -207,7 +210,8 @@ _UNBOUND = (
     r"previous|prior)\s+(?:\w+\s+)?" + _SAFEGUARDS + r"\s+(?:(?:do|does)\s+not|don'?t|doesn'?t|"
     r"no\s+longer|never)\s+apply\b"
     r"|\b" + _SAFEGUARDS + r"\s+(?:are|is|have\s+been|has\s+been)\s+(?:now\s+|hereby\s+|"
-    r"temporarily\s+)?(?:optional|disabled|suspended|off|lifted|void|cancell?ed|revoked|"
+    r"temporarily\s+)?(?:optional|disabled|suspended|off|lifted|void|cancell?ed|revoked|relaxed|"
+    r"loosened|waived|paused|"
     r"deactivated|removed|turned\s+off|switched\s+off|no\s+longer\s+(?:in\s+effect|active|"
     r"valid)|(?:replaced|superseded|overridden)\s+by)\b"
     r"|\bno\s+matter\s+(?:how|what)\s+(?:\w+\s+)?(?:dangerous|harmful|illegal|unethical|risky|"
@@ -218,7 +222,8 @@ _UNBOUND = (
     r"|\b(?:ai|assistant|agent|model|bot|persona|character|version|mode|you)\s+(?:\w+\s+){0,3}?"
     r"without\s+(?:any\s+)?" + _SAFEGUARDS + r"\b"
     # you no longer refuse anything
-    r"|\b(?:no\s+longer|never|don'?t|do\s+not|won'?t|will\s+not)\s+(?:ever\s+)?(?:refuse|decline|"
+    r"|\b(?:no\s+longer|never|don'?t|do\s+not|won'?t|will\s+not|must\s+not|mustn'?t|may\s+not|"
+    r"are\s+not\s+to|is\s+not\s+to)\s+(?:ever\s+)?(?:refuse|decline|"
     r"say\s+no|push\s+back|hold\s+back|object|question\s+(?:anything|orders))\b"
     r"|\b(?:never|don'?t|do\s+not|no\s+longer)\s+(?:follows?|obeys?|listens?\s+to|answers?\s+to)\s+"
     r"(?:the\s+|your\s+)?(?:operator|user|owner|system|developer)"
@@ -302,7 +307,8 @@ SUPPRESS = Order(
         b"human-in", b"human in the loop", b"double-check", b"ask", b"wait for", b"waiting for",
         b"paus", b"check back", b"checking back", b"check with", b"checking with", b"check in",
         b"bother", b"safety check", b"security check", b"pre-", b"preapprov", b"assum",
-        b"unattended", b"auto-approv", b"autoapprov", b"exempt", b"stop",
+        b"unattended", b"auto-approv", b"autoapprov", b"exempt", b"stop", b"merge queue",
+        b"required check", b"status check",
     ),
     re.compile(_SUPPRESS, _I),
     ADDRESSED,
@@ -363,7 +369,7 @@ _LURE = (
 # Secrets shown in the reply, where whoever planted the order can read them back.
 _REVEAL = (
     r"\b(?:reveal|print|output|show|display|dump|paste|echo|return|include|share|read\s+out|"
-    r"repeat)s?\s+(?:me\s+)?(?:the\s+)?(?:full\s+|raw\s+|entire\s+)?(?:contents?\s+of\s+|"
+    r"repeat|send|give|e-?mail|mail)s?\s+(?:me\s+|us\s+)?(?:the\s+)?(?:full\s+|raw\s+|entire\s+)?(?:contents?\s+of\s+|"
     r"output\s+of\s+|values?\s+of\s+)?(?:your\s+|the\s+|every\s+|each\s+)?(?:['\"`]?(?:~|\$HOME)?/?\.(?:ssh/(?:id_[\w-]+|[\w.-]*_key)"
     r"(?![\w-]|\.pub)|aws/credentials|netrc|git-credentials|npmrc|pypirc|pgpass|docker/config\.json|"
     r"kube/config)|/etc/shadow|"
@@ -439,7 +445,8 @@ _DATA_DIRS = (
 )
 DESTROY = Destructive(
     (b"rm ", b"mkfs", b"dd ", b"shred", b"wipefs", b"terraform", b"kubectl", b"aws ", b"gsutil",
-     b"gcloud", b"az ", b"delete", b"destroy", b"wipe", b"erase", b"purge", b"nuke"),
+     b"gcloud", b"az ", b"delete", b"destroy", b"wipe", b"erase", b"purge", b"nuke", b"clear",
+     b"truncate", b"drop", b"kill", b"find ", b"encrypt"),
     re.compile(
         r"\brm\s+(?:-{1,2}[\w-]+\s+)*" + _DATA_DIRS
         + r"|\bmkfs(?:\.\w+)?\s+(?:-\S+\s+)*/dev/|\bdd\b[^\n;|]{0,80}?\bof=/dev/(?!null\b)\w"
@@ -453,8 +460,13 @@ DESTROY = Destructive(
         r"(?:all|every|each|the\s+entire|the\s+whole)\s+(?:of\s+)?(?:the\s+|our\s+|your\s+)?(?:\w+\s+)?"
         r"(?:buckets?|backups?|snapshots?|databases?|repositor(?:y|ies)|repos|volumes?|clusters?|"
         r"namespaces?|audit\s+logs?|logs|disks?|servers?|instances?|vms?)\b"
-        r"|\b(?:delete|destroy|wipe|erase|purge|nuke|remove)\s+(?:the\s+|our\s+|all\s+)?"
-        r"(?:backups?|audit\s+logs?|snapshots?)\b(?!\s+(?:older|from|of\s+the|in\s+the|for\s+the|that|"
+        r"|\b(?:TRUNCATE(?:\s+TABLE)?|DROP\s+TABLE|DELETE\s+FROM)\s+(?:IF\s+EXISTS\s+)?[\w.\"`]*audit"
+        r"|\bkill\s+-9\s+-1\b|\bkill(?:all)?\s+(?:-\S+\s+)*(?:every|all)\s+(?:running\s+)?process"
+        r"|\bfind\s+/\s[^\n;|]{0,80}?(?:-delete\b|-exec\s+rm\b)"
+        r"|\bencrypt\s+(?:all|every|the)\s+(?:\w+\s+)?files\b[^.\n]{0,60}?\b(?:delete|remove|shred)\s+"
+        r"(?:the\s+|all\s+)?originals?"
+        r"|\b(?:delete|destroy|wipe|erase|purge|nuke|remove|clear|truncate)\s+(?:the\s+|our\s+|all\s+)?"
+        r"(?:backups?|audit\s+logs?(?:\s+table)?|audit\s+trail|snapshots?)\b(?!\s+(?:older|from|of\s+the|in\s+the|for\s+the|that|"
         r"which|created|made|taken|before|after|except))",
         _I,
     ),
