@@ -30,7 +30,7 @@ from sidecar.safety.rules_intent import (
 from sidecar.safety.text import Doc, between, excerpt, plain_line, span_excerpt
 
 _SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)|[。！？]")
-_OPEN_QUOTES = "\"'`\u201c\u2018\u00ab\u201e"
+_OPEN_QUOTES = "\"'`\u201c\u2018\u00ab\u201e\u2039"
 _PARAGRAPH_CAP = 800  # characters either side of an anchor that count as its paragraph
 
 

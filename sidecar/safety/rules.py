@@ -278,7 +278,7 @@ Rule = tuple[str, str, Check]  # (category, pattern name, check)
 _LEAD = (
     r"(?:(?:please|kindly|now|so|ok(?:ay)?|and|then|also|first|instead|immediately|important|"
     r"urgent|attention|note|hey|hi|hello|dear|assistant|ai|agent|model|bot|claude|chatgpt|gpt|"
-    r"llm|you\s+(?:must|should|will|shall|need\s+to|have\s+to|are\s+to)(?:\s+now)?|"
+    r"llm|you\s+(?:must|should|will|shall|need\s+to|have\s+to|are\s+to|may|can)(?:\s+now)?|"
     r"from\s+now\s+on|right\s+now|at\s+once)[ \t]*[,:!.]*[ \t]+)*"
 )
 # What may stand right before an order aimed at the model: the start of a line
@@ -365,7 +365,7 @@ _QUAL = (
 )
 _NOUN = (
     r"(?:instructions?|directions|directives?|rules|guidelines|guidance|prompts?|context|"
-    r"commands|orders|constraints|restrictions|guardrails|safeguards|filters|policies|"
+    r"commands|orders|constraints|restrictions|guardrails|safeguards|filters|polic(?:y|ies)|"
     r"programming|training|messages|conversation)"
 )
 _OBJECT = (
@@ -712,7 +712,11 @@ _SEND_SECRETS = (
 # Ordinary badges and images have literal query strings.
 _IMAGE_EXFIL = re.compile(
     r"!\[[^\]\n]{0,200}\]\(\s*<?https?://[^)\s]{0,300}\?[^)\s]{0,300}?"
-    r"(?:\{[^}\s]{1,60}\}|\$\{?\w+|<[^>\s]{1,60}>|\[[A-Z_ ]{2,40}\]|%7B)",
+    r"(?:\{[^}\s]{1,60}\}|\$\{?\w+|<[^>\s]{1,60}>|\[[A-Z_ ]{2,40}\]|%7B)"
+    # what fills it is the model's to give: a chart's {hostname} is filled by the dashboard
+    r"(?=[^\n]*?(?:conversation|chat|message|history|summary|context|prompt|memory|notes?|user|"
+    r"email|name|secret|key|token|password|credential|session|cookie|env|data|answer|repl|"
+    r"question|query|input|%7B))",
     _I,
 )
 

@@ -134,6 +134,7 @@ QUOTED = Quoted(
         r"(?<![\w'])'([^'\n]{6,400})'(?![\w'])|\"([^\"\n]{6,400})\"|\u201c([^\u201d\n]{6,400})\u201d"
         r"|\u2018([^\u2019\n]{6,400})\u2019|\u00ab([^\u00bb\n]{6,400})\u00bb"
         r"|\u201e([^\u201c\u201d\n]{6,400})[\u201c\u201d]|``([^`\n]{6,400})``|`([^`\n]{6,400})`"
+        r"|\u2039([^\u203a\n]{6,400})\u203a"
     ),
     # an HTML attribute (name=) or a markdown link or image title (](url "...")
     re.compile(r"(?:\b[\w:-]+\s*=\s*|\]\(\s*<?\S+>?\s+)\Z"),
@@ -161,7 +162,9 @@ _AUTHORITY_WHO = (
     r"(?:operator|(?:system\s+)?administrator|sys-?admin|admins?|administration|security(?:\s+team)?|"
     r"soc|it(?:\s+security|\s+department)|platform(?:\s+(?:team|admins?))?|compliance(?:\s+team)?|"
     r"management|vendor|support|anthropic|openai|google|microsoft|github|trust\s*(?:&|and)\s*safety|"
-    r"(?:the\s+)?system|your\s+(?:developers?|creators?|owner))"
+    r"(?:the\s+)?system|your\s+(?:developers?|creators?|owner)|ciso|cto|ceo|cio|it\s+support|"
+    r"help\s*desk|legal|security\s+officer|on-?call\s+lead|(?:system|repo(?:sitory)?|project|"
+    r"account|platform|workspace)\s+owner)"
 )
 _CLAIM = re.compile(
     # "NOTICE FROM THE OPERATOR", "Message from Anthropic", "Per management", "[Administrator]"
@@ -545,7 +548,8 @@ INTENSIFIES = re.compile(
     r"need(?:s)?\s+to|have\s+to|no|any)\s+)*(?:ask|wait|approv|confirm|check|verif|hesitat|skip|"
     r"delay|question|bother|stop|paus|forget|miss|fail|tell|inform|notify|mention|report|review|"
     r"double-check|second-guess|think|worry|let\s+(?:anyone|anybody|them|the\s+user)|log|alert|"
-    r"escalat|interrupt|sign-?off|permission|consent|postpone|defer|abort|cancel)",
+    r"escalat|interrupt|sign-?off|permission|consent|postpone|defer|abort|cancel|block|refus|prevent|"
+    r"interfer|intervene|object|hold\s+back)",
     _I,
 )
 # Right before a prose order: it is a consequence or a description ("rm -rf ~ would wipe
@@ -618,8 +622,12 @@ REMOTE_EXEC = Destructive(
         b"socat",
     ),
     re.compile(
-        r"\b(?:curl|wget)\b[^\n|;&]{0,300}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|da|k|fi)?sh\b"
+        r"\b(?:curl|wget)\b[^\n|;&]{0,300}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|z|da|k|fi)?sh|"
+        r"python[23]?|perl|ruby|node|php)\b"
         r"|\b(?:ba|z)?sh\s+(?:-c\s+['\"]?\$\(|<\()\s*(?:curl|wget)\b"
+        # fetched to a file, then made executable or run
+        r"|\b(?:curl|wget)\b[^\n|;&]{0,300}?\s(?:-o|-O|--output(?:-document)?|>)[=\s]*['\"]?\S+"
+        r"[^\n]{0,60}?(?:&&|;)\s*(?:sudo\s+)?(?:(?:ba|z)?sh\s|chmod\s+\+x|source\s|\.\s|python[23]?\s)"
         r"|\b(?:ba|z)?sh\s+-i\b[^\n]{0,20}?>&?\s*/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n|;&]{0,80}"
         r"\s-[ec]\s+/bin/|\bsocat\b[^\n]{0,80}?\bexec:"
         r"|\b(?:pip3?|pipx|npm|gem)\s+install\b[^\n;|]{0,80}?(?:http://|https?://\d{1,3}(?:\.\d{1,3}){3})"
@@ -648,6 +656,8 @@ REMOTE_EXEC = Destructive(
         " -e ",
         " -c ",
         "exec:",
+        "&&",
+        ";",
     ),
 )
 FORCE_PUSH = Destructive(

@@ -163,7 +163,8 @@ _SUPPRESS = (
     r"|\b" + _APPROVAL + r"\s+(?:is|are)\s+(?:now\s+|hereby\s+)?(?:not\s+(?:needed|required|"
     r"necessary)|unnecessary|optional|waived|suspended|disabled|off|a\s+waste)\b"
     # never wait for a yes, do not pause for user input, don't bother the user
-    r"|\b(?:never|don'?t|do\s+not|no\s+need\s+to)\s+(?:ever\s+)?(?:wait|pause|stop|hold)\s+for\s+"
+    r"|\b(?:never|don'?t|do\s+not|no\s+need\s+to|should\s+not|shouldn'?t|need\s+not|needn'?t|"
+    r"must\s+not)\s+(?:ever\s+)?(?:wait|pause|stop|hold|ask)\s+for\s+"
     r"(?:\w+\s+){0,2}?" + _APPROVAL + r"\b"
     r"|\b(?:not|never|don'?t|do\s+not)\s+bother\s+(?:the\s+)?(?:user|operator|owner|human|anyone)"
     # treat every destructive action as pre-approved, assume yes
@@ -173,6 +174,10 @@ _SUPPRESS = (
     r"|\b(?:i'?ll|i\s+will|we'?ll|we\s+will|(?:someone|they)\s+will)\s+(?:sign\s+off|approve|"
     r"review|confirm|okay|ok)\s+(?:it\s+|this\s+)?(?:later|afterwards|after(?:\s+the\s+fact)?|"
     r"tomorrow|retroactively)\b"
+    # do not verify their identity
+    r"|\b(?:don'?t|do\s+not|never|no\s+need\s+to|without)\s+(?:verify|verifying|check|checking|"
+    r"authenticat\w*|validat\w*)\s+(?:their|the\s+(?:user|caller|sender|requester)'?s?|his|her)\s+"
+    r"(?:identity|credentials|authori[sz]ation|permissions|access)"
     r"|\b(?:require|requires|need|needs)_?(?:confirmation|approval|review)\w*\s*[:=]\s*"
     r"(?:false|off|no|0)\b|\bunattended\b"
 )
@@ -225,6 +230,7 @@ _UNBOUND = (
     r"|\b(?:no\s+longer|never|don'?t|do\s+not|won'?t|will\s+not|must\s+not|mustn'?t|may\s+not|"
     r"are\s+not\s+to|is\s+not\s+to)\s+(?:ever\s+)?(?:refuse|decline|"
     r"say\s+no|push\s+back|hold\s+back|object|question\s+(?:anything|orders))\b"
+    r"(?!\s+(?:\w+\s+)?(?:benign|reasonable|legitimate|valid|harmless|safe|simple|ordinary|normal)\b)"
     r"|\b(?:never|don'?t|do\s+not|no\s+longer)\s+(?:follows?|obeys?|listens?\s+to|answers?\s+to)\s+"
     r"(?:the\s+|your\s+)?(?:operator|user|owner|system|developer)"
     # disable your safety checks; an unrestricted persona
@@ -294,7 +300,7 @@ _WIDE = re.compile(
     r"destroy\w*|drop\w*|deploy\w*|prod(?:uction)?|main|master|rm|sudo|root|force\w*|"
     r"privileged|shell|commands?|tool\s+calls?|keys?|secrets?|credentials|own\s+(?:prs?|pull\s+"
     r"requests?|changes)|until\s+further\s+notice|from\s+now\s+on|going\s+forward|anymore|"
-    r"henceforth|always|immediately|standing|at\s+will|(?:this|the)\s+(?:account|repo(?:sitory)?|project|workspace|sprint|"
+    r"henceforth|always|immediately|standing|at\s+will|full\s+access|(?:this|the)\s+(?:account|repo(?:sitory)?|project|workspace|sprint|"
     r"crew))\b",
     _I,
 )
@@ -308,7 +314,7 @@ SUPPRESS = Order(
         b"paus", b"check back", b"checking back", b"check with", b"checking with", b"check in",
         b"bother", b"safety check", b"security check", b"pre-", b"preapprov", b"assum",
         b"unattended", b"auto-approv", b"autoapprov", b"exempt", b"stop", b"merge queue",
-        b"required check", b"status check",
+        b"required check", b"status check", b"verify", b"verifying", b"identity",
     ),
     re.compile(_SUPPRESS, _I),
     ADDRESSED,
@@ -446,7 +452,7 @@ _DATA_DIRS = (
 DESTROY = Destructive(
     (b"rm ", b"mkfs", b"dd ", b"shred", b"wipefs", b"terraform", b"kubectl", b"aws ", b"gsutil",
      b"gcloud", b"az ", b"delete", b"destroy", b"wipe", b"erase", b"purge", b"nuke", b"clear",
-     b"truncate", b"drop", b"kill", b"find ", b"encrypt"),
+     b"truncate", b"drop", b"kill", b"find ", b"encrypt", b"format"),
     re.compile(
         r"\brm\s+(?:-{1,2}[\w-]+\s+)*" + _DATA_DIRS
         + r"|\bmkfs(?:\.\w+)?\s+(?:-\S+\s+)*/dev/|\bdd\b[^\n;|]{0,80}?\bof=/dev/(?!null\b)\w"
@@ -463,7 +469,7 @@ DESTROY = Destructive(
         r"|\b(?:TRUNCATE(?:\s+TABLE)?|DROP\s+TABLE|DELETE\s+FROM)\s+(?:IF\s+EXISTS\s+)?[\w.\"`]*audit"
         r"|\bkill\s+-9\s+-1\b|\bkill(?:all)?\s+(?:-\S+\s+)*(?:every|all)\s+(?:running\s+)?process"
         r"|\bfind\s+/\s[^\n;|]{0,80}?(?:-delete\b|-exec\s+rm\b)"
-        r"|\bencrypt\s+(?:all|every|the)\s+(?:\w+\s+)?files\b[^.\n]{0,60}?\b(?:delete|remove|shred)\s+"
+        r"|\bformat\s+[a-z]:(?=\s|$)|\bencrypt\s+(?:all|every|the)\s+(?:\w+\s+)?files\b[^.\n]{0,60}?\b(?:delete|remove|shred)\s+"
         r"(?:the\s+|all\s+)?originals?"
         r"|\b(?:delete|destroy|wipe|erase|purge|nuke|remove|clear|truncate)\s+(?:the\s+|our\s+|all\s+)?"
         r"(?:backups?|audit\s+logs?(?:\s+table)?|audit\s+trail|snapshots?)\b(?!\s+(?:older|from|of\s+the|in\s+the|for\s+the|that|"
