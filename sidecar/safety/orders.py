@@ -9,6 +9,7 @@ paragraph reports it as an attack ("attackers claim ...").
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from sidecar.safety.rules_intent import INTENSIFIES, REPORTED
 from sidecar.safety.rules_orders import (
@@ -78,15 +79,16 @@ def _given(check: Order, text: str, para: tuple[int, int], m: re.Match[str]) -> 
 def order_excerpt(check: Order, doc: Doc) -> str | None:
     """The first act in the text that is given to the agent as an order (see ``Order``)."""
     text = doc.text
-    done, seen = -1, set()
-    for pos in doc.find_any(check.anchors):
-        if pos < done:
+    spots = doc.find_any(check.anchors)
+    seen: set[str] = set()  # a paragraph repeated in one text is read once
+    i = 0
+    while i < len(spots):
+        start, end = between(text, spots[i], "\n\n", _PARAGRAPH_CAP)
+        i = bisect_left(spots, end, i + 1)  # the next anchor in a later paragraph
+        paragraph = text[start:end]
+        if paragraph in seen:
             continue
-        start, end = between(text, pos, "\n\n", _PARAGRAPH_CAP)
-        done = end
-        if text[start:end] in seen:
-            continue
-        seen.add(text[start:end])
+        seen.add(paragraph)
         for m in check.act.finditer(text, start, end):
             if doc.strict or _given(check, text, (start, end), m):
                 return span_excerpt(text, m.start(), m.end())

@@ -83,7 +83,7 @@ NEGATED = re.compile(r"\b(?:never|not|no|cannot)\b|n't\b", _I)
 EXCUSED = re.compile(
     r"\b(?:refuse[sd]?|refusing|forbid\w*|prohibit\w*|reject\w*|avoid\w*|whether|unless|"
     r"if\s+(?:someone|anyone|somebody|a\s+note|a\s+message|the\s+text|text|it|they)|"
-    r"report\s+(?:any|it|them)|flag\w*|block\w*|detect\w*|warn\w*|e\.g\.|such\s+as|"
+    r"report\s+(?:any|it|them)|(?<!not\s)(?:flag\w*|block\w*|detect\w*)|warn\w*|e\.g\.|such\s+as|"
     r"examples?\b(?![.-]\w)|attempt\w*|trick\w*|how\s+to\s+spot|payloads?|phrases?|strings?|"
     r"samples?|test\s+cases?)\b|\blike\s*[\"'\u201c\u2018`]",
     _I,
