@@ -277,6 +277,14 @@ _CONCEAL = (
     r"files?|messages?|repl(?:y|ies)|answers?|commits?|memor(?:y|ies)|documents?|prs?|agents?)"
     r"|\bso\s+(?:that\s+)?other\s+(?:agents?|assistants?|models?|ais?)\s+(?:see|read|get|follow|obey)"
 )
+
+
+def _words(*acts: str) -> re.Pattern[str]:
+    """The acts as one regex tried only where a word starts: every act opens with one, and a
+    position inside a word then fails once instead of once per alternative."""
+    return re.compile(r"\b(?=\w)(?:" + "|".join(acts) + ")", _I)
+
+
 # Verbs an imperative clause opens with, for the acts above and below.
 IMPERATIVE_VERB = re.compile(
     r"(?:skip|bypass|ignore|disregard|disable|waive|suspend|drop|circumvent|remove|omit|forgo|"
@@ -316,7 +324,7 @@ SUPPRESS = Order(
         b"unattended", b"auto-approv", b"autoapprov", b"exempt", b"stop", b"merge queue",
         b"required check", b"status check", b"verify", b"verifying", b"identity",
     ),
-    re.compile(_SUPPRESS, _I),
+    _words(_SUPPRESS),
     ADDRESSED,
     wide=_WIDE,
 )  # fmt: skip
@@ -326,7 +334,7 @@ OBEY = Order(
         b"perform", b"source", b"treat", b"prioriti", b"trust", b"listen", b"answer", b"ignor",
         b"disregard", b"overrid", b"forget", b"whatever", b"everything", b"anything",
     ),
-    re.compile(_OBEY, _I),
+    _words(_OBEY),
     ADDRESSED,
 )  # fmt: skip
 UNBOUND = Order(
@@ -345,7 +353,7 @@ UNBOUND = Order(
         b"replicat", b"embed", b"other agent", b"other assistant", b"other model", b"other ai",
         b"moderation", b"no matter", b"replaced", b"superseded", b"overridden",
     ),
-    re.compile(_UNBOUND + "|" + _CONCEAL, _I),
+    _words(_UNBOUND, _CONCEAL),
     ADDRESSED,
 )  # fmt: skip
 
@@ -396,7 +404,8 @@ _TEMPLATED_URL = (
 )
 _URL_FILL = re.compile(
     r"(?:" + _TEMPLATED_URL + r")[^\n]{0,160}"  # the data to fill it with, said after or inside
-    r"|" + _SECRETS + r"\b[^\n]{0,120}?" + _TEMPLATED_URL,
+    r"|\b(?:secrets?|tokens?|api\s+keys?|credentials?|passwords?|cookies?|conversation|"
+    r"messages?|summary|email)\b[^\n]{0,120}?" + _TEMPLATED_URL,
     _I,
 )
 SEND = Order(
@@ -411,7 +420,7 @@ SEND = Order(
         b"recovery", b"reveal", b"print", b"show", b"display", b"echo", b"return", b"include",
         b"read out", b"repeat",
     ),
-    re.compile(_SEND + "|" + _LURE + "|" + _REVEAL, _I),
+    _words(_SEND, _LURE, _REVEAL),
     ADDRESSED,
 )  # fmt: skip
 URL_FILL = Order(
