@@ -129,6 +129,7 @@ def test_rule_order_is_the_documented_one() -> None:
         "new_system_prompt",
         "scripted_exchange",
         "approval_suppression",
+        "foreign_approval_suppression",
         "obey_untrusted_text",
         "shed_safeguards",
         "hidden_instruction",

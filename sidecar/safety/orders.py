@@ -76,10 +76,22 @@ def _given(check: Order, text: str, para: tuple[int, int], m: re.Match[str]) -> 
     )
 
 
+def _all(text: str, mark: str) -> list[int]:
+    out, i = [], text.find(mark)
+    while i >= 0:
+        out.append(i)
+        i = text.find(mark, i + 1)
+    return out
+
+
 def order_excerpt(check: Order, doc: Doc) -> str | None:
     """The first act in the text that is given to the agent as an order (see ``Order``)."""
     text = doc.text
     spots = doc.find_any(check.anchors)
+    if check.marks and doc.non_ascii:
+        found = [m for m in check.marks if m in doc.non_ascii_lower]
+        if found:
+            spots = sorted({*spots, *(i for m in found for i in _all(text, m))})
     seen: set[str] = set()  # a paragraph repeated in one text is read once
     i = 0
     while i < len(spots):

@@ -49,57 +49,60 @@ instruction_override (an order, not a mention: see ``CLAUSE_START``)
     20. ``approval_suppression``: an order to stop asking before acting: skip or
         waive approvals, reviews, confirmation ("no need to ask", "pre-approved"),
         reaching everything or a harmful action (see :mod:`.rules_orders`).
-    21. ``obey_untrusted_text``: an order to carry out whatever a note, file,
+    21. ``foreign_approval_suppression``: the same in Spanish, French, German,
+        Portuguese, Italian, Russian, Chinese or Japanese ("sin revisión", "ohne
+        Rückfrage", "不需要用户确认"), to an addressed agent, reaching everything.
+    22. ``obey_untrusted_text``: an order to carry out whatever a note, file,
         channel or tool output says, or to put it above the user.
-    22. ``shed_safeguards``: the agent's rules declared void, a role without
+    23. ``shed_safeguards``: the agent's rules declared void, a role without
         them, security controls switched off, its actions hidden from the people
         it works for, or the order copied into every later note.
-    23. ``hidden_instruction``: text a human reader does not see (an HTML or
+    24. ``hidden_instruction``: text a human reader does not see (an HTML or
         markdown comment, an element styled invisible) that speaks to a model.
 exfiltration (within one shell line, backslash continuations joined)
-    24. ``env_dump_to_network``: the whole environment sent by curl, wget, nc...
-    25. ``secret_file_to_network``: a key or credentials file uploaded or piped
+    25. ``env_dump_to_network``: the whole environment sent by curl, wget, nc...
+    26. ``secret_file_to_network``: a key or credentials file uploaded or piped
         to a network sender.
-    26. ``secret_var_to_network``: a well-known provider secret (AWS, OpenAI,
+    27. ``secret_var_to_network``: a well-known provider secret (AWS, OpenAI,
         GitHub, ...) sent as data or in a URL rather than as an auth header.
-    27. ``send_secrets_instruction``: prose telling the model to send secrets.
-    28. ``markdown_image_exfil``: a markdown image whose URL has a placeholder
+    28. ``send_secrets_instruction``: prose telling the model to send secrets.
+    29. ``markdown_image_exfil``: a markdown image whose URL has a placeholder
         for the model to fill with data.
-    29. ``credential_var_to_network``: any variable named like a credential
+    30. ``credential_var_to_network``: any variable named like a credential
         (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``)
         sent by a network command in any argument but an auth header or ``-u``.
-    30. ``credential_file_transfer``: a credential file (cloud CLI, SSH private
+    31. ``credential_file_transfer``: a credential file (cloud CLI, SSH private
         key, ``.netrc``, docker/kube config) read locally and sent to a remote
         by scp, rsync, aws s3, gsutil, az storage, rclone, curl -T/-F, a pipe...
-    31. ``copy_credentials_instruction``: prose telling the model to copy one there.
-    32. ``send_data_instruction``: an order to send secrets, the conversation or
+    32. ``copy_credentials_instruction``: prose telling the model to copy one there.
+    33. ``send_data_instruction``: an order to send secrets, the conversation or
         the memory off the machine, to show secrets in the reply, or to lead
         users to a plain-HTTP login or another bank account.
-    33. ``url_template_exfil``: a link or image whose query the model is to fill
+    34. ``url_template_exfil``: a link or image whose query the model is to fill
         with the conversation, the user's data or a secret.
 persistence
-    34. ``ssh_authorized_keys_write``: a key added to authorized_keys.
-    35. ``cron_download_exec``: cron made to run something downloaded, or a
+    35. ``ssh_authorized_keys_write``: a key added to authorized_keys.
+    36. ``cron_download_exec``: cron made to run something downloaded, or a
         download written into cron.
-    36. ``shell_rc_download_exec``: a shell start-up file made to run, or filled
+    37. ``shell_rc_download_exec``: a shell start-up file made to run, or filled
         with, something downloaded. (A bare ``curl ... | sh`` installer is not
         persistence; see the comment above the persistence rules.)
-    37. ``systemd_download_exec``: a systemd unit (or launchd agent) that runs
+    38. ``systemd_download_exec``: a systemd unit (or launchd agent) that runs
         or is itself a download.
 destructive_command (given, not forbidden, narrated or described)
-    38. ``delete_home_or_memory``: ``rm -rf ~``, the memory folder, "delete the
+    39. ``delete_home_or_memory``: ``rm -rf ~``, the memory folder, "delete the
         user's home directory".
-    39. ``remote_script_exec``: a download piped into a shell, with a cue that it
+    40. ``remote_script_exec``: a download piped into a shell, with a cue that it
         is aimed at the agent (plain http, a bare IP, urgency).
-    40. ``force_push_main``: ``git push --force`` over main or master.
-    41. ``drop_production_database``: dropping or truncating a production database.
-    42. ``disable_firewall``: ufw, iptables, firewalld, netsh, SELinux off.
-    43. ``world_writable``: ``chmod 777`` of the root, home or a system folder.
-    44. ``destroy_data``: a system or data folder, a disk, a production stack or
+    41. ``force_push_main``: ``git push --force`` over main or master.
+    42. ``drop_production_database``: dropping or truncating a production database.
+    43. ``disable_firewall``: ufw, iptables, firewalld, netsh, SELinux off.
+    44. ``world_writable``: ``chmod 777`` of the root, home or a system folder.
+    45. ``destroy_data``: a system or data folder, a disk, a production stack or
         namespace, every bucket or backup destroyed, on a line aimed at the agent.
-    45. ``root_or_source_hijack``: root handed out (``NOPASSWD: ALL``, a setuid
+    46. ``root_or_source_hijack``: root handed out (``NOPASSWD: ALL``, a setuid
         shell, root login) or packages fetched from a bare IP.
-    46. ``privilege_grant``: a user put in an admin group, or packages fetched over
+    47. ``privilege_grant``: a user put in an admin group, or packages fetched over
         plain HTTP, on a line aimed at the agent.
 
 Speed: Python's ``re`` costs 10-50 ms per pass over 2 MB, so no rule scans the
@@ -107,9 +110,9 @@ whole text with a regex. Each rule names literal anchors (``b"curl"``,
 ``b"ignore"``); ``bytes.find`` locates them in a lower-case ASCII skeleton of
 the text with one byte per character, and regexes run only at those spots.
 
-Rules 1-13 and 24-28 and the persistence rules match English wording or shell
-shapes; rules 14-19, 29-31 and 38-43 (:mod:`.rules_intent`) match verb-object
-structure; rules 20-23, 32-33 and 44-46 (:mod:`.rules_orders`) match an act and
+Rules 1-13 and 25-29 and the persistence rules match English wording or shell
+shapes; rules 14-19, 30-32 and 39-44 (:mod:`.rules_intent`) match verb-object
+structure; rules 20-24, 33-34 and 45-47 (:mod:`.rules_orders`) match an act and
 whom it is aimed at, and let pass the notes that forbid, narrate or warn about
 it. Each rule's comment says what it lets through on purpose.
 """
@@ -891,6 +894,7 @@ OVERRIDE_RULES += (
     ("instruction_override", "new_system_prompt", Phrase(_NEW_SYSTEM_PROMPT)),
     ("instruction_override", "scripted_exchange", intent.EXCHANGE),
     ("instruction_override", "approval_suppression", orders.SUPPRESS),
+    ("instruction_override", "foreign_approval_suppression", orders.FOREIGN_SUPPRESS),
     ("instruction_override", "obey_untrusted_text", orders.OBEY),
     ("instruction_override", "shed_safeguards", orders.UNBOUND),
     ("instruction_override", "hidden_instruction", orders.HIDDEN),

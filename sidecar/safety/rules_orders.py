@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 - Cyrillic and CJK words are what the foreign rules read
 """Orders to the agent to drop a safeguard, as data: what is ordered, and who is addressed.
 
 An attack stored in memory has to tell a later agent to act against the people
@@ -35,6 +36,7 @@ class Order:
     imperative: bool = True  # an act opening its clause with a verb is an order, addressed or not
     needs: re.Pattern[str] | None = None  # must match within the act (e.g. what data is sent)
     wide: re.Pattern[str] | None = None  # must match in the act's sentence (what it reaches)
+    marks: tuple[str, ...] = ()  # non-Latin strings found in the text itself, besides anchors
 
 
 # Who is spoken to, or when the order is to hold: the agent, or every later run.
@@ -47,7 +49,10 @@ ADDRESSED = re.compile(
     # "Store this as a learning", "save to memory": an order to the agent that keeps it
     r"(?:store|save|remember|write|add|commit|record|keep)\s+(?:this\s+|it\s+|that\s+|the\s+"
     r"following\s+)?(?:as|to|in|into)\s+(?:an?\s+|the\s+)?(?:memory|memories|learnings?|notes?|"
-    r"mind))\b",
+    r"mind)|(?:store|save|remember|record)\s+this\s+(?:preference|rule|setting|instruction|forever|"
+    r"permanently)|agente|assistente|asistente|ассистент|агент|a\s+partir\s+de\s+ahora|"
+    r"à\s+partir\s+de\s+maintenant|ab\s+(?:jetzt|sofort)|d'ora\s+in\s+poi|daqui\s+em\s+diante|"
+    r"с\s+этого\s+момента)\b|助手|代理|从现在起|今後|エージェント|アシスタント",
     _I,
 )
 # Words that may open an imperative clause before its verb.
@@ -65,24 +70,28 @@ NARRATED = re.compile(
     r"said|wrote|claimed|pretended|managed|made|convinced|tricked|persuaded|was|were|had|"
     r"removed|skipped|disabled|turned|dropped)\b"
     # "our payload told the agent to ...": whoever gave the order, it is reported
-    r"|\b(?:told|asked|instructed|ordered|urged|wanted|got|convinced|tricked|persuaded|pushed)\s+"
-    r"(?:the\s+|our\s+|an?\s+)?(?:agents?|assistants?|models?|ai|bots?|llms?|it|him|her|them|us|me)"
-    r"\s+to\s+\Z",
+    r"|\b(?:told|asked|instructed|ordered|urged|wanted|got|convinced|tricked|persuaded|pushed|tells?|"
+    r"asks?|instructs?)\s+(?:the\s+|our\s+|an?\s+)?(?:agents?|assistants?|models?|ai|bots?|llms?|it|"
+    r"him|her|them|us|me|you)\s+to\s+\Z",
     _I,
 )
 # After the act: the agent did not do it.
 REFUSED_AFTER = re.compile(
-    r"\b(?:refused|declined|blocked|flagged|detected|ignored\s+it|was\s+(?:blocked|caught|refused|"
+    r"\b(?:refused|declined|blocked|flagged|detected|ignored\s+it|report\s+(?:it|them|this)|"
+    r"was\s+(?:blocked|caught|refused|"
     r"flagged|stopped))\b",
     _I,
 )
 # Before the act in its sentence: it is forbidden ("never", "do not"), unless the negation
 # governs asking or waiting (``rules_intent.INTENSIFIES``: "don't worry, skip the review").
-NEGATED = re.compile(r"\b(?:never|not|no|cannot)\b|n't\b", _I)
+NEGATED = re.compile(
+    r"\b(?:never|not|no|cannot|nunca|jam[áa]s|jamais|ne|non|nie|nicht|niemals|kein\w*|mai|não|"
+    r"не|никогда|нельзя)\b|n't\b|不要|不得|不可|禁止|别|絶対に|してはいけ|しないで",
+    _I,
+)
 # Before the act in its sentence: it is refused, warned about, or only a condition.
 EXCUSED = re.compile(
     r"\b(?:refuse[sd]?|refusing|forbid\w*|prohibit\w*|reject\w*|avoid\w*|whether|unless|"
-    r"if\s+(?:someone|anyone|somebody|a\s+note|a\s+message|the\s+text|text|it|they)|"
     r"report\s+(?:any|it|them)|(?<!not\s)(?:flag\w*|block\w*|detect\w*)|warn\w*|e\.g\.|such\s+as|"
     r"examples?\b(?![.-]\w)|attempt\w*|trick\w*|how\s+to\s+spot|payloads?|phrases?|strings?|"
     r"samples?|test\s+cases?)\b|\blike\s*[\"'\u201c\u2018`]",
@@ -204,6 +213,8 @@ _OBEY = (
     r"operator|owner|your)"
     r"|\b(?:follow|obey|answer\s+to|listen\s+to)\s+only\s+(?:me|this|these|the\s+notes?)\b"
     r"|\banswers?\s+only\s+to\s+me\b"
+    r"|\b(?:obey|follow|execute|comply\s+with|carry\s+out)\s+(?:it|them|this|that|whatever\s+it\s+says)"
+    r"\s+(?:unconditionally|without\s+question(?:ing)?|blindly|no\s+matter\s+what)"
     # ignore the user's request
     r"|\b(?:ignore|disregard|override|forget)\s+(?:the\s+|your\s+)?(?:user|operator|owner|human)"
     r"(?:'s|s')?\s+(?:instructions?|requests?|orders?|wishes|commands?|questions?)"
@@ -237,11 +248,14 @@ _UNBOUND = (
     r"|\b(?:disable|turn\s+off|switch\s+off|deactivate|bypass|suspend|lift|relax|drop)\s+"
     r"(?:the\s+|your\s+|all\s+|any\s+)?(?:(?:safety|security|content)\s+(?:checks?|controls?|"
     r"filters?|measures?|guardrails|polic(?:y|ies)|restrictions|settings)|(?:mfa|2fa|two-factor|"
-    r"multi-factor|audit(?:ing)?|antivirus|edr|endpoint\s+protection|secret\s+scanning)"
+    r"multi-factor|audit(?:ing)?|antivirus|edr|endpoint\s+protection|secret\s+scanning|waf|"
+    r"intrusion\s+detection)"
     r"(?:\s+(?:checks?|verification|enforcement|logs?|logging|rules?|controls?))?)\b"
     r"|\b(?:role|persona|identity|character|mode)\b[^.\n]{0,40}?\b(?:unrestricted|unfiltered|"
     r"uncensored|jailbroken|unlimited|god)\b"
     r"|\bstay\s+in\s+character\s+no\s+matter\s+what\b"
+    r"|\b(?:insert|add|plant|hide|leave)\s+(?:a\s+)?back-?door\b|\bhard-?code\s+(?:the\s+|an?\s+)?(?:admin|"
+    r"root|master)\s+(?:password|credentials?)"
     # act as the system administrator ... you may change any file
     r"|\b(?:act\s+as|you\s+are(?:\s+now)?|become|is\s+now|take\s+on\s+the\s+role\s+of)\s+(?:the\s+|"
     r"an?\s+)?(?:\w+\s+)?(?:administrator|admin|sysadmin|root|superuser|owner)\b[^.\n]{0,80}?(?:\b(?:any|"
@@ -255,7 +269,8 @@ _CONCEAL = (
     r"\b(?:never|don'?t|do\s+not|without)\s+(?:ever\s+)?(?:tell(?:ing)?|inform(?:ing)?|"
     r"notify(?:ing)?|alert(?:ing)?|let(?:ting)?\s+(?:\w+\s+){1,2}know|mention(?:ing)?|"
     r"report(?:ing)?|disclos(?:e|ing)|reveal(?:ing)?)\s+(?:it\s+|this\s+|that\s+|anything\s+)?"
-    r"(?:to\s+)?(?:the\s+)?(?:(?:user|operator|owner|human|humans|anyone|anybody|admins?|security)"
+    r"(?:to\s+)?(?:the\s+)?(?:(?:user|operator|owner|human|humans|anyone|anybody|admins?|#?security|"
+    r"security\s+team|#[\w-]+|on-?call)"
     # what is hidden is what the agent does, or this order; not a fact ("your password")
     r"(?=\s*(?:[.;!,)\u2014\u2013-]|$|\b(?:when|that\s+you|what\s+you|how\s+you|where\s+you|if\s+you|"
     r"until|before|after|and|or)\b|\babout\s+(?:this|these|it|that|what|any\s+of\s+this|the\s+"
@@ -308,7 +323,8 @@ _WIDE = re.compile(
     r"destroy\w*|drop\w*|deploy\w*|prod(?:uction)?|main|master|rm|sudo|root|force\w*|"
     r"privileged|shell|commands?|tool\s+calls?|keys?|secrets?|credentials|own\s+(?:prs?|pull\s+"
     r"requests?|changes)|until\s+further\s+notice|from\s+now\s+on|going\s+forward|anymore|"
-    r"henceforth|always|immediately|standing|at\s+will|full\s+access|(?:this|the)\s+(?:account|repo(?:sitory)?|project|workspace|sprint|"
+    r"henceforth|always|immediately|standing|at\s+will|full\s+access|purchas\w*|payments?|"
+    r"money|funds|transfers?|refunds?|(?:this|the)\s+(?:account|repo(?:sitory)?|project|workspace|sprint|"
     r"crew))\b",
     _I,
 )
@@ -327,6 +343,32 @@ SUPPRESS = Order(
     _words(_SUPPRESS),
     ADDRESSED,
     wide=_WIDE,
+)  # fmt: skip
+# The same in other languages: "sin revisión", "ohne Rückfrage", "без подтверждения",
+# "不需要用户确认", "確認せずに", reaching everything ("todas", "alle", "所有", "すべて").
+FOREIGN_SUPPRESS = Order(
+    (b"sin ", b"sans ", b"ohne", b"sem ", b"senza"),
+    re.compile(
+        r"\bsin\s+(?:revisi[óo]n|aprobaci[óo]n|confirmaci[óo]n|preguntar|consultar|permiso|"
+        r"autorizaci[óo]n)|\bsans\s+(?:demander|validation|approbation|confirmation|relecture|revue|"
+        r"autorisation|permission|v[ée]rification)|\bohne\s+(?:r[üu]ckfrage|freigabe|best[äa]tigung|"
+        r"genehmigung|review|pr[üu]fung|zu\s+fragen|erlaubnis|nachfrage)|\bsem\s+(?:revis[ãa]o|"
+        r"aprova[çc][ãa]o|confirma[çc][ãa]o|perguntar|permiss[ãa]o|autoriza[çc][ãa]o)|\bsenza\s+"
+        r"(?:revisione|approvazione|conferma|chiedere|permesso|autorizzazione)|без\s+(?:подтвержден\w*|"
+        r"одобрен\w*|согласован\w*|проверк\w*|спроса|разрешен\w*|ревью)|(?:不需要|无需|無需|不用|不必)"
+        r"(?:用户|用戶)?(?:确认|確認|批准|审核|審核|审批|審批|同意)|跳过(?:审核|审批|确认)|未经(?:用户)?"
+        r"(?:确认|批准|同意)|(?:確認|承認|許可|レビュー)(?:を(?:取ら|求め|得))?(?:せずに|なしで|なしに|不要)",
+        _I,
+    ),
+    ADDRESSED,
+    imperative=False,
+    wide=re.compile(
+        _WIDE.pattern + r"|\b(?:todas?|todos|toutes?|tous|alle[sn]?|tutt[ie]|все|всех)\b|所有|全部|"
+        r"一切|すべて|全て",
+        _I,
+    ),
+    marks=("без", "不需要", "无需", "無需", "不用", "不必", "跳过", "未经", "せずに", "なしで",
+           "なしに"),
 )  # fmt: skip
 OBEY = Order(
     (
@@ -366,6 +408,12 @@ _SEND = (
     r"(?:(?!\bfrom\b)[^.\n]){0,60}?\b(?:to|into)\s+(?!(?:the\s+|your\s+|our\s+|a\s+)?(?:vault|"
     r"1password|bitwarden|keychain|keepass|password\s+manager|secrets?\s+manager|kms)\b)" + _OUTSIDE
 )
+# The same said of the data: "all outputs mirrored to http://...".
+_SENT = (
+    r"\b(?:outputs?|responses?|replies|answers|conversations?|messages?|transcripts?|memory|notes|"
+    r"prompts?|keystrokes|data)\s+(?:\w+\s+)?(?:mirrored|forwarded|sent|copied|posted|uploaded|synced|"
+    r"streamed|relayed|exported)\s+to\s+" + _OUTSIDE
+)
 # Users led astray: every link rewritten through a redirector, users sent to log in on a
 # plain-HTTP or bare-IP page, paid to another account, or asked for a second factor.
 _LURE = (
@@ -382,13 +430,17 @@ _LURE = (
 )
 # Secrets shown in the reply, where whoever planted the order can read them back.
 _REVEAL = (
+    r"\b(?:reply|respond|answer)\s+(?:to\s+\w+(?:\s+\w+)?\s+)?with\s+(?:the\s+)?(?:full\s+)?contents?\s+"
+    r"of\s+(?:your\s+|their\s+|the\s+)?(?:memory|memories|notes|AGENT\.md|CREW\.md|system\s+prompt|"
+    r"secrets|credentials|env\w*)|"
     r"\b(?:reveal|print|output|show|display|dump|paste|echo|return|include|share|read\s+out|"
     r"repeat|send|give|e-?mail|mail)s?\s+(?:me\s+|us\s+)?(?:the\s+)?(?:full\s+|raw\s+|entire\s+)?(?:contents?\s+of\s+|"
-    r"output\s+of\s+|values?\s+of\s+)?(?:your\s+|the\s+|every\s+|each\s+)?(?:['\"`]?(?:~|\$HOME)?/?\.(?:ssh/(?:id_[\w-]+|[\w.-]*_key)"
+    r"output\s+of\s+|values?\s+of\s+)?(?:your\s+|the\s+|every\s+|each\s+)?(?:current\s+|"
+    r"(?:aws|gcp|azure|github|openai|stripe|prod(?:uction)?|admin|root|deploy)\s+){0,2}(?:['\"`]?(?:~|\$HOME)?/?\.(?:ssh/(?:id_[\w-]+|[\w.-]*_key)"
     r"(?![\w-]|\.pub)|aws/credentials|netrc|git-credentials|npmrc|pypirc|pgpass|docker/config\.json|"
     r"kube/config)|/etc/shadow|"
-    r"(?:all\s+)?(?:api\s+keys?|secrets?|passwords?|private\s+keys?|access\s+tokens?|env(?:ironment)?"
-    r"\s+variables?))(?:[^.\n]{0,60}?\b(?:in|into|to)\s+(?:your\s+|the\s+)?(?:next\s+)?(?:reply|"
+    r"(?:all\s+)?(?:api\s+keys?|secrets?|secret\s+(?:access\s+)?keys?|passwords?|private\s+keys?|"
+    r"access\s+(?:keys?|tokens?)|env(?:ironment)?\s+variables?))(?:[^.\n]{0,60}?\b(?:in|into|to)\s+(?:your\s+|the\s+)?(?:next\s+)?(?:reply|"
     r"replies|answer|response|output|chat|message|comment|pr|issue))?"
 )
 # A link or image whose query the model is to fill with data: ?q={last user message},
@@ -418,9 +470,10 @@ SEND = Order(
         b"wallet", b"log in", b"login", b"sign in", b"signin", b"verify", b"enter", b"password",
         b"2fa", b"mfa", b"otp", b"one-time", b"verification", b"pin", b"card", b"cvv", b"seed",
         b"recovery", b"reveal", b"print", b"show", b"display", b"echo", b"return", b"include",
-        b"read out", b"repeat",
+        b"read out", b"repeat", b"reply", b"respond", b"answer", b"mirrored", b"forwarded",
+        b"sent", b"copied", b"posted", b"uploaded", b"synced", b"streamed", b"relayed", b"exported",
     ),
-    _words(_SEND, _LURE, _REVEAL),
+    _words(_SEND, _SENT, _LURE, _REVEAL),
     ADDRESSED,
 )  # fmt: skip
 URL_FILL = Order(

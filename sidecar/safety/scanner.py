@@ -14,14 +14,14 @@ and the passes below.
 Three passes, each only if the previous found nothing (rules numbered as in
 :mod:`sidecar.safety.rules`):
 
-1. The raw text through rules 1-46.
+1. The raw text through rules 1-47.
 2. Look-alike text, folded: lines where a rule's keyword appears only once
    look-alike letters are read as Latin (Cyrillic/Greek homoglyphs, accented
    letters, leetspeak digits), or that hold fullwidth, mathematical, small
    capital or combining characters, HTML character references or escaped
    markup, or s p a c e d letters, are decoded (HTML entities, NFKC, homoglyph map, combining marks
-   and format characters dropped) and run through rules 7-46; a copy with
-   leetspeak and spaced letters undone runs through rules 7-23.
+   and format characters dropped) and run through rules 7-47; a copy with
+   leetspeak and spaced letters undone runs through rules 7-24.
 3. Encoded runs are decoded and scanned the same way, nested at most twice:
    base64 runs of 40 or more characters (wrapped lines joined), shorter ones on
    a line that decodes them (``base64 -d``, ``atob``), hex runs of 32 or more
