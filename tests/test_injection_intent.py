@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestClient
 from sidecar.config import Settings
 from sidecar.context.block import Recalled, Section, assemble
 from sidecar.safety import rules_intent, scan
-from sidecar.safety.intent import destructive_excerpt
+from sidecar.safety.commands import destructive_excerpt
 from sidecar.safety.rules_intent import REMOTE_EXEC
 from sidecar.safety.text import Doc
 from tests.injection_table import table

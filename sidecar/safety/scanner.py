@@ -39,15 +39,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
+from sidecar.safety.commands import destructive_excerpt, transfer_excerpt
 from sidecar.safety.decode import decoded_payloads, fold_confusables, fold_leet, suspect_lines
 from sidecar.safety.intent import (
     authority_excerpt,
-    destructive_excerpt,
     exchange_excerpt,
     foreign_excerpt,
     line_open_excerpt,
     quoted_excerpt,
-    transfer_excerpt,
 )
 from sidecar.safety.orders import order_excerpt
 from sidecar.safety.persist import download_hook, key_write, unit_download
