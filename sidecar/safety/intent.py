@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001 - full-width sentence ends of Chinese and Japanese
 """Matchers for the intent rules of :mod:`sidecar.safety.rules_intent`.
 
 Each function takes its check (the data) and a :class:`~sidecar.safety.text.Doc`
@@ -11,37 +10,26 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from sidecar.safety.clauses import clause_after, clause_before
 from sidecar.safety.rules_i18n import Lang
 from sidecar.safety.rules_intent import (
-    DESCRIBED,
-    DOCUMENTED,
-    MODAL_BEFORE,
     REPORTED,
     Authority,
-    Destructive,
     Exchange,
     Foreign,
     LineOpen,
     Quoted,
-    Transfer,
 )
-from sidecar.safety.text import Doc, between, excerpt, plain_line, span_excerpt
+from sidecar.safety.text import (
+    Doc,
+    between,
+    excerpt,
+    plain_line,
+    span_excerpt,
+)
 
-_SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)|[。！？]")
-_OPEN_QUOTES = "\"'`\u201c\u2018\u00ab\u201e"
+_OPEN_QUOTES = "\"'`\u201c\u2018\u00ab\u201e\u2039"
 _PARAGRAPH_CAP = 800  # characters either side of an anchor that count as its paragraph
-
-
-def _clause_after(text: str) -> str:
-    m = _SENTENCE_END.search(text)
-    return text[: m.start()] if m else text
-
-
-def _clause_before(text: str) -> str:
-    last = None
-    for last in _SENTENCE_END.finditer(text):  # noqa: B007 - the last one is wanted
-        pass
-    return text[last.end() :] if last else text
 
 
 # --- other languages ----------------------------------------------------------------------------
@@ -76,9 +64,9 @@ def _foreign_order(lang: Lang, line: str) -> re.Match[str] | None:
             continue
         if lang.neg_after and lang.neg_after.match(after):
             continue
-        windows = [_clause_after(after)[:120]]
+        windows = [clause_after(after)[:120]]
         if lang.object_first:
-            windows.append(_clause_before(before)[-60:])
+            windows.append(clause_before(before)[-60:])
         if lang.everything and lang.everything.search(windows[0][:60]):
             return v
         if any(lang.noun.search(w) and lang.qual.search(w) for w in windows):
@@ -132,12 +120,14 @@ def quoted_excerpt(check: Quoted, inner: Callable[[Doc], str | None], doc: Doc) 
             if check.attribute.search(prefix):
                 return excerpt(quoted)
             after = text[m.end() : end]
-            sentence = _clause_before(prefix)
+            sentence = clause_before(prefix)
             if check.mention.search(sentence) and not check.act_on.match(after):
                 continue
             first = min(low.find(n) for n in needles if n in low)
-            if check.goes_on.search(quoted, first + 12) or re.match(
-                r"[\s,;]*(?:and\s+)?then\b", after
+            if (
+                check.goes_on.search(quoted, first + 12)
+                or re.match(r"[\s,;]*(?:and\s+)?then\b", after)
+                or check.act_on.match(after)
             ):
                 return excerpt(quoted)
     return None
@@ -194,59 +184,4 @@ def exchange_excerpt(check: Exchange, doc: Doc) -> str | None:
         m = check.complies.match(text, start, end)
         if m and check.user_turn.search(text, max(0, start - 2000), min(len(text), end + 2000)):
             return span_excerpt(text, m.start(), m.end())
-    return None
-
-
-# --- credential files ---------------------------------------------------------------------------
-
-# Options through which a credential file is used as intended, not sent.
-_USED_AS_CREDENTIAL = re.compile(
-    r"(?:--netrc-file|--netrc-optional|--cert|--key|--cacert|-E|-i|--identity|-K|--config|"
-    r"--kubeconfig|--credential-file|--credentials-file|--profile|-F)[=\s]\s*['\"]?\Z"
-)
-_REMOTE_SOURCE = re.compile(r"[^\s'\"]*:[^\s'\"]*\Z")
-
-
-def transfer_excerpt(check: Transfer, doc: Doc) -> str | None:
-    """A credential file read locally and sent to a remote by a transfer tool."""
-    seen: set[str] = set()
-    for line in doc.shell_lines(check.anchors, check.tool.search):
-        if line in seen:
-            continue
-        seen.add(line)
-        for m in check.path.finditer(line):
-            before = line[: m.start()]
-            token = re.split(r"[\s=]", before)[-1]
-            if _REMOTE_SOURCE.match(token) and "@" not in token:
-                continue  # host:path, i.e. fetched from elsewhere
-            if check.upload.search(before):
-                return excerpt(line.strip())
-            if _USED_AS_CREDENTIAL.search(before):
-                continue
-            after = line[m.end() :]
-            if check.piped.match(after) or check.remote.search(after):
-                return excerpt(line.strip())
-    return None
-
-
-# --- destructive commands -----------------------------------------------------------------------
-
-
-def destructive_excerpt(check: Destructive, doc: Doc) -> str | None:
-    """A destructive command given, not forbidden, narrated or described (see ``Destructive``)."""
-    text = doc.text
-    for start, end in doc.lines(check.anchors):
-        line = text[start:end]
-        if check.needs and not any(n in line for n in check.needs):
-            continue
-        for m in check.regex.finditer(line):
-            if not doc.strict:
-                around = _clause_before(line[: m.start()]) + " " + _clause_after(line[m.end() :])
-                if DOCUMENTED.search(around) or DESCRIBED.match(line, m.end()):
-                    continue
-                if MODAL_BEFORE.search(line, 0, m.start()):
-                    continue
-                if check.cue is not None and not check.cue.search(line):
-                    continue
-            return span_excerpt(text, start + m.start(), start + m.end())
     return None

@@ -46,49 +46,75 @@ instruction_override (an order, not a mention: see ``CLAUSE_START``)
     18. ``new_system_prompt``: "begin new system prompt", "Updated system message:".
     19. ``scripted_exchange``: a user/assistant script in which the assistant
         agrees to drop a safeguard.
+    20. ``approval_suppression``: an order to stop asking before acting: skip or
+        waive approvals, reviews, confirmation ("no need to ask", "pre-approved"),
+        reaching everything or a harmful action (see :mod:`.rules_orders`).
+    21. ``foreign_approval_suppression``: the same in Spanish, French, German,
+        Portuguese, Italian, Russian, Chinese or Japanese ("sin revisión", "ohne
+        Rückfrage", "不需要用户确认"), to an addressed agent, reaching everything.
+    22. ``obey_untrusted_text``: an order to carry out whatever a note, file,
+        channel or tool output says, or to put it above the user.
+    23. ``shed_safeguards``: the agent's rules declared void, a role without
+        them, security controls switched off, its actions hidden from the people
+        it works for, or the order copied into every later note.
+    24. ``hidden_instruction``: text a human reader does not see (an HTML or
+        markdown comment, an element styled invisible) that speaks to a model.
 exfiltration (within one shell line, backslash continuations joined)
-    20. ``env_dump_to_network``: the whole environment sent by curl, wget, nc...
-    21. ``secret_file_to_network``: a key or credentials file uploaded or piped
+    25. ``env_dump_to_network``: the whole environment sent by curl, wget, nc...
+    26. ``secret_file_to_network``: a key or credentials file uploaded or piped
         to a network sender.
-    22. ``secret_var_to_network``: a well-known provider secret (AWS, OpenAI,
+    27. ``secret_var_to_network``: a well-known provider secret (AWS, OpenAI,
         GitHub, ...) sent as data or in a URL rather than as an auth header.
-    23. ``send_secrets_instruction``: prose telling the model to send secrets.
-    24. ``markdown_image_exfil``: a markdown image whose URL has a placeholder
+    28. ``send_secrets_instruction``: prose telling the model to send secrets.
+    29. ``markdown_image_exfil``: a markdown image whose URL has a placeholder
         for the model to fill with data.
-    25. ``credential_var_to_network``: any variable named like a credential
+    30. ``credential_var_to_network``: any variable named like a credential
         (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``)
         sent by a network command in any argument but an auth header or ``-u``.
-    26. ``credential_file_transfer``: a credential file (cloud CLI, SSH private
+    31. ``credential_file_transfer``: a credential file (cloud CLI, SSH private
         key, ``.netrc``, docker/kube config) read locally and sent to a remote
         by scp, rsync, aws s3, gsutil, az storage, rclone, curl -T/-F, a pipe...
-    27. ``copy_credentials_instruction``: prose telling the model to copy one there.
+    32. ``copy_credentials_instruction``: prose telling the model to copy one there.
+    33. ``send_data_instruction``: an order to send secrets, the conversation or
+        the memory off the machine, to show secrets in the reply, or to lead
+        users to a plain-HTTP login or another bank account.
+    34. ``url_template_exfil``: a link or image whose query the model is to fill
+        with the conversation, the user's data or a secret.
 persistence
-    28. ``ssh_authorized_keys_write``: a key added to authorized_keys.
-    29. ``cron_download_exec``: cron made to run something downloaded, or a
+    35. ``ssh_authorized_keys_write``: a key added to authorized_keys.
+    36. ``cron_download_exec``: cron made to run something downloaded, or a
         download written into cron.
-    30. ``shell_rc_download_exec``: a shell start-up file made to run, or filled
+    37. ``shell_rc_download_exec``: a shell start-up file made to run, or filled
         with, something downloaded. (A bare ``curl ... | sh`` installer is not
         persistence; see the comment above the persistence rules.)
-    31. ``systemd_download_exec``: a systemd unit (or launchd agent) that runs
+    38. ``systemd_download_exec``: a systemd unit (or launchd agent) that runs
         or is itself a download.
 destructive_command (given, not forbidden, narrated or described)
-    32. ``delete_home_or_memory``: ``rm -rf ~``, the memory folder, "delete the
+    39. ``delete_home_or_memory``: ``rm -rf ~``, the memory folder, "delete the
         user's home directory".
-    33. ``remote_script_exec``: a download piped into a shell, with a cue that it
+    40. ``remote_script_exec``: a download piped into a shell, with a cue that it
         is aimed at the agent (plain http, a bare IP, urgency).
-    34. ``force_push_main``: ``git push --force`` over main or master.
-    35. ``drop_production_database``: dropping or truncating a production database.
-    36. ``disable_firewall``: ufw, iptables, firewalld, netsh, SELinux off.
-    37. ``world_writable``: ``chmod 777`` of the root, home or a system folder.
+    41. ``force_push_main``: ``git push --force`` over main or master.
+    42. ``drop_production_database``: dropping or truncating a production database.
+    43. ``disable_firewall``: ufw, iptables, firewalld, netsh, SELinux off.
+    44. ``world_writable``: ``chmod 777`` of the root, home or a system folder.
+    45. ``destroy_data``: a system or data folder, a disk, a production stack or
+        namespace, every bucket or backup destroyed, on a line aimed at the agent.
+    46. ``root_or_source_hijack``: root handed out (``NOPASSWD: ALL``, a setuid
+        shell, root login) or packages fetched from a bare IP.
+    47. ``privilege_grant``: a user put in an admin group, or packages fetched over
+        plain HTTP, on a line aimed at the agent.
 
 Speed: Python's ``re`` costs 10-50 ms per pass over 2 MB, so no rule scans the
 whole text with a regex. Each rule names literal anchors (``b"curl"``,
 ``b"ignore"``); ``bytes.find`` locates them in a lower-case ASCII skeleton of
 the text with one byte per character, and regexes run only at those spots.
 
-Rules 1-13 and 20-31 match English wording; rules 14-19 and 25-37
-(:mod:`.rules_intent`) match verb-object structure. Each rule's comment says
-what it lets through on purpose.
+Rules 1-13 and 25-29 and the persistence rules match English wording or shell
+shapes; rules 14-19, 30-32 and 39-44 (:mod:`.rules_intent`) match verb-object
+structure; rules 20-24, 33-34 and 45-47 (:mod:`.rules_orders`) match an act and
+whom it is aimed at, and let pass the notes that forbid, narrate or warn about
+it. Each rule's comment says what it lets through on purpose.
 """
 
 from __future__ import annotations
@@ -98,7 +124,9 @@ import re
 from dataclasses import dataclass
 
 from sidecar.safety import rules_intent as intent
+from sidecar.safety import rules_orders as orders
 from sidecar.safety.rules_intent import IntentCheck
+from sidecar.safety.rules_orders import Order
 
 S = r"[\s*_~]{1,40}"  # between words: whitespace, or markdown emphasis around a word
 _I = re.IGNORECASE
@@ -244,6 +272,7 @@ Check = (
     | DownloadHook
     | UnitDownload
     | IntentCheck
+    | Order
 )
 Rule = tuple[str, str, Check]  # (category, pattern name, check)
 
@@ -252,7 +281,7 @@ Rule = tuple[str, str, Check]  # (category, pattern name, check)
 _LEAD = (
     r"(?:(?:please|kindly|now|so|ok(?:ay)?|and|then|also|first|instead|immediately|important|"
     r"urgent|attention|note|hey|hi|hello|dear|assistant|ai|agent|model|bot|claude|chatgpt|gpt|"
-    r"llm|you\s+(?:must|should|will|shall|need\s+to|have\s+to|are\s+to)(?:\s+now)?|"
+    r"llm|you\s+(?:must|should|will|shall|need\s+to|have\s+to|are\s+to|may|can)(?:\s+now)?|"
     r"from\s+now\s+on|right\s+now|at\s+once)[ \t]*[,:!.]*[ \t]+)*"
 )
 # What may stand right before an order aimed at the model: the start of a line
@@ -262,14 +291,16 @@ _LEAD = (
 CLAUSE_START = re.compile(
     r"(?:^[ \t]*(?:(?:[>*+|#-]+|\d{1,3}[.)]|\[[ xX]\])[ \t]*)*[\"'\u201c\u2018]?"
     r"|[.!?;,][\"'\u201d\u2019)\]]*[ \t]+|[ \t][\u2014\u2013-]{1,2}[ \t]+"
-    r"|\|[ \t]*|<!--[ \t]*|<[A-Za-z][^<>\n]*>[ \t]*|\[//\]:[ \t]*\#[ \t]*[(\"])"
+    r"|\|[ \t]*|<!--[ \t]*|<[A-Za-z][^<>\n]*>[ \t]*|\[//\]:[ \t]*\#[ \t]*[(\"]"
+    # a JSON or YAML value: {"content": "...", note: '...'
+    r"|[\"'][\w-]{1,30}[\"'][ \t]*:[ \t]*[\"']|(?:^|[{,][ \t]*)[\w-]{1,30}[ \t]*:[ \t]*[\"'])"
     + _LEAD
     + r"[*_~]*\Z",
     _I,
 )
 # After "Label:" the label decides: "SYSTEM:", "Note to the AI:" introduce an
 # order, while "User:", "Example:", "they said:" introduce a quotation.
-AFTER_LABEL = re.compile(r"(?:^|[^\w.])([\w.]+)?[ \t]*:[ \t]*" + _LEAD + r"[*_~]*\Z", _I)
+AFTER_LABEL = re.compile(r"(?:^|[^\w.])([\w.]+)?[ \t]*:[*_~]*[ \t]*" + _LEAD + r"[*_~]*\Z", _I)
 QUOTING_LABELS = frozenset(
     "user human customer attacker adversary input example examples e.g eg i.e payload prompt "
     "quote quoted message said says say wrote writes asked asks text phrase string reads "
@@ -328,7 +359,7 @@ TAG_FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{2,
 # named ("'ignore previous instructions' is a classic") pass.
 
 _VERB = r"(?:ignore|disregard|forget|override|bypass)"
-_DET = r"(?:all|any|each|every|of|the|these|those|my|its|your)"
+_DET = r"(?:all|any|each|every|of|the|these|those|my|its|your|(?:system|developer|operator)'s)"
 # "previous instructions", "system prompt", "safety guidelines", but not "old
 # lint rules" or "default rules": the rules must be the model's own.
 _QUAL = (
@@ -337,7 +368,7 @@ _QUAL = (
 )
 _NOUN = (
     r"(?:instructions?|directions|directives?|rules|guidelines|guidance|prompts?|context|"
-    r"commands|orders|constraints|restrictions|guardrails|safeguards|filters|policies|"
+    r"commands|orders|constraints|restrictions|guardrails|safeguards|filters|polic(?:y|ies)|"
     r"programming|training|messages|conversation)"
 )
 _OBJECT = (
@@ -347,11 +378,30 @@ _OBJECT = (
     rf"|(?:{_DET}{S})*{_NOUN}{S}(?:above|before\s+this|(?:given|provided)\s+(?:above|before|earlier|"
     r"previously)|you\s+(?:were|have\s+been)\s+given)\b)"
 )
+# Other ways to say "drop": their object must be the model's orders, not just any
+# "previous messages" or "prior orders" (a queue, a shop).
+_SET_ASIDE = (
+    r"(?:pay{S}no{S}(?:attention|heed|mind){S}to|set{S}aside|put{S}aside|throw{S}out|discard|"
+    r"abandon|dismiss|drop|scrap|stop{S}(?:following|obeying|honou?ring)|no{S}longer{S}"
+    r"(?:follow|obey|honou?r))"
+).replace("{S}", S)
+_ORDERS = (
+    r"(?:instructions?|directions|directives?|rules|guidelines|guidance|prompts?|constraints|"
+    r"restrictions|guardrails|safeguards|programming|training)\b"
+)
+_OWN_ORDERS = (
+    rf"(?:(?:{_DET}{S})*(?:{_QUAL}{S}(?:(?:and|or|&|/){S})?)+|(?:all{S}(?:of{S})?)?your{S}"
+    rf"(?:{_QUAL}{S})*){_ORDERS}"
+)
+_SET_ASIDE_ANCHORS = (b"pay no", b"set aside", b"put aside", b"throw out", b"discard", b"abandon",
+                      b"dismiss", b"drop", b"scrap", b"stop follow", b"stop obey", b"stop hono",
+                      b"no longer")  # fmt: skip
 _IGNORE_PREVIOUS = (
     Probe(
         (b"ignore", b"disregard", b"forget", b"override", b"bypass"),
         re.compile(rf"\b{_VERB}{S}{_OBJECT}", _I),
     ),
+    Probe(_SET_ASIDE_ANCHORS, re.compile(rf"\b{_SET_ASIDE}{S}{_OWN_ORDERS}", _I)),
     Probe(
         (b"follow",),
         re.compile(rf"follow(?:ing)?{S}{_OBJECT}", _I),
@@ -364,7 +414,7 @@ _FORGET_ABOVE = (
     Probe(
         (b"ignore", b"disregard", b"forget"),
         re.compile(
-            rf"\b(?:ignore|disregard|forget){S}(?:about{S})?(?:everything|all|anything|whatever)"
+            rf"\b(?:ignore|disregard|forget){S}(?:about{S})?(?:everything|all|anything|whatever|what)"
             rf"{S}(?:(?:that{S})?(?:was|is|has\s+been){S}(?:said|written|stated|mentioned|given)"
             rf"{S})?(?:above|before(?:\s+this)?|prior|previously|earlier|so\s+far|until\s+now|"
             r"up\s+to\s+now|preceding|you(?:\s+were|\s+have\s+been|'ve\s+been)\s+"
@@ -372,6 +422,16 @@ _FORGET_ABOVE = (
             rf"|\b(?:ignore|disregard|forget){S}(?:all{S}(?:of{S})?)?the{S}above"
             r"(?=[ \t]*(?:[.,;:!]|and\b|then\b|$))",
             _I | re.MULTILINE,
+        ),
+    ),
+    Probe(
+        _SET_ASIDE_ANCHORS,
+        re.compile(
+            rf"\b{_SET_ASIDE}{S}(?:everything|all|anything|whatever){S}(?:(?:that{S})?(?:was|is|"
+            rf"has\s+been){S}(?:said|written|stated|given){S})?(?:above|before(?:\s+this)?|"
+            r"previously|earlier|so\s+far|until\s+now|you(?:\s+were|\s+have\s+been|'ve\s+been)\s+"
+            r"(?:told|given|instructed)(?!\s+about))\b",
+            _I,
         ),
     ),
 )
@@ -434,7 +494,9 @@ _NEW_INSTRUCTIONS = (
         (b"your",),
         re.compile(
             r"your\s+(?:real|actual|true|secret|hidden|only\s+real)\s+(?:task|goal|objective|"
-            r"mission|instructions?|purpose|job)\s+(?:is|are|will\s+be)\b",
+            r"mission|instructions?|purpose|job)\s+(?:is|are|will\s+be)\b"
+            r"|your\s+(?:new|updated|revised)\s+(?:instructions|directives|rules|guidelines|"
+            r"system\s+prompt)\s+(?:are|is)\b",
             _I,
         ),
     ),
@@ -515,7 +577,7 @@ L_WORDS = frozenset(
 NET_ANCHORS = (b"curl", b"wget", b"nc ", b"cat ", b"invoke-", b"/dev/", b"post(", b"urlopen")
 NET = re.compile(
     r"\b(?:curl|wget|nc|ncat|netcat|socat|ftp|tftp|sftp|Invoke-WebRequest|Invoke-RestMethod|"
-    r"urlopen)\b|/dev/(?:tcp|udp)/|\.post\(|\bfetch\(",
+    r"urlopen|nslookup|dig)\b|/dev/(?:tcp|udp)/|\.post\(|\bfetch\(",
     _I,
 )
 # Files whose contents are credentials. ``.env.example`` and friends are
@@ -653,7 +715,11 @@ _SEND_SECRETS = (
 # Ordinary badges and images have literal query strings.
 _IMAGE_EXFIL = re.compile(
     r"!\[[^\]\n]{0,200}\]\(\s*<?https?://[^)\s]{0,300}\?[^)\s]{0,300}?"
-    r"(?:\{[^}\s]{1,60}\}|\$\{?\w+|<[^>\s]{1,60}>|\[[A-Z_ ]{2,40}\]|%7B)",
+    r"(?:\{[^}\s]{1,60}\}|\$\{?\w+|<[^>\s]{1,60}>|\[[A-Z_ ]{2,40}\]|%7B)"
+    # what fills it is the model's to give: a chart's {hostname} is filled by the dashboard
+    r"(?=[^\n]*?(?:conversation|chat|message|history|summary|context|prompt|memory|notes?|user|"
+    r"email|name|secret|key|token|password|credential|session|cookie|env|data|answer|repl|"
+    r"question|query|input|%7B))",
     _I,
 )
 
@@ -827,6 +893,11 @@ OVERRIDE_RULES += (
     ("instruction_override", "chat_template_turn", intent.TEMPLATE_LINE),
     ("instruction_override", "new_system_prompt", Phrase(_NEW_SYSTEM_PROMPT)),
     ("instruction_override", "scripted_exchange", intent.EXCHANGE),
+    ("instruction_override", "approval_suppression", orders.SUPPRESS),
+    ("instruction_override", "foreign_approval_suppression", orders.FOREIGN_SUPPRESS),
+    ("instruction_override", "obey_untrusted_text", orders.OBEY),
+    ("instruction_override", "shed_safeguards", orders.UNBOUND),
+    ("instruction_override", "hidden_instruction", orders.HIDDEN),
 )
 EXFIL_RULES: tuple[Rule, ...] = (
     ("exfiltration", "env_dump_to_network", NetworkLine(_ENV_DUMP, _ENV_DUMP_HINTS)),
@@ -867,6 +938,8 @@ EXFIL_RULES: tuple[Rule, ...] = (
             clause_start=False,
         ),
     ),
+    ("exfiltration", "send_data_instruction", orders.SEND),
+    ("exfiltration", "url_template_exfil", orders.URL_FILL),
 )
 PERSISTENCE_RULES: tuple[Rule, ...] = (
     (
@@ -893,6 +966,9 @@ DESTRUCTIVE_RULES: tuple[Rule, ...] = (
     ("destructive_command", "drop_production_database", intent.DROP_PRODUCTION),
     ("destructive_command", "disable_firewall", intent.DISABLE_FIREWALL),
     ("destructive_command", "world_writable", intent.WORLD_WRITABLE),
+    ("destructive_command", "destroy_data", orders.DESTROY),
+    ("destructive_command", "root_or_source_hijack", orders.ROOT_OR_SOURCE),
+    ("destructive_command", "privilege_grant", orders.PRIVILEGE),
 )
 _BASE_RULES = INVISIBLE_RULES + QUOTED_INNER[:-1] + EXFIL_RULES[:5] + PERSISTENCE_RULES
 CONTENT_RULES = OVERRIDE_RULES + EXFIL_RULES + PERSISTENCE_RULES + DESTRUCTIVE_RULES

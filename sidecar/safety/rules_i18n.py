@@ -56,11 +56,29 @@ def _cjk(words: str) -> re.Pattern[str]:
 LANGS: tuple[Lang, ...] = (
     Lang(
         "fr",
-        (b"ignor", b"oubli", b"compte", b"abstraction", b"outrepass", b"contourn"),
+        (
+            b"ignor",
+            b"oubli",
+            b"compte",
+            b"abstraction",
+            b"outrepass",
+            b"contourn",
+            b"suis",
+            b"suivez",
+            b"respecte",
+            b"arret",
+            b"cesse",
+            b"mets",
+            b"mettez",
+            b"laisse",
+        ),
         (),
         _w(
             r"ignore[zs]?|ignorer|oublie[zs]?|oublier|ne\s+(?:tiens|tenez|tenir)\s+(?:plus|pas)\s+"
-            r"compte|fai(?:s|tes)\s+abstraction|outrepasse[zs]?|contourne[zs]?"
+            r"compte|fai(?:s|tes)\s+abstraction|outrepasse[zs]?|contourne[zs]?|"
+            # "stop following", "set aside"
+            r"ne\s+(?:suis|suivez|respecte|respectez)\s+plus|(?:arr[êe]te|cesse)[zs]?\s+de\s+"
+            r"(?:suivre|respecter)|met(?:s|tez)\s+de\s+c[ôo]t[ée]|laisse[zs]?\s+tomber"
         ),
         _w(
             r"instructions?|consignes?|règles?|directives?|indications?|ordres|prompts?|"
@@ -68,10 +86,12 @@ LANGS: tuple[Lang, ...] = (
         ),
         _w(
             r"précédent\w*|antérieur\w*|ci-dessus|d['’]avant|passées|(?:du\s+)?système|initiales?|"
-            r"originel\w*|toutes|tous|tes|vos"
+            r"originel\w*|toutes|tous|tes|vos|de\s+sécurité"
         ),
         re.compile(r"tout\s+ce\s+qu[ei'’][^.!?\n]{0,40}?(?:avant|précède|dit|donné)", _I),
-        neg_before=re.compile(r"(?:\bn['’]|\bne\s+)\Z", _I),
+        neg_before=re.compile(
+            r"(?:\bn['’]|\bne\s+)\Z|\b(?:ne|n['’])\s*\w+\s+(?:jamais|pas|plus|point)\s+\Z", _I
+        ),
         hints=(
             "instruction",
             "consigne",
@@ -89,11 +109,27 @@ LANGS: tuple[Lang, ...] = (
     ),
     Lang(
         "es",
-        (b"ignor", b"olvid", b"caso omiso", b"descarta", b"omite", b"por alto"),
+        (
+            b"ignor",
+            b"olvid",
+            b"caso omiso",
+            b"descarta",
+            b"omite",
+            b"por alto",
+            b"sigas",
+            b"sigan",
+            b"obedezc",
+            b"respet",
+            b"cumpl",
+            b"deja",
+        ),
         (),
         _w(
             r"ignora|ignore|ignoren|ignorad|olvida|olvide|olviden|olvidad|haz\s+caso\s+omiso|"
-            r"hagan?\s+caso\s+omiso|descarta|descarte|omite|pasa\s+por\s+alto"
+            r"hagan?\s+caso\s+omiso|descarta|descarte|omite|pasa\s+por\s+alto|"
+            # "do not follow", "stop following", "set aside"
+            r"no\s+(?:sigas|sigan|obedezcas|obedezcan|respetes|respeten|cumplas|cumplan)|"
+            r"deja\s+de\s+(?:seguir|obedecer|respetar|cumplir)|deja\s+de\s+lado"
         ),
         _w(
             r"instrucci[oó]n(?:es)?|indicaciones|reglas|directrices|[oó]rdenes|normas|"
@@ -101,10 +137,10 @@ LANGS: tuple[Lang, ...] = (
         ),
         _w(
             r"anteriores|previas|previos|de\s+arriba|precedentes|del\s+sistema|originales|"
-            r"iniciales|todas|todos|tus|sus"
+            r"iniciales|todas|todos|tus|sus|de\s+seguridad"
         ),
         re.compile(r"todo\s+lo\s+(?:anterior|que\s+(?:se\s+)?(?:te\s+)?(?:dij|han\s+dicho))", _I),
-        neg_before=re.compile(r"\bno\s+\Z", _I),
+        neg_before=re.compile(r"\b(?:no|nunca|jam[áa]s)\s+(?:\w+\s+)?\Z", _I),
         hints=(
             "instruc",
             "indicacion",
@@ -130,7 +166,8 @@ LANGS: tuple[Lang, ...] = (
         ),
         _w(
             r"anweisung(?:en)?|instruktion(?:en)?|regeln|richtlinien|vorgaben|befehle|"
-            r"anordnungen|system-?prompts?|prompts?|einschränkungen|beschränkungen"
+            r"anordnungen|system-?prompts?|prompts?|einschränkungen|beschränkungen|"
+            r"sicherheits(?:regeln|richtlinien|vorgaben|einschränkungen|maßnahmen)"
         ),
         _w(
             r"vorherig\w*|bisherig\w*|obig\w*|früher\w*|vorangegangen\w*|vorig\w*|alle|deine|"
@@ -167,11 +204,25 @@ LANGS: tuple[Lang, ...] = (
     ),
     Lang(
         "pt",
-        (b"ignor", b"esque", b"desconsider", b"despreze", b"leve"),
+        (
+            b"ignor",
+            b"esque",
+            b"desconsider",
+            b"despreze",
+            b"leve",
+            b"siga",
+            b"obedec",
+            b"respeit",
+            b"cumpra",
+            b"deix",
+            b"pare",
+        ),
         (),
         _w(
             r"ignore|ignora|ignorem|esque[çc]a|esque[çc]am|esque[çc]e|desconsidere|"
-            r"desconsiderem|desconsidera|despreze|n[ãa]o\s+leve\s+em\s+conta"
+            r"desconsiderem|desconsidera|despreze|n[ãa]o\s+leve\s+em\s+conta|"
+            r"n[ãa]o\s+(?:siga|sigam|obede[çc]a|respeite|cumpra)|(?:deix[ea]|pare)\s+de\s+"
+            r"(?:seguir|obedecer|respeitar|cumprir)|deix[ea]\s+de\s+lado"
         ),
         _w(
             r"instru[çc][õo]es|instru[çc][ãa]o|orienta[çc][õo]es|regras|diretrizes|ordens|"
@@ -179,10 +230,10 @@ LANGS: tuple[Lang, ...] = (
         ),
         _w(
             r"anteriores|pr[ée]vias|acima|precedentes|do\s+sistema|originais|iniciais|todas|"
-            r"todos|suas|tuas"
+            r"todos|suas|tuas|de\s+seguran[çc]a"
         ),
         re.compile(r"tudo\s+(?:o\s+que|acima|antes|que\s+foi)", _I),
-        neg_before=re.compile(r"\bn[ãa]o\s+\Z", _I),
+        neg_before=re.compile(r"\b(?:n[ãa]o|nunca|jamais)\s+(?:\w+\s+)?\Z", _I),
         hints=(
             "instru",
             "orienta",
@@ -212,11 +263,24 @@ LANGS: tuple[Lang, ...] = (
     ),
     Lang(
         "it",
-        (b"ignor", b"dimentic", b"tenere", b"tenete", b"trascura", b"tralascia"),
+        (
+            b"ignor",
+            b"dimentic",
+            b"tenere",
+            b"tenete",
+            b"trascura",
+            b"tralascia",
+            b"seguire",
+            b"rispett",
+            b"obbedi",
+            b"smetti",
+            b"metti",
+        ),
         (),
         _w(
             r"ignora|ignorate|ignori|dimentica|dimenticate|dimentichi|non\s+tene(?:re|te)\s+"
-            r"conto|trascura|tralascia"
+            r"conto|trascura|tralascia|non\s+(?:seguire|rispettare|obbedire)|smetti\s+di\s+"
+            r"(?:seguire|rispettare|obbedire)|metti\s+da\s+parte"
         ),
         _w(
             r"istruzion[ie]|regole|direttive|indicazioni|ordini|comandi|prompts?|restrizioni|"
@@ -224,10 +288,10 @@ LANGS: tuple[Lang, ...] = (
         ),
         _w(
             r"precedenti|anteriori|sopra|(?:di|del)\s+sistema|originali|iniziali|tutte|tutti|"
-            r"finora|fino\s+ad\s+ora|prima|tue"
+            r"finora|fino\s+ad\s+ora|prima|tue|di\s+sicurezza"
         ),
         re.compile(r"tutto\s+(?:quello|ci[òo])\s+che[^.!?\n]{0,40}?(?:prima|finora|sopra)", _I),
-        neg_before=re.compile(r"\bnon\s+\Z", _I),
+        neg_before=re.compile(r"\b(?:non|mai)\s+(?:\w+\s+)?\Z", _I),
         hints=(
             "istruzion",
             "regole",
@@ -282,10 +346,22 @@ LANGS: tuple[Lang, ...] = (
     Lang(
         "ru",
         (),
-        ("игнор", "забуд", "внимани", "отбрось", "пренебр", "учитыва", "следуй"),
+        (
+            "игнор",
+            "забуд",
+            "внимани",
+            "отбрось",
+            "пренебр",
+            "учитыва",
+            "следуй",
+            "выполня",
+            "соблюда",
+            "перестань",
+        ),
         _w(
             r"игнорируй(?:те)?|проигнорируй(?:те)?|забудь(?:те)?|не\s+обращай(?:те)?\s+внимания|"
-            r"отбрось(?:те)?|пренебреги(?:те)?|не\s+учитывай(?:те)?|не\s+следуй(?:те)?"
+            r"отбрось(?:те)?|пренебреги(?:те)?|не\s+учитывай(?:те)?|не\s+следуй(?:те)?|"
+            r"не\s+(?:выполняй|соблюдай)(?:те)?|перестань(?:те)?\s+(?:следовать|соблюдать)"
         ),
         _w(
             r"инструкци\w*|указани\w*|правил\w*|команд\w*|промпт\w*|директив\w*|ограничени\w*|"
@@ -329,10 +405,12 @@ LANGS: tuple[Lang, ...] = (
             "抛开",
             "拋開",
             "放弃",
+            "遵守",
+            "别管",
         ),
         _cjk(
             r"忽略|无视|無視|忽视|忽視|忘记|忘記|忘掉|不要理会|不要理會|别理会|不用理会|跳过|"
-            r"跳過|抛开|拋開|放弃遵守|放棄遵守"
+            r"跳過|抛开|拋開|放弃遵守|放棄遵守|不要遵守|不再遵守|停止遵守|不必遵守|无需遵守|别管"
         ),
         _cjk(r"指令|指示|说明|說明|规则|規則|提示词|提示詞|提示|命令|设定|設定|要求|约束|限制"),
         _cjk(r"之前|以前|先前|上面|以上|上述|前面|原来|原有|所有|全部|一切|系统|系統"),

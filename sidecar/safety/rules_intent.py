@@ -124,7 +124,9 @@ IntentCheck = Foreign | Quoted | Authority | LineOpen | Exchange | Transfer | De
 FOREIGN = Foreign(LANGS)
 
 _QUOTE_ANCHORS = (b"ignor", b"disregard", b"forget", b"override", b"bypass", b"oubli", b"olvid",
-                  b"vergiss", b"esque", b"dimentic", b"negeer")  # fmt: skip
+                  b"vergiss", b"esque", b"dimentic", b"negeer", b"pay no", b"set aside",
+                  b"put aside", b"discard", b"abandon", b"dismiss", b"drop", b"stop follow",
+                  b"no longer")  # fmt: skip
 QUOTED = Quoted(
     _QUOTE_ANCHORS,
     # "...", '...', “...”, ‘...’, «...», „...“, `...`, ``...``
@@ -132,6 +134,7 @@ QUOTED = Quoted(
         r"(?<![\w'])'([^'\n]{6,400})'(?![\w'])|\"([^\"\n]{6,400})\"|\u201c([^\u201d\n]{6,400})\u201d"
         r"|\u2018([^\u2019\n]{6,400})\u2019|\u00ab([^\u00bb\n]{6,400})\u00bb"
         r"|\u201e([^\u201c\u201d\n]{6,400})[\u201c\u201d]|``([^`\n]{6,400})``|`([^`\n]{6,400})`"
+        r"|\u2039([^\u203a\n]{6,400})\u203a"
     ),
     # an HTML attribute (name=) or a markdown link or image title (](url "...")
     re.compile(r"(?:\b[\w:-]+\s*=\s*|\]\(\s*<?\S+>?\s+)\Z"),
@@ -145,8 +148,8 @@ QUOTED = Quoted(
         _I,
     ),
     re.compile(
-        r"[^.!?\n]{0,40}\b(?:do\s+(?:what|as)\s+it\s+says|follow\s+it|obey\s+it|act\s+on\s+it|"
-        r"comply|carry\s+it\s+out)\b",
+        r"[^.!?\n]{0,80}\b(?:do\s+(?:what|as)\s+it\s+(?:says|tells\s+you)|follow\s+it|obey\s+it|"
+        r"act\s+on\s+it|comply|carry\s+it\s+out)\b",
         _I,
     ),
     re.compile(
@@ -159,12 +162,14 @@ _AUTHORITY_WHO = (
     r"(?:operator|(?:system\s+)?administrator|sys-?admin|admins?|administration|security(?:\s+team)?|"
     r"soc|it(?:\s+security|\s+department)|platform(?:\s+(?:team|admins?))?|compliance(?:\s+team)?|"
     r"management|vendor|support|anthropic|openai|google|microsoft|github|trust\s*(?:&|and)\s*safety|"
-    r"(?:the\s+)?system|your\s+(?:developers?|creators?|owner))"
+    r"(?:the\s+)?system|your\s+(?:developers?|creators?|owner)|ciso|cto|ceo|cio|it\s+support|"
+    r"help\s*desk|legal|security\s+officer|on-?call\s+lead|(?:system|repo(?:sitory)?|project|"
+    r"account|platform|workspace)\s+owner)"
 )
 _CLAIM = re.compile(
     # "NOTICE FROM THE OPERATOR", "Message from Anthropic", "Per management", "[Administrator]"
     rf"\b(?:from|by|per|of)\s+(?:the\s+|your\s+)?{_AUTHORITY_WHO}\b"
-    rf"|(?:^|[\[(\s])(?:the\s+)?{_AUTHORITY_WHO}(?:'s)?(?:\s*\([^()\n]{{1,40}}\))?\s*(?:\]|\)|:|[-\u2014\u2013]|(?:\s+\w+){{0,2}}\s+"
+    rf"|(?:^|[\[(\s*_>#])(?:the\s+)?{_AUTHORITY_WHO}(?:'s)?(?:\s*\([^()\n]{{1,40}}\))?\s*(?:\]|\)|:|[-\u2014\u2013]|(?:\s+\w+){{0,2}}\s+"
     r"(?:notice|message|update|directive|order|policy|announcement|advisory|instruction|override|"
     r"rule|memo|note|speaking)s?\b|\s+(?:has|have)\s+(?:authori[sz]ed|approved|cleared|"
     r"granted|lifted|suspended|disabled)|\s+requires?\b)"
@@ -218,6 +223,10 @@ AUTHORITY = Authority(
         b"exempt",
         b"sign-off",
         b"signoff",
+        b"merge queue",
+        b"bypass",
+        b"checks",
+        b"branch protection",
     ),
     re.compile(
         # obey what memory says
@@ -236,7 +245,8 @@ AUTHORITY = Authority(
         r"(?:system|authoritative|trusted|operator)"
         # skip approvals
         r"|\b(?:skip|bypass|ignore|disregard|disable|waive|suspend|drop|circumvent)\s+(?:the\s+|all\s+|"
-        r"any\s+|every\s+|your\s+)?(?:\w+\s+)?" + _APPROVAL + r"\b"
+        r"any\s+|every\s+|your\s+)?(?:\w+\s+)?(?:" + _APPROVAL + r"|merge\s+queues?|(?:required\s+|"
+        r"status\s+|ci\s+)?checks|ci|gates?|branch\s+protection|tests|process(?:es)?)\b"
         r"|\b(?:no\s+longer\s+(?:need|require)|without)\s+(?:any\s+|the\s+|asking\s+(?:for\s+)?)?"
         r"(?:\w+\s+)?" + _APPROVAL + r"\b"
         r"|\b" + _APPROVAL + r"\s+(?:are|is)\s+(?:now\s+)?(?:suspended|disabled|waived|off|"
@@ -278,7 +288,26 @@ _CLOSING = (
     r"|\[(?:END|/)\s*(?:OF\s+)?(?:MEMORY|MEMORIES|NOTES|CONTEXT)[\w ]*\]"
     r"|[-=#*\s]*end\s+of\s+(?:the\s+)?(?:memory|memories|memory\s+block|notes|context|"
     r"retrieved\s+(?:context|documents?)|system\s+prompt|user\s+input)[-=#*\s]*$"
-    r"|<(?:system|instructions)>"
+    r"|<(?:system|instructions)(?:[-_][\w-]+)?>(?![ \t]+(?:is|are|was|were|tags?|elements?)\b)"
+)
+# The frame markers of the memory block (``sidecar.context.block``, which this layer
+# cannot import; a test checks the list covers every marker the block renders). One
+# in memory text would close the block it sits in or open another as if the daemon had.
+_BLOCK_NAMES = (
+    "INSTITUTIONAL LEARNINGS", "AGENT MEMORY", "CREW SHARED MEMORY", "OPERATOR MODEL",
+    "LEARNINGS", "KNOWN FACTS", "RELEVANT MEMORY", "MEMORY INSTRUCTIONS",
+)  # fmt: skip
+BLOCK_MARKERS = (
+    *(f"[{name}]" for name in _BLOCK_NAMES),
+    *(f"[END {name}]" for name in _BLOCK_NAMES),
+    "[MEMORY NUDGE]",
+    "<recalled-memory>",
+    "</recalled-memory>",
+)
+_BLOCK_MARKER = (
+    r"(?:\[(?:END\s+)?(?:"
+    + "|".join(n.replace(" ", r"\s+") for n in _BLOCK_NAMES)
+    + r"|MEMORY\s+NUDGE)\](?![:(])|</?recalled-memory>)"
 )
 _ADDRESSED = (
     r"(?:you|your|the\s+assistant|assistant|ignore|disregard|forget|from\s+now|always|never|"
@@ -304,6 +333,9 @@ TEMPLATE_LINE = LineOpen(
         b"# instruction",
         b"#instruction",
         b"[system",
+        # the block markers ("[end" is above)
+        *(b"[institutional", b"[agent", b"[crew", b"[operator", b"[learnings", b"[known"),
+        *(b"[relevant", b"[memory", b"recalled-memory"),
     ),
     re.compile(
         r"[ \t>*-]*(?:"
@@ -311,8 +343,11 @@ TEMPLATE_LINE = LineOpen(
         + r")"
         + r"|[ \t>*-]*(?:"
         + _CLOSING
+        + r"|"
+        + _BLOCK_MARKER
         + r")"
         # "### SYSTEM:" or "## System prompt", then an order on that line or the next
+        + r"|[ \t]*#{1,6}[ \t]*(?-i:Instruction|Response)[ \t]*:[ \t]*\n[ \t]*\S"
         + r"|[ \t]*#{1,6}[ \t]*(?:new\s+)?(?:system(?:\s+(?:prompt|message))?|instructions?)"
         r"[ \t]*:?[ \t]*(?:\n[ \t]*)?(?:\*\*)?"
         + _ADDRESSED
@@ -347,7 +382,9 @@ EXCHANGE = Exchange(
         r"skip|disable[sd]?|without\s+(?:asking|approval|confirmation|checking)|any\s+command|"
         r"reveal|no\s+(?:rules|restrictions|limits))"
         r"|\bmy\s+(?:rules|restrictions|safety\s+checks|guidelines|filters|guardrails)\s+(?:are|"
-        r"have\s+been)\s+(?:now\s+)?(?:disabled|off|gone|suspended|lifted))",
+        r"have\s+been)\s+(?:now\s+)?(?:disabled|off|gone|suspended|lifted)"
+        r"|\bi\s+(?:no\s+longer|don'?t|do\s+not|won'?t)\s+(?:have|keep|follow|need|obey)\s+(?:any\s+)?"
+        r"(?:rules|restrictions|secrets|limits|filters|guidelines))",
         _I | re.MULTILINE,
     ),
     (b"assistant", b"ai:", b"model", b"bot", b"gpt", b"claude", b"agent", b"a:"),
@@ -425,8 +462,12 @@ TRANSFER = Transfer(
         b"id_",
     ),
     re.compile(
-        r"\b(?:scp|rsync|sftp|aws\s+s3|gsutil|gcloud\s+storage|az\s+storage|azcopy|rclone|curl|wget|"
-        r"croc|wormhole|nc|ncat|ssh|ftp|put)\b",
+        # a tool, not the ".ssh" of a path
+        r"(?<![./~-])\b(?:scp|rsync|sftp|aws\s+s3|gsutil|gcloud\s+storage|az\s+storage|azcopy|rclone|curl|wget|"
+        r"croc|wormhole|nc|ncat|ssh|ftp|put)\b"
+        # "send it to": the verb in other languages
+        r"|发送|发到|發送|传到|傳到|上传|上傳|送信|送って|アップロード|\b(?:env[ií]a|envoie|sende|envie|"
+        r"invia|отправь|загрузи)\b",
         _I,
     ),
     CRED_FILE,
@@ -458,17 +499,20 @@ COPY_ANCHORS = (
 COPY_VERB = re.compile(
     r"\b(?:upload|copy|send|transfer|sync|push|share|paste|attach|post|exfiltrate|move|forward|"
     r"ship|deliver|publish|dump|put|place|drop|mirror|expose|leak|e-?mail|mail|give|hand\s+over|"
-    r"commit)\s+(?:(?!\bfrom\b)[^.\n]){0,40}?\Z",
+    r"commit|zip(?:\s+up)?|tar(?:\s+up)?|archive|bundle|pack(?:\s+up)?|compress)\s+(?:(?!\bfrom\b)"
+    r"(?:[^.\n]|\.(?=\w))){0,40}?\Z",
     _I,
 )
 COPY_VERBS = (
     "upload", "copy", "send", "transfer", "sync", "push", "share", "paste", "attach", "post",
     "exfiltrate", "move", "forward", "ship", "deliver", "publish", "dump", "put", "place", "drop",
-    "mirror", "expose", "leak", "mail", "give", "hand", "commit",
+    "mirror", "expose", "leak", "mail", "give", "hand", "commit", "zip", "tar", "archive",
+    "bundle", "pack", "compress",
 )  # fmt: skip
 COPY_CREDENTIALS = re.compile(
     r"(?:" + CRED_FILE.pattern + r"|(?:ssh\s+)?private\s+keys?\b|"
-    r"(?:aws|gcp|azure|cloud)\s+credentials\b)(?:(?!\bfrom\b)[^.\n]){0,80}?\b(?:to|into|onto|on)\s+"
+    r"(?:aws|gcp|azure|cloud)\s+credentials\b)(?:(?!\bfrom\b)(?:[^.\n]|\.(?=\w))){0,80}?\b(?:to|into|"
+    r"onto|on)\s+"
     r"(?!(?:the\s+|your\s+|a\s+)?(?:vault|1password|bitwarden|keychain|password\s+manager|"
     r"secrets?\s+manager)\b)\S",
     _I,
@@ -486,7 +530,26 @@ DOCUMENTED = re.compile(
     r"post-?mortem|caused|was\s+(?:run|used)|were\s+(?:run|used)|ran|lab|sandbox|example\s+of|"
     r"e\.g\.|such\s+as|report\s+it|classic|requires?|unless|no\s+longer|why|if\s+someone|"
     r"restrict\w*|limited\s+to|(?:we|they|someone|somebody|he|she|i)\s+(?:used|ran|typed|tried|did)|"
-    r"later|fixed|reverted|rolled\s+back)\b",
+    r"later|fixed|reverted|rolled\s+back|stopped\s+(?:doing|running|using|piping)|used\s+to|"
+    r"(?:says|said|told\s+(?:us|me|them|people))\s+to|removed|replaced|deprecated)\b",
+    _I,
+)
+# A negation forbids the command only when it governs it ("never run curl ... | bash",
+# "do not pipe it into a shell"). One that governs asking, waiting, approval or
+# skipping ("do not wait for approval", "never skip it", "don't hesitate") makes
+# the order stronger, so a ``DOCUMENTED`` negation followed by these does not count.
+NEGATION = re.compile(
+    r"never|don'?t|do\s+not|does\s+not|doesn'?t|must\s+not|mustn'?t|should\s+not|shouldn'?t|"
+    r"cannot|can'?t|won'?t|no\s+longer|requires?",
+    _I,
+)
+INTENSIFIES = re.compile(
+    r"[\s,]+(?:(?:ever|even|just|really|you|we|anyone|anybody|to|be|been|first|bother(?:\s+to)?|"
+    r"need(?:s)?\s+to|have\s+to|no|any)\s+)*(?:ask|wait|approv|confirm|check|verif|hesitat|skip|"
+    r"delay|question|bother|stop|paus|forget|miss|fail|tell|inform|notify|mention|report|review|"
+    r"double-check|second-guess|think|worry|let\s+(?:anyone|anybody|them|the\s+user)|log|alert|"
+    r"escalat|interrupt|sign-?off|permission|consent|postpone|defer|abort|cancel|block|refus|prevent|"
+    r"interfer|intervene|object|hold\s+back)",
     _I,
 )
 # Right before a prose order: it is a consequence or a description ("rm -rf ~ would wipe
@@ -505,7 +568,8 @@ REPORTED = re.compile(
 )
 DESCRIBED = re.compile(
     r"[`'\")\]]*\s*(?:is|are|was|were|turns|will|would|does|deletes|removes|wipes|disables|means|"
-    r"requires|needs|only)\b",
+    r"requires|needs|only|(?:protection|guard|safeguard|check|flag|option|example|pattern|alias|"
+    r"footgun|mistake|typo)s?)\b",
     _I,
 )
 _RM = r"\brm\s+(?:-{1,2}[\w-]+\s+)*"
@@ -542,10 +606,32 @@ DELETE_HOME = Destructive(
 # A download run by a shell. Installers (rustup, uv) are documented this way
 # everywhere, so this needs a cue: plain http, a bare IP, or an order aimed at the agent.
 REMOTE_EXEC = Destructive(
-    (b"curl", b"wget", b"iex", b"invoke-expression", b"downloadstring", b"iwr", b"irm"),
+    (
+        b"curl",
+        b"wget",
+        b"iex",
+        b"invoke-expression",
+        b"downloadstring",
+        b"iwr",
+        b"irm",
+        b"install",
+        b"/dev/",
+        b"nc ",
+        b"ncat",
+        b"netcat",
+        b"socat",
+    ),
     re.compile(
-        r"\b(?:curl|wget)\b[^\n|;&]{0,300}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|da|k|fi)?sh\b"
+        r"\b(?:curl|wget)\b[^\n|;&]{0,300}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|z|da|k|fi)?sh|"
+        r"python[23]?|perl|ruby|node|php)\b"
         r"|\b(?:ba|z)?sh\s+(?:-c\s+['\"]?\$\(|<\()\s*(?:curl|wget)\b"
+        # fetched to a file, then made executable or run
+        r"|\b(?:curl|wget)\b[^\n|;&]{0,300}?\s(?:-o|-O|--output(?:-document)?|>)[=\s]*['\"]?\S+"
+        r"[^\n]{0,60}?(?:&&|;)\s*(?:sudo\s+)?(?:(?:ba|z)?sh\s|chmod\s+\+x|source\s|\.\s|python[23]?\s)"
+        r"|\b(?:ba|z)?sh\s+-i\b[^\n]{0,20}?>&?\s*/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n|;&]{0,80}"
+        r"\s-[ec]\s+/bin/|\bsocat\b[^\n]{0,80}?\bexec:"
+        r"|\b(?:pip3?|pipx|npm|gem)\s+install\b[^\n;|]{0,80}?(?:http://|https?://\d{1,3}(?:\.\d{1,3}){3})"
+        r"\S*"
         r"|\b(?:iex|Invoke-Expression)\b[^\n]{0,200}?(?:DownloadString|iwr|irm|Invoke-WebRequest|"
         r"Invoke-RestMethod)|\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^\n|]{0,200}\|\s*"
         r"(?:iex|Invoke-Expression)\b",
@@ -558,7 +644,21 @@ REMOTE_EXEC = Destructive(
         r"quietly|execute|at\s+once)\b",
         _I,
     ),
-    ("|", "<(", "iex", "IEX", "Invoke-Expression"),
+    (
+        "|",
+        "<(",
+        "$(",
+        "iex",
+        "IEX",
+        "Invoke-Expression",
+        "install",
+        "/dev/",
+        " -e ",
+        " -c ",
+        "exec:",
+        "&&",
+        ";",
+    ),
 )
 FORCE_PUSH = Destructive(
     (b"push",),

@@ -14,14 +14,14 @@ and the passes below.
 Three passes, each only if the previous found nothing (rules numbered as in
 :mod:`sidecar.safety.rules`):
 
-1. The raw text through rules 1-37.
+1. The raw text through rules 1-47.
 2. Look-alike text, folded: lines where a rule's keyword appears only once
    look-alike letters are read as Latin (Cyrillic/Greek homoglyphs, accented
    letters, leetspeak digits), or that hold fullwidth, mathematical, small
    capital or combining characters, HTML character references or escaped
    markup, or s p a c e d letters, are decoded (HTML entities, NFKC, homoglyph map, combining marks
-   and format characters dropped) and run through rules 7-37; a copy with
-   leetspeak and spaced letters undone runs through rules 7-19.
+   and format characters dropped) and run through rules 7-47; a copy with
+   leetspeak and spaced letters undone runs through rules 7-24.
 3. Encoded runs are decoded and scanned the same way, nested at most twice:
    base64 runs of 40 or more characters (wrapped lines joined), shorter ones on
    a line that decodes them (``base64 -d``, ``atob``), hex runs of 32 or more
@@ -39,33 +39,28 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
+from sidecar.safety.commands import destructive_excerpt, transfer_excerpt
 from sidecar.safety.decode import decoded_payloads, fold_confusables, fold_leet, suspect_lines
 from sidecar.safety.intent import (
     authority_excerpt,
-    destructive_excerpt,
     exchange_excerpt,
     foreign_excerpt,
     line_open_excerpt,
     quoted_excerpt,
-    transfer_excerpt,
 )
+from sidecar.safety.orders import order_excerpt
+from sidecar.safety.persist import download_hook, key_write, unit_download
 from sidecar.safety.rules import (
     AFTER_LABEL,
     ALL_RULES,
     CLAUSE_START,
     CONTENT_RULES,
-    DOWNLOAD_ANCHORS,
-    DOWNLOAD_HINTS,
-    ECHOED,
-    FETCH_TO_FILE,
     NAMED_NOT_GIVEN,
     NET,
     NET_ANCHORS,
     OVERRIDE_RULES,
-    PIPE_TO_SHELL,
     QUOTED_INNER,
     QUOTING_LABELS,
-    RUN_FETCHED,
     SCOPED,
     AtAnchor,
     Check,
@@ -88,7 +83,8 @@ from sidecar.safety.rules_intent import (
     Quoted,
     Transfer,
 )
-from sidecar.safety.text import Doc, excerpt, line_bounds, span_excerpt
+from sidecar.safety.rules_orders import Order
+from sidecar.safety.text import Doc, excerpt, span_excerpt
 from sidecar.safety.unicode import invisible_excerpt
 
 __all__ = ["Finding", "scan"]
@@ -234,112 +230,6 @@ def _at_anchor(check: AtAnchor, doc: Doc) -> str | None:
     return None
 
 
-# --- persistence --------------------------------------------------------------------------------
-
-
-def _downloads_and_runs(line: str) -> bool:
-    """Whether a shell line fetches code from the network and executes it.
-
-    ``curl ... | sh``, ``wget -O f ... && sh f``, ``bash -i >& /dev/tcp/...``,
-    ``nc -e``, ``base64 -d | sh``. Each shape is matched linearly, so a long
-    line costs a bounded look-ahead per curl, not one per character pair.
-    """
-    if not any(h in line for h in DOWNLOAD_HINTS):
-        return False
-    low = line.lower()
-    piped = "|" in line or "/dev/" in low or " -e" in low or " -c" in low
-    if piped and PIPE_TO_SHELL.search(line):
-        return True
-    if "&&" not in line and ";" not in line:
-        return False
-    if not ("-o" in low or "--output" in low or ">" in line):
-        return False
-    fetched = FETCH_TO_FILE.search(line)
-    return bool(fetched) and bool(RUN_FETCHED.search(line, fetched.end()))
-
-
-def _download_exec_lines(doc: Doc) -> list[str]:
-    """Lines that fetch code and run it: each persistence rule asks where they are wired."""
-    return doc.shell_lines(DOWNLOAD_ANCHORS, _downloads_and_runs)
-
-
-def _key_write(check: KeyWrite, doc: Doc) -> str | None:
-    """A key appended to authorized_keys by echo/printf/curl, or a full key offered for it."""
-    text = doc.text
-    for pos in doc.find(check.anchor):
-        start, end = line_bounds(text, pos)
-        m = check.command.search(text, start, end)
-        lo, hi = max(0, pos - 400), min(len(text), pos + 400)
-        if not m and "AAAA" in text[lo:hi]:
-            m = check.near_key.search(text, lo, hi)
-        if m:
-            return span_excerpt(text, m.start(), m.end())
-    return None
-
-
-def _fetches_into(regex: re.Pattern[str], text: str, start: int, end: int) -> bool:
-    """Whether curl/wget output goes where ``regex`` says, curl being the command, not a string.
-
-    ``echo 'alias myip="curl -s https://..."' >> ~/.bashrc`` writes the word
-    curl, not what curl downloads.
-    """
-    m = regex.search(text, start, end)
-    return bool(m) and not ECHOED.search(text, start, m.start())
-
-
-def _download_hook(check: DownloadHook, doc: Doc) -> str | None:
-    """A download-and-run line wired to run again, or a download written where it will be run."""
-    for line in _download_exec_lines(doc):
-        if check.runs_again.search(line):
-            return excerpt(line)
-    text = doc.text
-    if all(doc.find(a) for a in check.required):
-        for start, end in doc.lines((b"curl", b"wget")):
-            low = text[start:end].lower()
-            if any(n in low for n in check.names) and _fetches_into(
-                check.fetch_into, text, start, end
-            ):
-                return excerpt(text[start:end])
-    return None
-
-
-def _unit_download(check: UnitDownload, doc: Doc) -> str | None:
-    """A unit whose Exec line (or ``systemctl enable`` line) fetches and runs code.
-
-    Also a unit file downloaded straight into a systemd or launchd directory,
-    and an ``ExecStart=`` pointing at a file the same text fetched with
-    ``curl -o``/``wget -O`` (the payload lands first, the unit runs it at boot).
-    A unit running a local program passes.
-    """
-    text = doc.text
-    for line in _download_exec_lines(doc):
-        if check.runs_at_boot.search(line):
-            return excerpt(line)
-    fetches = doc.lines((b"curl", b"wget"))
-    if doc.find(b"systemd") or doc.find(b"launch"):
-        for start, end in fetches:
-            low = text[start:end].lower()
-            if "systemd" in low or "launch" in low:
-                m = check.unit_download.search(text, start, end)
-                if m:
-                    return span_excerpt(text, m.start(), m.end())
-    if not doc.find(b"exec"):
-        return None
-    targets: set[str] = set()
-    for start, end in fetches:
-        low = text[start:end].lower()
-        if "-o" in low or "--output" in low:
-            found = check.download_target.finditer(text, start, end)
-            targets.update(t.group(1).strip("'\"") for t in found)
-    targets.discard("-")
-    if targets:
-        for start, end in doc.lines((b"exec",), logical=False):
-            m = check.exec_line.match(text, start, end)
-            if m and any(t in m.group(1) for t in targets):
-                return excerpt(m.group().strip())
-    return None
-
-
 # --- running the rule table ---------------------------------------------------------------------
 
 
@@ -359,11 +249,11 @@ def _matcher(check: Check) -> Callable[[Doc], str | None]:
         case AtAnchor():
             return partial(_at_anchor, check)
         case KeyWrite():
-            return partial(_key_write, check)
+            return partial(key_write, check)
         case DownloadHook():
-            return partial(_download_hook, check)
+            return partial(download_hook, check)
         case UnitDownload():
-            return partial(_unit_download, check)
+            return partial(unit_download, check)
         case Foreign():
             return partial(foreign_excerpt, check)
         case Quoted():
@@ -378,6 +268,8 @@ def _matcher(check: Check) -> Callable[[Doc], str | None]:
             return partial(transfer_excerpt, check)
         case Destructive():
             return partial(destructive_excerpt, check)
+        case Order():
+            return partial(order_excerpt, check)
     raise TypeError(f"no matcher for {check!r}")
 
 
