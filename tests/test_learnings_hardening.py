@@ -21,6 +21,7 @@ from sidecar.config import Settings
 from sidecar.index.chunking import parse_front_matter, split_lines
 from sidecar.learnings import compaction, entries
 from sidecar.service import MemoryService
+from tests.sidecar_process import SidecarProcess
 from tests.test_durable_replace import hand_append
 from tests.test_learnings import end, put, search, synced
 
@@ -252,3 +253,27 @@ def test_the_round_trip_editor_refuses_an_aliased_block_too() -> None:
     text = "---\nid: x\nbase: &b [1, 2]\nmore: *b\nreinforcement_count: |\n  1\n---\nBody.\n"
     with pytest.raises(strict_yaml.Refused):
         entries.edit_fields(text, 1, {"reinforcement_count": 2})
+
+
+def test_front_matter_nested_deeper_than_any_field_needs_is_refused_not_a_crash(
+    tier_dirs: tuple[Path, Path],
+) -> None:
+    """Without an alias a block can still cost: 60,000 ``[`` (120 KB) made the YAML
+    composer recurse until the daemon died of SIGSEGV at start-up, and a flow nested
+    50,000 deep took libyaml 18 s to scan. Nesting is refused past a few levels, early."""
+    agent, crew = tier_dirs
+    deep = "[" * 60_000 + "]" * 60_000
+    put(agent, "learnings/deep.md", f"---\nid: deep\ntype: {deep}\n---\nRotate the keys.\n")
+    put(agent, "notes/deep.md", f"---\ntags:\n{'- ' * 60_000}x\n---\n# Deep\nRotate the keys.\n")
+    proc = SidecarProcess(agent, crew).start()
+    try:
+        problems = proc.get("/memory/status?scope=agent")["learnings"]["problems"]
+        assert [(p["file"], p["line"]) for p in problems] == [("learnings/deep.md", 1)]
+        assert "nested" in problems[0]["error"]
+        hits = proc.request("POST", "/memory/learnings/search", {"query": "rotate keys"})["hits"]
+        assert [(h["text"], h["type"]) for h in hits] == [("Rotate the keys.", "declarative")]
+        assert [h["file"] for h in proc.search("rotate keys")] == ["notes/deep.md"]
+    finally:
+        proc.kill()
+    with pytest.raises(strict_yaml.Refused):
+        strict_yaml.load("a: " + "[" * 100_000 + "]" * 100_000)
