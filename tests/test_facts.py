@@ -470,3 +470,25 @@ async def test_a_partial_line_in_the_log_is_ended_before_an_append(
     assert json.loads(log_path.read_bytes().splitlines()[2])["kind"] == "invalidate"
     status = (await (await client.get("/memory/status?scope=agent")).json())["facts"]
     assert [p["line"] for p in status["problems"]] == [2]
+
+
+async def test_a_log_of_many_bad_lines_reports_a_count_and_the_first_few(
+    client: TestClient, service: MemoryService
+) -> None:
+    """Each line that does not fold costs a problem: one per byte for a log of blank
+    lines, which status listed whole (and kept whole in memory). The first ones are
+    listed, the rest counted, as the journal does."""
+    (service.settings.agent_dir / "facts").mkdir()
+    fact = {"kind": "fact", "id": "f1", "category": "identity", "fact": "The user is 19.",
+            "keywords": [], "source_episode_ids": [], "valid_at": when(1),
+            "created_at": when(1)}  # fmt: skip
+    log_path = service.settings.agent_dir / facts_log.LOG
+    log_path.write_bytes(b"\n" * 100_000 + json.dumps(fact).encode() + b"\n" + b"x\n" * 3)
+    tf = service.facts.tiers["agent"]
+    await service.facts._run(tf.index.load)
+    resp = await client.get("/memory/status?scope=agent")
+    assert resp.status == 200 and len(await resp.read()) < 20_000
+    status = (await resp.json())["facts"]
+    assert status["active"] == 1 and status["unparsed_lines"] == 100_003
+    assert [p["line"] for p in status["problems"]] == list(range(1, 51))
+    assert len(tf.index.fold.problems) == 50

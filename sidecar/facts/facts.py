@@ -377,6 +377,7 @@ class Facts:
             "pending_episodes": len(tf.pending),
             "jobs": len(fold.jobs),
             "tokens": sum(j.get("prompt_tokens", 0) + j.get("answer_tokens", 0) for j in fold.jobs),
+            "unparsed_lines": fold.unparsed,
             "problems": fold.problems,
         }
         if tf.last_error:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 CACHE_FILENAME = "facts.sqlite"
+MAX_PROBLEMS = 50  # listed in status; the rest are counted
 
 
 @dataclass(slots=True)
@@ -83,7 +84,15 @@ class Fold:
     jobs: list[dict[str, Any]] = field(default_factory=list)  # the "consolidated" records
     offset: int = 0
     lines: int = 0  # whole lines up to ``offset``, so problems name the right line
-    problems: list[dict[str, Any]] = field(default_factory=list)  # lines that did not fold
+    problems: list[dict[str, Any]] = field(default_factory=list)  # the first that did not fold
+    unparsed: int = 0  # every line that did not fold, or was kept with a default
+
+    def problem(self, line: int, error: str) -> None:
+        """One more line that did not fit: counted, and listed while few (a log of blank
+        lines is a problem a byte, and status answers, and memory holds, only the first)."""
+        self.unparsed += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append({"line": line, "error": error})
 
 
 class FactsIndex:
@@ -113,7 +122,7 @@ class FactsIndex:
             for line in facts_log.read(self.root, self.fold.offset, self.fold.lines + 1):
                 self.fold.offset, self.fold.lines = line.end, line.number
                 if line.record is None:
-                    self.fold.problems.append({"line": line.number, "error": line.error})
+                    self.fold.problem(line.number, str(line.error))
                     continue
                 self._apply(line.record, line.number)
 
@@ -150,11 +159,10 @@ class FactsIndex:
             else:
                 raise ValueError(f"unknown kind {str(kind)[:40]!r}")
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
-            f.problems.append({"line": number, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            f.problem(number, f"{type(exc).__name__}: {exc}"[:300])
             return
         if defaults:
-            f.problems.append({"line": number, "error": "kept, read as default: "
-                               + "; ".join(defaults)})  # fmt: skip
+            f.problem(number, "kept, read as default: " + "; ".join(defaults))
 
     # -- vectors --------------------------------------------------------------------------
 
