@@ -203,6 +203,39 @@ async def test_an_append_after_planning_is_kept_and_the_rewrite_still_happens(
     assert [e.id for e in kept] == ["keep", "late"]
 
 
+async def test_an_entry_reinforced_between_plan_and_rewrite_is_archived_once(
+    client: TestClient, service: MemoryService, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session ends (its reinforcement edits the file in place) after compaction planned:
+    the rewrite is left for the next run, which finds the merged-away entry with one more
+    reinforcement. It is the same entry, already archived: not archived again."""
+    path = put(settings.agent_dir, "learnings/deploys.md",
+               "---\nid: first\n---\nDeploys go out on Tuesdays after the standup meeting.\n\n"
+               "---\nid: second\n---\nDeploys go out on Tuesdays after the standup meeting "
+               "ends.\n")  # fmt: skip
+    await synced(service)
+    assert (await search(client, "deploys standup", session_id="s"))["count"] == 2
+    loop = asyncio.get_running_loop()
+    real_plan = compaction.plan
+    ended: list[dict[str, Any]] = []
+
+    def plan_then_reinforce(rel: str, text: str, today: Any) -> compaction.Plan:
+        planned = real_plan(rel, text, today)
+        if not ended:  # on the planning thread; the session ends on the loop meanwhile
+            end = service.learnings.end_session("s")
+            ended.append(asyncio.run_coroutine_threadsafe(end, loop).result())
+        return planned
+
+    monkeypatch.setattr(compaction, "plan", plan_then_reinforce)
+    await service.learnings.compact("agent", "learnings/deploys.md", dry_run=False)
+    await service.learnings.compact("agent", "learnings/deploys.md", dry_run=False)
+
+    assert ended[0]["reinforced"] == {"agent": 2}
+    assert archive_ids(settings.agent_dir) == ["second"]
+    (kept,), _ = entries.parse("f.md", path.read_text())
+    assert (kept.id, kept.reinforcement_count) == ("first", 2)  # its own, and the merged one's
+
+
 async def test_forty_concurrent_learns_archive_each_entry_once(
     client: TestClient, settings: Settings
 ) -> None:
