@@ -492,3 +492,16 @@ async def test_a_log_of_many_bad_lines_reports_a_count_and_the_first_few(
     assert status["active"] == 1 and status["unparsed_lines"] == 100_003
     assert [p["line"] for p in status["problems"]] == list(range(1, 51))
     assert len(tf.index.fold.problems) == 50
+
+
+async def test_a_reply_larger_than_any_answer_is_refused_as_it_is_read(llm_client: Any) -> None:
+    """The answer is bounded once parsed; the HTTP reply it comes in was read whole first
+    (and a bad one quoted back to the model in the retry). Past its bound the read stops,
+    nothing is asked again and nothing is applied."""
+    client, stub, svc = llm_client
+    await record(client, "I play chess", "Chess club on Tuesday", "Won a chess game")
+    stub.script("x" * 8 * 1024 * 1024)
+    body = await consolidate(client, 502)
+    assert "answered more than" in body["detail"] and "bytes" in body["detail"]
+    assert len(stub.requests) == 1
+    assert not (svc.settings.agent_dir / facts_log.LOG).exists()
