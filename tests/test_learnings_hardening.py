@@ -310,3 +310,21 @@ def test_front_matter_nested_deeper_than_any_field_needs_is_refused_not_a_crash(
         proc.kill()
     with pytest.raises(strict_yaml.Refused):
         strict_yaml.load("a: " + "[" * 100_000 + "]" * 100_000)
+
+
+async def test_open_sessions_are_bounded_and_the_idlest_ends_as_it_would_have(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    """Every search under a new session id opened one, kept until 30 idle minutes passed:
+    a crew-token holder could grow them without bound. Past the bound the idlest session
+    ends at once, and reinforces what it was shown, as its idle end would have."""
+    path = put(settings.agent_dir, "learnings/vpn.md",
+               "---\nid: vpn\n---\nThe staging deploy needs the VPN up.\n")  # fmt: skip
+    await synced(service)
+    sessions = service.learnings.sessions
+    sessions.max_open = 3
+    for n in range(5):
+        assert (await search(client, "staging VPN", session_id=f"s{n}"))["count"] == 1
+    assert sorted(sid for _, sid in sessions.open) == ["s2", "s3", "s4"]
+    (entry,), _ = entries.parse("f.md", path.read_text())
+    assert entry.reinforcement_count == 2
