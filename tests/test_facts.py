@@ -505,3 +505,25 @@ async def test_a_reply_larger_than_any_answer_is_refused_as_it_is_read(llm_clien
     assert "answered more than" in body["detail"] and "bytes" in body["detail"]
     assert len(stub.requests) == 1
     assert not (svc.settings.agent_dir / facts_log.LOG).exists()
+
+
+async def test_sources_reinforced_many_times_fold_in_linear_time(
+    client: TestClient, service: MemoryService
+) -> None:
+    """Each reinforce record's ids were looked up in the fact's list of sources: 200
+    records of 1,000 ids (a 2 MB log) took hours to fold, facts unanswered meanwhile."""
+    (service.settings.agent_dir / "facts").mkdir()
+    fact = {"kind": "fact", "id": "f1", "category": "identity", "fact": "The user is 19.",
+            "keywords": [], "source_episode_ids": ["e0-0"], "valid_at": when(1),
+            "created_at": when(1)}  # fmt: skip
+    lines = [fact] + [
+        {"kind": "reinforce", "id": "f1", "episode_ids": [f"e{k}-{i}" for i in range(1000)]}
+        for k in range(200)
+    ]
+    log_path = service.settings.agent_dir / facts_log.LOG
+    log_path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    tf = service.facts.tiers["agent"]
+    await service.facts._run(tf.index.load)
+    (found,) = await facts(client, "user")
+    assert found["sources"] == 200_000  # e0-0 once
+    assert found["source_episode_ids"][-1] == "e199-999"

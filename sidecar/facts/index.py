@@ -44,6 +44,17 @@ class Fact:
     replaces: str | None = None
     job: str | None = None
     reason: str | None = None  # why it was invalidated
+    seen: set[str] = field(default_factory=set, repr=False)  # ``sources``, to look ids up
+
+    def __post_init__(self) -> None:
+        self.seen = set(self.sources)
+
+    def add_sources(self, ids: list[str]) -> None:
+        """Episodes that reinforced the fact, each counted once: a set lookup, since a
+        list's made a log of many reinforcements fold in quadratic time."""
+        fresh = [e for e in dict.fromkeys(ids) if e not in self.seen]
+        self.sources += fresh
+        self.seen.update(fresh)
 
     def valid(self, at: float | None = None) -> bool:
         """True now (no ``at``), or was true at ``at``."""
@@ -142,7 +153,7 @@ class FactsIndex:
             elif kind == "reinforce":
                 fact = f.facts[r["id"]]
                 ids = defaults.strings(r, "episode_ids")
-                fact.sources += [e for e in ids if e not in fact.sources]
+                fact.add_sources(ids)
             elif kind == "invalidate":
                 fact = f.facts[r["id"]]
                 if fact.invalid_at is None:
