@@ -94,6 +94,24 @@ async def test_a_problem_quotes_only_an_excerpt_of_a_long_value(
     assert problems[0]["error"].startswith("type: 'xxxx")
 
 
+async def test_status_lists_the_first_problems_and_counts_them_all(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    """One problem an entry: 14 bytes of bad front matter a time made a 256 KiB file 18,000
+    problems, each file of them another 1.5 MB of every status answer."""
+    bad = "---\nx: [\n---\nKeep the VPN up.\n\n" * 5_000
+    for name in ("a", "b"):
+        put(settings.agent_dir, f"learnings/{name}.md", bad)
+    await synced(service)
+    resp = await client.get("/memory/status?scope=agent")
+    assert resp.status == 200 and len(await resp.read()) < 20_000
+    learnings = (await resp.json())["learnings"]
+    assert learnings["problem_count"] == 10_000
+    listed = learnings["problems"]
+    assert [(p["file"], p["line"]) for p in listed] == [("learnings/a.md", 1 + 5 * n)
+                                                        for n in range(50)]  # fmt: skip
+
+
 # -- item 5: numeric fields that do not fit ---------------------------------------------------
 
 

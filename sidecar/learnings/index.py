@@ -8,6 +8,7 @@ here is derived from ``learnings/*.md`` and rebuilt from it at will.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 FOLDER = "learnings"
 ARCHIVE = "learnings/archive"
 INDEX_FILENAME = "learnings.sqlite"
+MAX_PROBLEMS_LISTED = 50
 
 
 def is_learnings(rel: str) -> bool:
@@ -141,14 +143,17 @@ class LearningsIndex:
         for file_entries in snap.by_line.values():
             for e in file_entries.values():
                 counts[e["status"]] = counts.get(e["status"], 0) + 1
+        listed = (
+            {"file": path, "line": p["line"], "error": p["error"]}
+            for path in sorted(snap.problems)
+            for p in snap.problems[path]
+        )
         return {
             "files": len(snap.by_line),
             "entries": sum(counts.values()),  # every status, archived ones too
             "by_status": counts,
-            "problems": [
-                {"file": path, "line": p["line"], "error": p["error"]}
-                for path in sorted(snap.problems)
-                for p in snap.problems[path]
-            ],
+            # The first few, and how many: each entry can have one, and a file thousands.
+            "problem_count": sum(len(found) for found in snap.problems.values()),
+            "problems": list(itertools.islice(listed, MAX_PROBLEMS_LISTED)),
             "skipped": [{"file": f, "reason": r} for f, r in sorted(dict(self.skipped).items())],
         }
