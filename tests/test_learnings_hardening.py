@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,38 @@ async def test_status_lists_the_first_problems_and_counts_them_all(
     listed = learnings["problems"]
     assert [(p["file"], p["line"]) for p in listed] == [("learnings/a.md", 1 + 5 * n)
                                                         for n in range(50)]  # fmt: skip
+
+
+async def test_what_an_older_version_read_from_a_file_is_read_again(
+    settings: Settings,
+) -> None:
+    """An index keeps each file's entries and problems until the file changes: what an
+    older parser stored (an alias bomb's problem text, expanded to 72 MB) stayed in every
+    status answer after an upgrade, though the file was never touched again."""
+    put(settings.agent_dir, "learnings/old.md",
+        "---\nid: old\ntype: nonsense\n---\nRotate the keys.\n")  # fmt: skip
+    svc = MemoryService(settings)
+    await svc.start()
+    await svc.stop()
+    older = {"entries": [{"id": "old", "type": "declarative", "domain": "task",
+                          "importance": 0.5, "reinforcement_count": 10**30,
+                          "last_reinforced": None, "status": "active", "created": None,
+                          "institutional": False, "line": 1, "end_line": 5, "editable": True}],
+             "problems": [{"line": 1, "error": "type: " + "'lol', " * 200_000}]}  # fmt: skip
+    with sqlite3.connect(settings.agent_dir / "learnings.sqlite") as conn:
+        changed = conn.execute("UPDATE files SET metadata = ? WHERE path = 'learnings/old.md'",
+                               (json.dumps(older),)).rowcount  # fmt: skip
+    assert changed == 1
+    svc = MemoryService(settings)
+    await svc.start()
+    try:
+        learnings = svc.learnings.status("agent")
+        assert learnings is not None
+        (problem,) = learnings["problems"]
+        assert problem["error"] == "type: 'nonsense' is not one of " + ", ".join(entries.TYPES)
+        assert svc.learnings.tiers["agent"].entry("learnings/old.md", 1)["reinforcement_count"] == 0
+    finally:
+        await svc.stop()
 
 
 # -- item 5: numeric fields that do not fit ---------------------------------------------------
