@@ -379,3 +379,20 @@ async def test_open_sessions_are_bounded_and_the_idlest_ends_as_it_would_have(
     assert sorted(sid for _, sid in sessions.open) == ["s2", "s3", "s4"]
     (entry,), _ = entries.parse("f.md", path.read_text())
     assert entry.reinforcement_count == 2
+
+
+def test_a_base_60_number_of_many_groups_is_refused_before_it_is_built() -> None:
+    """YAML 1.1 builds ``1:59:59:...`` digit by digit in quadratic time (40,000 groups
+    took 0.85 s; a 16 MiB note hours): refused from the parse events. A time of day, a
+    quoted one and a URL stay what they were."""
+    long = "1" + ":59" * 40_000
+    for block in (f"reinforcement_count: {long}", f"created: !!int {long}"):
+        with pytest.raises(strict_yaml.Refused, match="base-60"):
+            strict_yaml.load(block)
+    lines = split_lines(f"---\ntitle: Deploys\ntags: [a]\nat: {long}\n---\n# Deploys\n")
+    assert parse_front_matter(lines) == (5, {})
+    assert strict_yaml.load(f"at: 1:30:00\nq: '{long[:40]}'\nurl: http://h:8080/x") == {
+        "at": 5400,
+        "q": long[:40],
+        "url": "http://h:8080/x",
+    }
