@@ -527,3 +527,17 @@ async def test_sources_reinforced_many_times_fold_in_linear_time(
     (found,) = await facts(client, "user")
     assert found["sources"] == 200_000  # e0-0 once
     assert found["source_episode_ids"][-1] == "e199-999"
+
+
+async def test_a_vector_cache_sqlite_cannot_read_is_begun_again(settings: Settings) -> None:
+    """facts.sqlite only caches vectors: one that is not a database (torn, overwritten) left
+    the tier without facts (503) until someone deleted it."""
+    (settings.agent_dir / "facts.sqlite").write_bytes(b"not a database " * 100)
+    svc = MemoryService(settings)
+    await svc.start()
+    try:
+        status = svc.facts.status("agent")
+        assert status is not None and "error" not in status, status
+        assert (await svc.facts.search("where", "agent", None, 5, None))["facts"] == []
+    finally:
+        await svc.stop()

@@ -80,8 +80,9 @@ class Facts:
     # -- lifecycle -------------------------------------------------------------------
 
     async def open(self) -> None:
-        """A tier whose facts cannot be opened (its log a directory, its cache unreadable)
-        is left out and reported: the daemon serves everything else."""
+        """A tier whose facts cannot be opened (its log a directory, its cache a directory:
+        an unreadable cache file is begun again) is left out and reported: the daemon serves
+        everything else."""
         for name, tier in self.journal.tiers.items():
             try:
                 self.tiers[name] = await self._open_tier(name, tier.tier.root)

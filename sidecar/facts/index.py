@@ -8,7 +8,10 @@ are cached by text in ``facts.sqlite`` beside the tier so a restart embeds nothi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -25,6 +28,8 @@ from sidecar.journal.ranking import Candidate, relevance
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+log = logging.getLogger(__name__)
 
 CACHE_FILENAME = "facts.sqlite"
 MAX_PROBLEMS = 50  # listed in status; the rest are counted
@@ -106,6 +111,35 @@ class Fold:
             self.problems.append({"line": line, "error": error})
 
 
+def _cache_connection(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vec BLOB, "
+            "PRIMARY KEY (model, key)) WITHOUT ROWID"
+        )
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _open_cache(path: Path) -> sqlite3.Connection:
+    """The vectors cached by text. Derived, so a file SQLite cannot read (torn, or not a
+    database at all) is dropped and begun again rather than leaving the tier without facts."""
+    try:
+        return _cache_connection(path)
+    except sqlite3.DatabaseError as exc:
+        if not path.is_file():  # a directory, say: not ours to remove
+            raise
+        log.warning("facts vector cache unreadable: dropped, its vectors are made again",
+                    extra={"file": str(path), "error": str(exc)})  # fmt: skip
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{path}{suffix}")
+        return _cache_connection(path)
+
+
 class FactsIndex:
     """One tier's facts. Folding happens on the facts worker; searches on search threads."""
 
@@ -118,11 +152,7 @@ class FactsIndex:
             f"CREATE VIRTUAL TABLE fts USING fts5(id UNINDEXED, fact, keywords, "
             f"tokenize='{TOKENIZER}')"
         )
-        self._cache = sqlite3.connect(root / CACHE_FILENAME, check_same_thread=False)
-        self._cache.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vec BLOB, "
-            "PRIMARY KEY (model, key)) WITHOUT ROWID"
-        )
+        self._cache = _open_cache(root / CACHE_FILENAME)
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}  # fact id -> unit vector
 
     # -- folding (the facts worker) ----------------------------------------------------
