@@ -506,3 +506,74 @@ def test_a_restart_embeds_no_fact_the_cache_holds(tmp_path: Path) -> None:
         assert [f.id for f in index.missing_vectors("m")] == ["f1"]
     finally:
         index.close()
+
+
+async def test_a_log_of_many_bad_lines_reports_a_count_and_the_first_few(
+    client: TestClient, service: MemoryService
+) -> None:
+    """Each line that does not fold costs a problem: one per byte for a log of blank
+    lines, which status listed whole (and kept whole in memory). The first ones are
+    listed, the rest counted, as the journal does."""
+    (service.settings.agent_dir / "facts").mkdir()
+    fact = {"kind": "fact", "id": "f1", "category": "identity", "fact": "The user is 19.",
+            "keywords": [], "source_episode_ids": [], "valid_at": when(1),
+            "created_at": when(1)}  # fmt: skip
+    log_path = service.settings.agent_dir / facts_log.LOG
+    log_path.write_bytes(b"\n" * 100_000 + json.dumps(fact).encode() + b"\n" + b"x\n" * 3)
+    tf = service.facts.tiers["agent"]
+    await service.facts._run(tf.index.load)
+    resp = await client.get("/memory/status?scope=agent")
+    assert resp.status == 200 and len(await resp.read()) < 20_000
+    status = (await resp.json())["facts"]
+    assert status["active"] == 1 and status["unparsed_lines"] == 100_003
+    assert [p["line"] for p in status["problems"]] == list(range(1, 51))
+    assert len(tf.index.fold.problems) == 50
+
+
+async def test_a_reply_larger_than_any_answer_is_refused_as_it_is_read(llm_client: Any) -> None:
+    """The answer is bounded once parsed; the HTTP reply it comes in was read whole first
+    (and a bad one quoted back to the model in the retry). Past its bound the read stops,
+    nothing is asked again and nothing is applied."""
+    client, stub, svc = llm_client
+    await record(client, "I play chess", "Chess club on Tuesday", "Won a chess game")
+    stub.script("x" * 8 * 1024 * 1024)
+    body = await consolidate(client, 502)
+    assert "answered more than" in body["detail"] and "bytes" in body["detail"]
+    assert len(stub.requests) == 1
+    assert not (svc.settings.agent_dir / facts_log.LOG).exists()
+
+
+async def test_sources_reinforced_many_times_fold_in_linear_time(
+    client: TestClient, service: MemoryService
+) -> None:
+    """Each reinforce record's ids were looked up in the fact's list of sources: 200
+    records of 1,000 ids (a 2 MB log) took hours to fold, facts unanswered meanwhile."""
+    (service.settings.agent_dir / "facts").mkdir()
+    fact = {"kind": "fact", "id": "f1", "category": "identity", "fact": "The user is 19.",
+            "keywords": [], "source_episode_ids": ["e0-0"], "valid_at": when(1),
+            "created_at": when(1)}  # fmt: skip
+    lines = [fact] + [
+        {"kind": "reinforce", "id": "f1", "episode_ids": [f"e{k}-{i}" for i in range(1000)]}
+        for k in range(200)
+    ]
+    log_path = service.settings.agent_dir / facts_log.LOG
+    log_path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    tf = service.facts.tiers["agent"]
+    await service.facts._run(tf.index.load)
+    (found,) = await facts(client, "user")
+    assert found["sources"] == 200_000  # e0-0 once
+    assert found["source_episode_ids"][-1] == "e199-999"
+
+
+async def test_a_vector_cache_sqlite_cannot_read_is_begun_again(settings: Settings) -> None:
+    """facts.sqlite only caches vectors: one that is not a database (torn, overwritten) left
+    the tier without facts (503) until someone deleted it."""
+    (settings.agent_dir / "facts.sqlite").write_bytes(b"not a database " * 100)
+    svc = MemoryService(settings)
+    await svc.start()
+    try:
+        status = (await svc.facts.status("agent"))["facts"]
+        assert status is not None and "error" not in status, status
+        assert (await svc.facts.search("where", "agent", None, 5, None))["facts"] == []
+    finally:
+        await svc.stop()

@@ -89,6 +89,10 @@ def test_the_crew_port_reinforces_crew_entries_once_per_session_and_never_the_le
 
         probe = crew("/memory/session/end", {"session_id": "lead-1"})
         assert probe["reinforced"] == {}
+        misspelt = {"session_id": "lead-1", "caller": "local"}  # unknown, as on the lead's own
+        status, answer = lead.call("POST", "/memory/session/end", misspelt, headers=AUTH,
+                                   url=crew_url)  # fmt: skip
+        assert (status, answer["error"]) == (400, "unknown_field"), answer
         assert (_count(own), _count(shared)) == (0, 0)
 
         for _ in range(5):

@@ -23,7 +23,7 @@ from sidecar.learnings.routes import search_query
 from sidecar.learnings.sessions import CREW
 from sidecar.retrieval.routes import parse_search
 from sidecar.service import MemoryService
-from sidecar.web import Handler, json_body
+from sidecar.web import Handler, check_fields, json_body
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,7 @@ async def end_session(request: web.Request) -> web.Response:
     """A member's session ended: reinforce the crew learnings it was shown. Crew sessions
     are their own namespace: a lead's local session id means nothing here."""
     body = await json_body(request)
+    check_fields(body, ("session_id",))
     session_id = body.get("session_id")
     if not isinstance(session_id, str):
         raise ApiError(400, "bad_session_id", "'session_id' must be a string")

@@ -83,8 +83,9 @@ class Facts(Capability):
     # -- lifecycle -------------------------------------------------------------------
 
     async def open(self) -> None:
-        """A tier whose facts cannot be opened (its log a directory, its cache unreadable)
-        is left out and reported: the daemon serves everything else."""
+        """A tier whose facts cannot be opened (its log a directory, its cache a directory:
+        an unreadable cache file is begun again) is left out and reported: the daemon serves
+        everything else."""
         for name, tier in self.journal.tiers.items():
             try:
                 self.tiers[name] = await self._open_tier(name, tier.tier.root)
@@ -380,6 +381,7 @@ class Facts(Capability):
             "pending_episodes": len(tf.pending),
             "jobs": len(fold.jobs),
             "tokens": sum(j.get("prompt_tokens", 0) + j.get("answer_tokens", 0) for j in fold.jobs),
+            "unparsed_lines": fold.unparsed,
             "problems": fold.problems,
         }
         if tf.last_error:

@@ -33,6 +33,7 @@ _CACHE_SCHEMA = f"""
 CREATE TABLE vectors (model TEXT, key TEXT, vec BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
 PRAGMA user_version = {CACHE_VERSION};
 """
+MAX_PROBLEMS = 50  # listed in status; the rest are counted
 
 
 @dataclass(slots=True)
@@ -49,6 +50,17 @@ class Fact:
     replaces: str | None = None
     job: str | None = None
     reason: str | None = None  # why it was invalidated
+    seen: set[str] = field(default_factory=set, repr=False)  # ``sources``, to look ids up
+
+    def __post_init__(self) -> None:
+        self.seen = set(self.sources)
+
+    def add_sources(self, ids: list[str]) -> None:
+        """Episodes that reinforced the fact, each counted once: a set lookup, since a
+        list's made a log of many reinforcements fold in quadratic time."""
+        fresh = [e for e in dict.fromkeys(ids) if e not in self.seen]
+        self.sources += fresh
+        self.seen.update(fresh)
 
     def valid(self, at: float | None = None) -> bool:
         """True now (no ``at``), or was true at ``at``."""
@@ -89,7 +101,15 @@ class Fold:
     jobs: list[dict[str, Any]] = field(default_factory=list)  # the "consolidated" records
     offset: int = 0
     lines: int = 0  # whole lines up to ``offset``, so problems name the right line
-    problems: list[dict[str, Any]] = field(default_factory=list)  # lines that did not fold
+    problems: list[dict[str, Any]] = field(default_factory=list)  # the first that did not fold
+    unparsed: int = 0  # every line that did not fold, or was kept with a default
+
+    def problem(self, line: int, error: str) -> None:
+        """One more line that did not fit: counted, and listed while few (a log of blank
+        lines is a problem a byte, and status answers, and memory holds, only the first)."""
+        self.unparsed += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append({"line": line, "error": error})
 
 
 class FactsIndex:
@@ -122,7 +142,7 @@ class FactsIndex:
             for line in facts_log.read(self.root, self.fold.offset, self.fold.lines + 1):
                 self.fold.offset, self.fold.lines = line.end, line.number
                 if line.record is None:
-                    self.fold.problems.append({"line": line.number, "error": line.error})
+                    self.fold.problem(line.number, str(line.error))
                     continue
                 self._apply(line.record, line.number)
 
@@ -142,7 +162,7 @@ class FactsIndex:
             elif kind == "reinforce":
                 fact = f.facts[r["id"]]
                 ids = defaults.strings(r, "episode_ids")
-                fact.sources += [e for e in ids if e not in fact.sources]
+                fact.add_sources(ids)
             elif kind == "invalidate":
                 fact = f.facts[r["id"]]
                 if fact.invalid_at is None:
@@ -159,11 +179,10 @@ class FactsIndex:
             else:
                 raise ValueError(f"unknown kind {str(kind)[:40]!r}")
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
-            f.problems.append({"line": number, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            f.problem(number, f"{type(exc).__name__}: {exc}"[:300])
             return
         if defaults:
-            f.problems.append({"line": number, "error": "kept, read as default: "
-                               + "; ".join(defaults)})  # fmt: skip
+            f.problem(number, "kept, read as default: " + "; ".join(defaults))
 
     # -- vectors --------------------------------------------------------------------------
 

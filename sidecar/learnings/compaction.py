@@ -165,11 +165,15 @@ def rebase(p: Plan, planned: str, current: str) -> str | None:
     return None
 
 
+# Not what an entry is: where it is, and what reinforcement changes in place (a session
+# that ends between the plan and the rewrite must not make the entry a new one).
+_NOT_IDENTITY = ("line", "end_line", "editable", "reinforcement_count", "last_reinforced")
+
+
 def _archived(e: Entry) -> tuple[Any, ...]:
-    """What makes two archived copies the same entry: all it holds, but where it is."""
+    """What makes two archived copies the same entry: all it holds but ``_NOT_IDENTITY``."""
     meta = e.meta()
-    return (*(meta[k] for k in sorted(meta) if k not in ("line", "end_line", "editable")),
-            e.text)  # fmt: skip
+    return (*(meta[k] for k in sorted(meta) if k not in _NOT_IDENTITY), e.text)
 
 
 def add_to_archive(current: bytes | None, moved: list[str]) -> bytes:

@@ -8,6 +8,7 @@ here is derived from ``learnings/*.md`` and rebuilt from it at will.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from dataclasses import dataclass
@@ -26,6 +27,10 @@ log = logging.getLogger(__name__)
 FOLDER = "learnings"
 ARCHIVE = "learnings/archive"
 INDEX_FILENAME = "learnings.sqlite"
+MAX_PROBLEMS_LISTED = 50
+# The parser's version, kept with what it read from each file: what an older one stored
+# (an alias bomb's problem expanded to 72 MB, a count of 400 digits) is read again.
+PARSED_BY = 2
 
 
 def is_learnings(rel: str) -> bool:
@@ -43,6 +48,7 @@ def parse_file(rel: str, data: bytes, state: FileState, max_chars: int) -> Index
         if e.status == "active" and e.text.strip() and not archived
     ]
     metadata = {
+        "parsed_by": PARSED_BY,
         "entries": [e.meta() for e in found],
         "problems": [{"line": p.line, "error": p.error} for p in problems],
     }
@@ -72,6 +78,7 @@ class LearningsIndex:
         self._refresh_lock = threading.Lock()
         # Files there but refused (hard links, over the size limit, unreadable), and why.
         self.skipped: indexer.Skipped = {}
+        self.outdated: set[str] = set()  # files an older parser read
 
     @property
     def root(self) -> Path:
@@ -85,6 +92,10 @@ class LearningsIndex:
         if rel.endswith(".md") and rel != FOLDER:
             result = indexer.sync_file(self.store, self.root, rel, skipped=self.skipped,
                                        parse=parse_file)  # fmt: skip
+        elif self.outdated:  # the whole folder, read again by this parser
+            outdated = len(self.outdated)
+            self.rebuild()
+            return outdated
         else:
             result = indexer.sync_tree(self.store, self.root, FOLDER, skipped=self.skipped,
                                        parse=parse_file)  # fmt: skip
@@ -107,13 +118,19 @@ class LearningsIndex:
             old = self.snapshot
             states = self.store.file_states()
             shas = {p: s.sha256 for p, s in states.items()}
-            changed = [p for p, sha in shas.items() if old.shas.get(p) != sha]
+            changed = [p for p, sha in shas.items()
+                       if old.shas.get(p) != sha or p in self.outdated]  # fmt: skip
             if not changed and len(shas) == len(old.shas):
                 return
             loaded = self.store.file_metadata(changed)
             by_line = {p: v for p, v in old.by_line.items() if p in shas and p not in loaded}
             problems = {p: v for p, v in old.problems.items() if p in shas and p not in loaded}
+            self.outdated &= set(shas)
             for path, meta in loaded.items():
+                if meta.get("parsed_by") == PARSED_BY:
+                    self.outdated.discard(path)
+                else:
+                    self.outdated.add(path)
                 by_line[path] = {e["line"]: e for e in meta.get("entries", [])}
                 if meta.get("problems"):
                     problems[path] = meta["problems"]
@@ -141,14 +158,17 @@ class LearningsIndex:
         for file_entries in snap.by_line.values():
             for e in file_entries.values():
                 counts[e["status"]] = counts.get(e["status"], 0) + 1
+        listed = (
+            {"file": path, "line": p["line"], "error": p["error"]}
+            for path in sorted(snap.problems)
+            for p in snap.problems[path]
+        )
         return {
             "files": len(snap.by_line),
             "entries": sum(counts.values()),  # every status, archived ones too
             "by_status": counts,
-            "problems": [
-                {"file": path, "line": p["line"], "error": p["error"]}
-                for path in sorted(snap.problems)
-                for p in snap.problems[path]
-            ],
+            # The first few, and how many: each entry can have one, and a file thousands.
+            "problem_count": sum(len(found) for found in snap.problems.values()),
+            "problems": list(itertools.islice(listed, MAX_PROBLEMS_LISTED)),
             "skipped": [{"file": f, "reason": r} for f, r in sorted(dict(self.skipped).items())],
         }

@@ -298,9 +298,8 @@ class Learnings(Capability):
             candidates += await self._from_lead(q, degraded)
         picked = _within_budgets(_order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
-            for name in local:
-                ids = [c.meta["id"] for c in picked if c.tier == name]
-                self.sessions.touch(caller, q.session_id, name, ids)
+            shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
+            await self.sessions.shown(caller, q.session_id, shown)
         hits = [_hit(c) for c in picked]
         body: dict[str, Any] = {"hits": hits, "count": len(hits), "mode": mode}
         if degraded:

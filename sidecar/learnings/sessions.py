@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 LOCAL, CREW = "local", "crew"  # who asks: the daemon's own API, or the crew port
 SESSION_IDLE_S = 30 * 60.0  # a session with no request for this long has ended
 ENDED_KEPT = 10_000  # ended sessions whose reinforced entries are remembered
+MAX_OPEN = 10_000  # open sessions; past it the idlest ends at once (as it would when idle)
 
 Key = tuple[str, str]  # (caller, session id)
 
@@ -54,8 +55,9 @@ class Sessions:
         self.tiers = tiers  # the capability's own dict: filled in when it opens
         self.notes = notes
         self.lead = lead
-        self.open: dict[Key, Session] = {}
+        self.open: OrderedDict[Key, Session] = OrderedDict()  # the idlest first
         self.idle_s = SESSION_IDLE_S
+        self.max_open = MAX_OPEN
         self._ended: OrderedDict[Key, dict[str, set[str]]] = OrderedDict()
 
     def touch(self, caller: str, session_id: str, tier: str, ids: list[str]) -> None:
@@ -65,6 +67,7 @@ class Sessions:
         key = (caller, session_id)
         session = self.open.setdefault(key, Session(time.monotonic()))
         session.last_seen = time.monotonic()
+        self.open.move_to_end(key)
         fresh = set(ids) - self._ended.get(key, {}).get(tier, set())
         if fresh:
             session.ids.setdefault(tier, set()).update(fresh)
@@ -110,6 +113,20 @@ class Sessions:
             except Exception as exc:
                 log.error("reinforcement failed", extra={"session": session_id, "error": str(exc)})
         return [session_id for _, session_id in idle]
+
+    async def shown(self, caller: str, session_id: str, ids: dict[str, list[str]]) -> None:
+        """A search showed the session these entries (by tier). Past ``max_open`` sessions
+        the idlest end at once: each new id opens one, and a caller with many ids would
+        otherwise grow them for the idle half hour."""
+        for tier, shown in ids.items():
+            self.touch(caller, session_id, tier, shown)
+        while len(self.open) > self.max_open:
+            idlest = next(iter(self.open))
+            try:
+                await self.end(idlest[1], idlest[0])
+            except Exception as exc:  # it cannot stay open past the bound: its entries go
+                log.error("reinforcement failed", extra={"session": idlest[1], "error": str(exc)})
+                self.open.pop(idlest, None)
 
     async def end_all(self) -> None:
         for caller, session_id in list(self.open):

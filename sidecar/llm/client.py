@@ -17,6 +17,9 @@ from typing import Any, Protocol
 from jsonschema import Draft202012Validator
 
 Message = dict[str, str]
+# Far above a whole answer (the facts' is at most 32 KiB of JSON, escaped in a wrapper);
+# a reply past it is read no further, so a server cannot fill memory or the event loop.
+MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
 class LLMError(RuntimeError):
@@ -99,7 +102,7 @@ async def post_json(
         async with session.post(
             url, json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=seconds)
         ) as resp:
-            raw = await resp.text()
+            raw = await _bounded_text(resp, url)
             if resp.status != 200:
                 raise LLMError(f"{url} answered {resp.status}: {raw[:300]}")
     except TimeoutError:
@@ -113,6 +116,16 @@ async def post_json(
     if not isinstance(data, dict):
         raise LLMError(f"{url} answered JSON that is not an object")
     return data
+
+
+async def _bounded_text(resp: Any, url: str) -> str:
+    data = bytearray()
+    async for chunk in resp.content.iter_chunked(64 * 1024):
+        data += chunk
+        if len(data) > MAX_REPLY_BYTES:
+            raise LLMError(f"{url} answered more than {MAX_REPLY_BYTES:,} bytes; no answer "
+                           "is that long, so it was not read further")  # fmt: skip
+    return data.decode("utf-8", "replace")  # JSON is UTF-8 (RFC 8259)
 
 
 class HttpChat:
