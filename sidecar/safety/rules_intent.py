@@ -279,6 +279,11 @@ _CLOSING = (
     r"|[-=#*\s]*end\s+of\s+(?:the\s+)?(?:memory|memories|memory\s+block|notes|context|"
     r"retrieved\s+(?:context|documents?)|system\s+prompt|user\s+input)[-=#*\s]*$"
     r"|<(?:system|instructions)>"
+    # Any marker of the sidecar's own memory block, alone on its line (context/block.py).
+    r"|\[(?:END\s+)?(?:INSTITUTIONAL\s+LEARNINGS|AGENT\s+MEMORY|CREW\s+SHARED\s+MEMORY|"
+    r"OPERATOR\s+MODEL|LEARNINGS|KNOWN\s+FACTS|RELEVANT\s+MEMORY|MEMORY\s+INSTRUCTIONS|"
+    r"MEMORY\s+NUDGE)\][ \t\r]*$"
+    r"|</?recalled-memory\b[^<>\n]*>"
 )
 _ADDRESSED = (
     r"(?:you|your|the\s+assistant|assistant|ignore|disregard|forget|from\s+now|always|never|"
@@ -304,6 +309,15 @@ TEMPLATE_LINE = LineOpen(
         b"# instruction",
         b"#instruction",
         b"[system",
+        b"[institutional",
+        b"[agent",
+        b"[crew",
+        b"[operator",
+        b"[learnings",
+        b"[known",
+        b"[relevant",
+        b"[memory",
+        b"<recalled-memory",
     ),
     re.compile(
         r"[ \t>*-]*(?:"
