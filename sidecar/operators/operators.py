@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,7 +72,8 @@ class Operators:
         self.notes = notes
         self.journal = journal
         self.llm = llm
-        self._locks: dict[str, asyncio.Lock] = {}  # one an operator: opt-out vs update
+        # One an operator (opt-out vs update), kept while a request holds or awaits it.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         notes.formats["users"] = _not_indexed
 
     async def distill(self) -> dict[str, str]:
