@@ -131,3 +131,28 @@ def test_read_lines_must_be_a_range(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["read", "AGENT.md", "--lines", "two-five"])
     assert "expected A-B with line numbers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", [["--text", ""], ["--text", " \n"], []])
+async def test_an_empty_write_never_erases_a_note(
+    client: TestClient, settings: Settings, monkeypatch: pytest.MonkeyPatch, given: list[str]
+) -> None:
+    """``grep x notes | sidecar write AGENT.md`` with nothing matched replaced the agent's
+    long-term memory with nothing."""
+    url = str(client.make_url(""))
+    assert await sidecar("write", "AGENT.md", "--text", "# Prefs\n- keep me", "--url", url) == 0
+    before = (settings.agent_dir / "AGENT.md").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    with pytest.raises(SystemExit, match="nothing to write.*AGENT.md is unchanged"):
+        await sidecar("write", "AGENT.md", *given, "--url", url)
+    assert (settings.agent_dir / "AGENT.md").read_bytes() == before
+
+
+def test_the_files_named_in_help_are_files_a_note_may_be(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """users/<slug>.md are operator models, which only the operator API writes."""
+    for command in ("write", "read"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "users/" not in capsys.readouterr().out
