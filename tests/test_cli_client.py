@@ -143,7 +143,7 @@ async def test_an_empty_write_never_erases_a_note(
     assert await sidecar("write", "AGENT.md", "--text", "# Prefs\n- keep me", "--url", url) == 0
     before = (settings.agent_dir / "AGENT.md").read_bytes()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
-    with pytest.raises(SystemExit, match="nothing to write.*AGENT.md is unchanged"):
+    with pytest.raises(SystemExit, match=r"nothing to write.*AGENT\.md is unchanged"):
         await sidecar("write", "AGENT.md", *given, "--url", url)
     assert (settings.agent_dir / "AGENT.md").read_bytes() == before
 
