@@ -43,20 +43,31 @@ def _env(name: str, default: Any) -> Any:
     return os.environ.get(f"SIDECAR_{name}", default)
 
 
+def _folder(value: str) -> Path:
+    """A tier folder; an empty one (an unset variable in a compose file) would be '.', the
+    folder the daemon was started in, made a memory without a word."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            "is empty: give the folder that holds (or is to hold) this tier's memory "
+            "(an empty SIDECAR_AGENT_DIR or SIDECAR_CREW_DIR counts as given)"
+        )
+    return Path(value).expanduser()
+
+
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the memory daemon")
     p.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="env SIDECAR_HOST")
     p.add_argument("--port", type=int, default=_env("PORT", DEFAULT_PORT), help="env SIDECAR_PORT")
     p.add_argument(
         "--agent-dir",
-        type=Path,
-        default=Path(_env("AGENT_DIR", "~/.memory")).expanduser(),
+        type=_folder,
+        default=_env("AGENT_DIR", "~/.memory"),
         help="agent tier root (env SIDECAR_AGENT_DIR)",
     )
     p.add_argument(
         "--crew-dir",
-        type=Path,
-        default=Path(_env("CREW_DIR", "/crew/shared/.memory")),
+        type=_folder,
+        default=_env("CREW_DIR", "/crew/shared/.memory"),
         help="crew tier root (env SIDECAR_CREW_DIR)",
     )
     p.add_argument(
