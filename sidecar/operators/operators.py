@@ -206,7 +206,9 @@ class Operators:
                 await self.indexes.queue.submit(JobKey("crew", FILE, p))
             await self.indexes.queue.submit(JobKey("crew", OPTIMIZE))  # its vectors too
             at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-            record = {"at": at, "action": "opt_out", "user": _slug(rel), "purged": purged}
+            # Under the keyed name only: the old one is an unsalted hash of the identity.
+            kept = [rel] if purged else []
+            record = {"at": at, "action": "opt_out", "user": _slug(rel), "purged": kept}
             line = json.dumps(record, separators=(",", ":")).encode() + b"\n"
             await loop.run_in_executor(None, jsonl.append, root, AUDIT, line)
         return {"opted_out": True, "purged": purged}
