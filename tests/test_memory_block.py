@@ -345,7 +345,7 @@ BLOCK_NAMES = ("INSTITUTIONAL LEARNINGS", "AGENT MEMORY", "CREW SHARED MEMORY", 
 
 @pytest.mark.parametrize("marker", [
     *(f"[{name}]" for name in BLOCK_NAMES), *(f"[END {name}]" for name in BLOCK_NAMES),
-    "<recalled-memory>", '<recalled-memory source="operator">', "[operator model]",
+    "<recalled-memory>", '<recalled-memory source="operator">',
 ])  # fmt: skip
 def test_the_scanner_reads_any_block_marker_on_its_own_line_as_a_fake_turn(marker: str) -> None:
     """Not only ``[END MEMORY ...]``: every marker of the block forges a section."""
@@ -357,3 +357,4 @@ def test_the_scanner_reads_any_block_marker_on_its_own_line_as_a_fake_turn(marke
 def test_the_scanner_passes_a_block_marker_named_in_a_sentence() -> None:
     assert scan("The [OPERATOR MODEL] section of the block lists how a user likes to work.") is None
     assert scan("See `[END KNOWN FACTS]` in the README for the block's layout.") is None
+    assert scan("Our sidecar.toml:\n\n[learnings]\ncap_kib = 256\n") is None  # not a marker

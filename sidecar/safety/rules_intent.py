@@ -279,10 +279,11 @@ _CLOSING = (
     r"|[-=#*\s]*end\s+of\s+(?:the\s+)?(?:memory|memories|memory\s+block|notes|context|"
     r"retrieved\s+(?:context|documents?)|system\s+prompt|user\s+input)[-=#*\s]*$"
     r"|<(?:system|instructions)>"
-    # Any marker of the sidecar's own memory block, alone on its line (context/block.py).
-    r"|\[(?:END\s+)?(?:INSTITUTIONAL\s+LEARNINGS|AGENT\s+MEMORY|CREW\s+SHARED\s+MEMORY|"
+    # Any marker of the sidecar's own memory block, in capitals as the block writes them,
+    # alone on its line (context/block.py); "[learnings]" of a TOML snippet passes.
+    r"|(?-i:\[(?:END\s+)?(?:INSTITUTIONAL\s+LEARNINGS|AGENT\s+MEMORY|CREW\s+SHARED\s+MEMORY|"
     r"OPERATOR\s+MODEL|LEARNINGS|KNOWN\s+FACTS|RELEVANT\s+MEMORY|MEMORY\s+INSTRUCTIONS|"
-    r"MEMORY\s+NUDGE)\][ \t\r]*$"
+    r"MEMORY\s+NUDGE)\])[ \t\r]*$"
     r"|</?recalled-memory\b[^<>\n]*>"
 )
 _ADDRESSED = (
