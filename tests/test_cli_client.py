@@ -156,3 +156,10 @@ def test_the_files_named_in_help_are_files_a_note_may_be(
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "users/" not in capsys.readouterr().out
+
+
+async def test_context_errors_are_sentences_like_every_other_command(client: TestClient) -> None:
+    """``sidecar context --budget 999`` printed the daemon's raw JSON error body."""
+    with pytest.raises(SystemExit) as exc:
+        await sidecar("context", "--budget", "999", "--url", str(client.make_url("")))
+    assert exc.value.code == "sidecar: 400: 'budget' must be from 1000 to 200000 characters"
