@@ -25,7 +25,17 @@ _OWN_NOTE = re.compile(
 )
 # The tag with attributes too (``<recalled-memory source="operator">``).
 _TAG = re.compile(r"<\s*(/\s*)?(recalled-memory)\b([^<>\n]{0,200})>", re.IGNORECASE)
-_DASHES = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d", "-"))
+_DASH_CHARS = "\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"
+_DASHES = str.maketrans(dict.fromkeys(_DASH_CHARS, "-"))
+# Format characters (Unicode category Cf), so that a line is judged without reading every
+# character of it on the event loop: only one that opens with three dashes is read closely.
+_CF = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+_OPENS_WITH_DASHES = re.compile(f"[\\s{_CF}]*(?:[-{_DASH_CHARS}][{_CF}]*){{3}}")
 
 
 def _seen(text: str) -> str:
@@ -45,6 +55,8 @@ def _bracketed(m: re.Match[str]) -> str:
 def _header(line: str) -> str:
     """``--- title ---`` as ``(title)``; a rule (``---``) stays. Linear: a line of a
     100 KiB log may start with dashes. ``line`` keeps its line break."""
+    if not _OPENS_WITH_DASHES.match(line):
+        return line
     body = line.rstrip("\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029")
     core = _seen(body).strip()
     title = core.strip("-").strip()
