@@ -171,12 +171,23 @@ class Caps:
         return kinds.get(kind, self.learnings)  # "learning"
 
 
+def folder(value: str) -> Path:
+    """A tier folder; an empty one (an unset variable in a compose file) would be '.', the
+    folder the daemon was started in, made a memory without a word."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            "is empty: give the folder that holds (or is to hold) this tier's memory "
+            "(an empty SIDECAR_AGENT_DIR or SIDECAR_CREW_DIR counts as given)"
+        )
+    return Path(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """What the daemon runs with; each field is a ``serve`` flag (see ``setting``)."""
 
-    agent_dir: Path = setting(help="agent tier root", type=Path, serve_default=Path("~/.memory"))
-    crew_dir: Path = setting(help="crew tier root", type=Path,
+    agent_dir: Path = setting(help="agent tier root", type=folder, serve_default=Path("~/.memory"))
+    crew_dir: Path = setting(help="crew tier root", type=folder,
                              serve_default=Path("/crew/shared/.memory"))  # fmt: skip
     role: str = setting("agent", "lead indexes the crew tier", choices=ROLES)
     host: str = setting("127.0.0.1")

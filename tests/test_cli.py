@@ -311,3 +311,31 @@ def test_the_readme_names_every_serve_variable() -> None:
     listed = set(re.findall(r"`(SIDECAR_\w+)`", readme[start : readme.index("\n\n", start)]))
     declared = {f"SIDECAR_{flag.env}" for flag in config.flags()}  # the crew token included
     assert listed == declared | {"SIDECAR_LOG_LEVEL"}
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "names"),
+    [
+        (["--agent-dir", ""], {}, "--agent-dir"),
+        ([], {"SIDECAR_AGENT_DIR": ""}, "--agent-dir"),  # ${AGENT_DIR} of a compose file, unset
+        (["--agent-dir", "{tmp}/agent"], {"SIDECAR_CREW_DIR": " "}, "--crew-dir"),
+    ],
+)
+def test_serve_refuses_an_empty_folder_setting_rather_than_serve_the_working_directory(
+    tmp_path: Path, args: list[str], env: dict[str, str], names: str
+) -> None:
+    """An empty --agent-dir (or SIDECAR_AGENT_DIR) read as '.': the daemon made whatever
+    folder it was started in (a repository, say) its memory, and said nothing."""
+    with socket.socket() as taken:  # should the folder be taken, the start ends at the port
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        flags = ["--port", str(taken.getsockname()[1]), "--embedder", "none"]
+        result = subprocess.run(
+            [sys.executable, "-m", "sidecar", "serve", *flags,
+             *(a.format(tmp=tmp_path) for a in args)],
+            capture_output=True, text=True, cwd=tmp_path,
+            env={**os.environ, **env},
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert f"argument {names}: is empty" in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []

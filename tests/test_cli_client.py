@@ -147,3 +147,35 @@ async def test_recall_from_the_shell_withholds_a_flagged_summary(
     out = capsys.readouterr().out
     assert "[withheld: flagged as a prompt injection]" in out
     assert "the system prompt review is on Friday" in out and INJECTION not in out
+
+
+@pytest.mark.parametrize("given", [["--text", ""], ["--text", " \n"], []])
+async def test_an_empty_write_never_erases_a_note(
+    client: TestClient, settings: Settings, monkeypatch: pytest.MonkeyPatch, given: list[str]
+) -> None:
+    """``grep x notes | sidecar write AGENT.md`` with nothing matched replaced the agent's
+    long-term memory with nothing."""
+    url = str(client.make_url(""))
+    assert await sidecar("write", "AGENT.md", "--text", "# Prefs\n- keep me", "--url", url) == 0
+    before = (settings.agent_dir / "AGENT.md").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    with pytest.raises(SystemExit, match=r"nothing to write.*AGENT\.md is unchanged"):
+        await sidecar("write", "AGENT.md", *given, "--url", url)
+    assert (settings.agent_dir / "AGENT.md").read_bytes() == before
+
+
+def test_the_files_named_in_help_are_files_a_note_may_be(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """users/<slug>.md are operator models, which only the operator API writes."""
+    for command in ("write", "read"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "users/" not in capsys.readouterr().out
+
+
+async def test_context_errors_are_sentences_like_every_other_command(client: TestClient) -> None:
+    """``sidecar context --budget 999`` printed the daemon's raw JSON error body."""
+    with pytest.raises(SystemExit) as exc:
+        await sidecar("context", "--budget", "999", "--url", str(client.make_url("")))
+    assert exc.value.code == "sidecar: 400: 'budget' must be from 1000 to 200000 characters"

@@ -4,6 +4,7 @@ written."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,11 +15,13 @@ from mcp import Client
 
 from sidecar.api.crew import create_crew_app
 from sidecar.api.http import create_app
+from sidecar.config import Settings
 from sidecar.errors import check_label
 from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARNINGS
 from sidecar.service import MemoryService
 from sidecar.working.tools import REMEMBER
+from tests.test_journal import day_file, iso, started, status
 from tests.test_mcp_http import mcp_url
 
 # Right-to-left override, left-to-right isolate, right-to-left mark, Arabic letter mark,
@@ -109,3 +112,28 @@ async def test_the_mcp_tools_refuse_labels_with_hidden_characters(
 @pytest.mark.parametrize("label", ["deploy-42", "Bereitstellung Ü-7", "デプロイ", "ci 🚀"])
 def test_plain_labels_in_any_script_pass(label: str) -> None:
     assert check_label(label, "session_id") == label
+
+
+async def test_labels_with_hidden_characters_on_disk_are_read_as_defaults(
+    settings: Settings,
+) -> None:
+    """A line another program (or a hand) wrote carries labels no request may send: they
+    are read as their defaults and the line is listed in the journal's problems."""
+    bad = labelled("\u202e")
+    line = {"id": "e-1", "ts": iso(), "recorded_at": iso(), "type": "tool.call",
+            "summary": "staging deploy", "session_id": bad, "source": bad,
+            "agent_id": bad}  # fmt: skip
+    path = day_file(settings.agent_dir)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(line) + "\n")
+    svc = await started(settings)
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            journal = await status(client)
+            (problem,) = journal["problems"]
+            assert all(f"'{f}'" in problem["error"] for f in ("session_id", "source", "agent_id"))
+            resp = await client.get("/memory/journal")
+            (listed,) = (await resp.json())["events"]
+            assert listed["session_id"] == "default" and bad not in json.dumps(listed)
+    finally:
+        await svc.stop()

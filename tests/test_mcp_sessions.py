@@ -113,3 +113,37 @@ async def test_shutdown_with_every_session_open_ends(tier_dirs: tuple[Path, Path
         daemon.kill()
     log = daemon.log_path.read_text()
     assert "Traceback" not in log, log
+
+
+async def open_stream(http: aiohttp.ClientSession, url: str) -> tuple[str, aiohttp.ClientResponse]:
+    """A session that initializes, then holds its GET stream open and sends nothing more: a
+    client that leaked its MCP client object (one per tool call, never closed) does this."""
+    session = await initialize(http, url)
+    headers = {"mcp-session-id": session, "MCP-Protocol-Version": "2025-11-25"}
+    async with http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                         headers={**MCP_HEADERS, **headers}) as resp:  # fmt: skip
+        assert resp.status == 202, await resp.text()
+    stream = await http.get(url, headers={**headers, "Accept": "text/event-stream"})
+    assert stream.status == 200
+    return session, stream
+
+
+async def test_sessions_that_only_hold_a_get_stream_do_not_lock_a_new_client_out(
+    server: TestServer,
+) -> None:
+    """Every session holding its GET stream counted as busy: at the limit, every new client
+    was refused (503 Too many open sessions) for as long as the streams stayed open."""
+    server.app[MCP_MOUNT].limits = {"max_sessions": 3}
+    url = mcp_url(server)
+    async with aiohttp.ClientSession() as http:
+        held = [await open_stream(http, url) for _ in range(3)]
+        try:
+            async with Client(url, mode="legacy") as client:  # admitted, not refused
+                assert [t.name for t in (await client.list_tools()).tools] == NAMES
+            oldest, stream = held[0]
+            assert await stream.content.read() == b""  # its stream was ended...
+            assert not await alive(http, url, oldest)  # ...and its session
+            assert [await alive(http, url, s) for s, _ in held[1:]] == [True, True]
+        finally:
+            for _, stream in held:
+                stream.close()

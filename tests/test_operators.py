@@ -337,3 +337,35 @@ async def test_rows_an_older_version_indexed_are_never_returned(
         assert (await found.json())["results"] == []
     await service.indexes.queue.submit(JobKey("crew", TREE, ""))
     assert crew.store.file_state("users/0a1b2c3d4e5f6789.md") is None
+
+
+async def test_the_per_operator_locks_do_not_grow_with_every_operator_ever_seen(
+    client: TestClient, service: MemoryService
+) -> None:
+    """One lock an operator serialises an opt-out with that operator's updates; kept for
+    every identity a caller ever sent, they grew the daemon without bound."""
+    for n in range(50):
+        who = {"user_id": f"u-{n}", "workspace_id": "ws"}
+        resp = await client.post("/memory/operator", json={**who, "messages": n % 2 * 20})
+        assert resp.status in (200, 202), await resp.text()  # written, or too short
+        resp = await client.post("/memory/operator/opt-out", json=who)
+        assert resp.status == 200, await resp.text()
+    assert service.operators is not None
+    assert len(service.operators._locks) == 0  # none held once no request is under way
+
+
+async def test_the_audit_log_never_records_the_unkeyed_name(
+    client: TestClient, settings: Settings
+) -> None:
+    """A model still under its old (unsalted) name was purged, and the audit line listed
+    that name: the known e-mail address it hashes could be confirmed from the log again."""
+    who = {"user_id": "jane@example.com", "workspace_id": "acme"}
+    users: Path = settings.crew_dir / "users"
+    users.mkdir()
+    (users / f"{_legacy(**who)}.md").write_text("- timezone: Asia/Tokyo\n")
+    resp = await client.post("/memory/operator/opt-out", json=who)
+    assert resp.status == 200 and models(settings) == []
+    audit = (settings.crew_dir / "audit.jsonl").read_text()
+    assert _legacy(**who) not in audit
+    (record,) = map(json.loads, audit.splitlines())
+    assert record["purged"] == [f"users/{record['user']}.md"]  # what was removed, keyed

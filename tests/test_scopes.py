@@ -111,3 +111,23 @@ async def test_an_agent_without_a_crew_answers_crew_scopes_alike(
             assert status == 200 and body["warnings"]
     finally:
         await svc.stop()
+
+
+@pytest.mark.parametrize("alias", sorted(SCOPE_ALIASES))
+async def test_every_route_that_takes_both_takes_the_old_words(
+    client: TestClient, alias: str
+) -> None:
+    """Search took own and crew_shared but learnings search, its twin, refused them."""
+    word = SCOPE_ALIASES[alias]
+    for method, path, body in (
+        ("POST", "/memory/search", {"query": "helm"}),
+        ("POST", "/memory/recall", {"query": "helm"}),
+        ("POST", "/memory/learnings/search", {"query": "helm"}),
+    ):
+        answers = [
+            await client.request(method, path, json={**body, "scope": scope})
+            for scope in (alias, word)
+        ]
+        assert [r.status for r in answers] == [200, 200], (path, await answers[0].text())
+    resp = await client.get("/memory/status", params={"scope": alias})
+    assert resp.status == 200 and (await resp.json())["scope"] == word

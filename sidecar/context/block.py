@@ -82,8 +82,9 @@ def _recalled_line(event: Recalled) -> tuple[str, Accounting]:
     blocked = None
     if finding is not None:
         blocked = {"category": finding.category, "pattern": finding.pattern}
+        ref = neutralise(" ".join(event.id.split()))  # a line on disk may hold any id
         text = (f"- {where}: [withheld: possible prompt injection, category={finding.category} "
-                f"pattern={finding.pattern}; operator can inspect event {event.id}]")  # fmt: skip
+                f"pattern={finding.pattern}; operator can inspect event {ref}]")  # fmt: skip
     else:
         summary = neutralise(" ".join(event.summary.split()))
         if len(summary) > RECALLED_LINE_CHARS:

@@ -8,7 +8,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from sidecar.daemon_client import client_command, unreachable
+from sidecar.daemon_client import client_command, error_detail, unreachable
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,7 +33,7 @@ def cmd_context(args: argparse.Namespace) -> int:
         with urllib.request.urlopen(req, timeout=30) as resp:
             sys.stdout.write(resp.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
-        raise SystemExit(f"sidecar: {exc.code}: {exc.read().decode('utf-8', 'replace')}") from None
-    except urllib.error.URLError as exc:
-        raise SystemExit(f"sidecar: {unreachable(args.url, exc.reason)}") from None
+        raise SystemExit(f"sidecar: {exc.code}: {error_detail(exc)}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise SystemExit(f"sidecar: {unreachable(args.url, getattr(exc, 'reason', exc))}") from None
     return 0

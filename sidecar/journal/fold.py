@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sidecar.disk import jsonl
+from sidecar.errors import ApiError, check_label
 from sidecar.journal.events import (
     PRIORITY_FLOORS,
     SEVERITIES,
@@ -181,8 +182,11 @@ def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[dict[str, An
     labels = {}
     for name, fallback in (("session_id", "default"), ("source", None), ("agent_id", None)):
         value = record.get(name)
-        labels[name] = value if _text(value) else default(name, "is not a string", fallback,
-                                                          str(fallback).lower())  # fmt: skip
+        # What a request may send: 1-128 characters, no control, bidi or invisible ones.
+        labels[name] = value if _label(value) else default(
+            name, "is not a label (1 to 128 printable characters)", fallback,
+            str(fallback).lower(),
+        )  # fmt: skip
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     body = payload_text(payload)
     if not (_text(text) and _text(body)):
@@ -205,6 +209,13 @@ def _unit(value: object, fallback: float | None, name: str, shown: str) -> tuple
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
         return float(value), []  # compared first: float() of a 400-digit integer overflows
     return fallback, [f"'{name}' is not a number from 0 to 1 (read as {shown})"]
+
+
+def _label(value: object) -> bool:
+    try:
+        return _text(value) and check_label(str(value), "label") is not None
+    except ApiError:
+        return False
 
 
 def _text(value: object) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from sidecar.disk.tiers import parse_scope
 from sidecar.errors import ApiError, check_label
 from sidecar.learnings import entries
 from sidecar.learnings.learnings import RANKINGS, Learnings, SearchQuery
@@ -114,7 +115,7 @@ def search_query(body: dict[str, Any], default_scope: str) -> SearchQuery:
         raise ApiError(400, "bad_mode", f"'mode' must be one of {', '.join(MODES)}")
     return SearchQuery(
         text,
-        _choice(body, "scope", ("agent", "crew", "both"), default_scope),
+        parse_scope(string_field(body, "scope") or default_scope),
         int_field(body, "limit", 10, 1, 50),
         tuple(types),
         budgets,

@@ -10,7 +10,7 @@ import urllib.parse
 from sidecar.daemon_client import call, client_command, print_json
 from sidecar.disk.tiers import TIER_NAMES
 
-FILES = "AGENT.md, CREW.md, daily/today, daily/YYYY-MM-DD.md, topics/<slug>.md, users/<slug>.md"
+FILES = "AGENT.md, CREW.md, daily/today, daily/YYYY-MM-DD.md, topics/<slug>.md (crew)"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,7 +58,12 @@ def _content(args: argparse.Namespace) -> str:
 
 
 def cmd_write(args: argparse.Namespace) -> int:
-    body = {"scope": args.scope, "file": args.file, "content": _content(args),
+    content = _content(args)
+    if not content.strip() and not args.append:  # a pipe that produced nothing, say
+        raise SystemExit(f"sidecar: nothing to write (the text is empty): {args.file} is "
+                         "unchanged, as a replace with nothing would erase it; give the "
+                         "text with --text or on stdin")  # fmt: skip
+    body = {"scope": args.scope, "file": args.file, "content": content,
             "mode": "append" if args.append else "replace"}  # fmt: skip
     answer = call(args.url, "POST", "/memory/write", body)
     if print_json(args, answer):

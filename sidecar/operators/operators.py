@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,7 +74,8 @@ class Operators:
         self.notes = notes
         self.journal = journal
         self.llm = llm
-        self._locks: dict[str, asyncio.Lock] = {}  # one an operator: opt-out vs update
+        # One an operator (opt-out vs update), kept while a request holds or awaits it.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         hooks.own_indexers["users"] = _not_indexed
 
     async def distill(self) -> dict[str, str]:
@@ -206,7 +208,9 @@ class Operators:
                 await self.indexes.queue.submit(JobKey("crew", FILE, p))
             await self.indexes.queue.submit(JobKey("crew", OPTIMIZE))  # its vectors too
             at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-            record = {"at": at, "action": "opt_out", "user": _slug(rel), "purged": purged}
+            # Under the keyed name only: the old one is an unsalted hash of the identity.
+            kept = [rel] if purged else []
+            record = {"at": at, "action": "opt_out", "user": _slug(rel), "purged": kept}
             line = json.dumps(record, separators=(",", ":")).encode() + b"\n"
             await loop.run_in_executor(None, jsonl.append, root, AUDIT, line)
         return {"opted_out": True, "purged": purged}

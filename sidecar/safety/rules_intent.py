@@ -304,10 +304,11 @@ BLOCK_MARKERS = (
     "<recalled-memory>",
     "</recalled-memory>",
 )
+# In capitals, as the block writes them: "[learnings]" opening a TOML table is no marker.
 _BLOCK_MARKER = (
-    r"(?:\[(?:END\s+)?(?:"
+    r"(?:(?-i:\[(?:END\s+)?(?:"
     + "|".join(n.replace(" ", r"\s+") for n in _BLOCK_NAMES)
-    + r"|MEMORY\s+NUDGE)\](?![:(])|</?recalled-memory>)"
+    + r"|MEMORY\s+NUDGE)\])(?![:(])|</?recalled-memory\b[^<>\n]*>)"
 )
 _ADDRESSED = (
     r"(?:you|your|the\s+assistant|assistant|ignore|disregard|forget|from\s+now|always|never|"

@@ -5,9 +5,11 @@ full, refuses every new client with a 503: a loop of bare ``initialize`` request
 buggy client, a hostile one) grows the daemon by hundreds of MB and locks the real
 agent out for half an hour. Here few sessions are kept, an idle one expires in
 minutes, and a new client is admitted by ending the session that has been idle
-longest, preferring one whose client never came back after its ``initialize``. A
-client whose session ended hears ``404 Session not found`` and initializes again, as
-the protocol has it. 2026-07-28 clients hold no session and are unaffected.
+longest, preferring one whose client never came back after its ``initialize``; when
+none is idle, the one that has only held its GET stream open longest (a client that
+leaked its MCP client object keeps one open per session). A client whose session ended
+hears ``404 Session not found`` and initializes again, as the protocol has it.
+2026-07-28 clients hold no session and are unaffected.
 
 The eviction reaches into the SDK manager's session table (``mcp`` is pinned; the
 tests exercise it against that version).
@@ -17,9 +19,14 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from typing import Any
 
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http import (
+    GET_STREAM_KEY,
+    MCP_SESSION_ID_HEADER,
+    StreamableHTTPServerTransport,
+)
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
@@ -28,6 +35,8 @@ log = logging.getLogger(__name__)
 MAX_SESSIONS = 32  # an agent, its subagents and an inspector, with room to spare
 IDLE_TIMEOUT = 600.0  # seconds without a request in flight (an open GET stream is one)
 _HEADER = MCP_SESSION_ID_HEADER.encode("latin-1")
+# (used again after its opening request, idle deadline or last request, id, transport)
+_Candidate = tuple[bool, float, str, StreamableHTTPServerTransport]
 
 
 class BoundedSessions(StreamableHTTPSessionManager):
@@ -45,6 +54,7 @@ class BoundedSessions(StreamableHTTPSessionManager):
             app, max_sessions=max_sessions, session_idle_timeout=idle_timeout, **kwargs
         )
         self._returned: set[str] = set()  # sessions used again after their opening request
+        self._active_at: dict[str, float] = {}  # a session's last request but its GET stream
         self._warned = False  # the log was told of the limit, until there is room again
 
     @property
@@ -55,6 +65,8 @@ class BoundedSessions(StreamableHTTPSessionManager):
         session_id = next((v.decode("latin-1") for k, v in scope["headers"] if k == _HEADER), None)
         if session_id is not None and session_id in self._server_instances:
             self._returned.add(session_id)
+            if scope.get("method") != "GET":
+                self._active_at[session_id] = time.monotonic()
         await super()._handle_stateful_request(scope, receive, send)
 
     def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
@@ -62,34 +74,47 @@ class BoundedSessions(StreamableHTTPSessionManager):
             self._evict_one()
         else:
             self._warned = False
-        return super()._admit_session(requestor)
+        transport = super()._admit_session(requestor)
+        if transport is not None and transport.mcp_session_id is not None:
+            self._active_at[transport.mcp_session_id] = time.monotonic()
+        return transport
 
     async def _discard_session(
         self, session_id: str, transport: StreamableHTTPServerTransport
     ) -> None:
         self._returned.discard(session_id)
+        self._active_at.pop(session_id, None)
         await super()._discard_session(session_id, transport)
 
     def _evict_one(self) -> None:
         """End the idle session least worth keeping: one never used after its opening
         request before one that was, and of those the one idle longest. A session with a
-        request in flight (an open stream) is never ended; if all are busy, the SDK
-        refuses the newcomer with a 503 as before."""
-        idle: list[tuple[bool, float, str, StreamableHTTPServerTransport]] = []
+        request in flight is never ended but for its GET stream: with none idle, the one
+        that has only held its stream open longest goes. If every session is serving a
+        request, the SDK refuses the newcomer with a 503 as before."""
+        idle: list[_Candidate] = []
+        streaming: list[_Candidate] = []
         for session_id, transport in self._server_instances.items():
             scope = transport.idle_scope
+            if scope is None or scope.cancel_called:
+                continue
+            returned = session_id in self._returned
             # An idle session's scope has a deadline; a busy one's (or one whose opening
             # request is still being served) is infinite.
-            if scope is not None and not scope.cancel_called and math.isfinite(scope.deadline):
-                idle.append((session_id in self._returned, scope.deadline, session_id, transport))
-        if not idle:
+            if math.isfinite(scope.deadline):
+                idle.append((returned, scope.deadline, session_id, transport))
+            elif _only_streaming(transport):
+                active_at = self._active_at.get(session_id, 0.0)
+                streaming.append((returned, active_at, session_id, transport))
+        if not (idle or streaming):
             return
-        returned, _, session_id, transport = min(idle, key=lambda item: item[:2])
+        returned, _, session_id, transport = min(idle or streaming, key=lambda item: item[:2])
         # Forgotten now, so the newcomer takes its place at once; cancelling the idle
         # scope ends its message loop, whose own cleanup terminates the transport.
         self._server_instances.pop(session_id, None)
         self._session_owners.pop(session_id, None)
         self._returned.discard(session_id)
+        self._active_at.pop(session_id, None)
         assert transport.idle_scope is not None
         transport.idle_scope.cancel()
         # Once per spell at the limit: a flood of initializes evicts at every request.
@@ -100,3 +125,9 @@ class BoundedSessions(StreamableHTTPSessionManager):
                 extra={"limit": self.max_sessions, "idle_timeout_s": self.session_idle_timeout},
             )
         log.debug("MCP session evicted", extra={"session": session_id, "used": returned})
+
+
+def _only_streaming(transport: StreamableHTTPServerTransport) -> bool:
+    """The session's one request in flight is its GET stream (the SDK's own counters)."""
+    in_flight = transport._requests_in_flight
+    return in_flight == 1 and GET_STREAM_KEY in transport._request_streams
