@@ -117,7 +117,13 @@ class WriterLease:
         self._conn = self._spare = None
 
     def close(self) -> None:
+        """Give the lease back before closing: a closed connection's backend exits (and
+        frees the lock) some time after the client has gone, and until then members read
+        that a lead holds the namespace and no standby can take it."""
         with self._lock:
+            if self._conn is not None:
+                with suppress(psycopg.Error):
+                    self._conn.execute("SELECT pg_advisory_unlock_all()")
             self._drop()
 
 
