@@ -4,24 +4,35 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from sidecar import ops
 from sidecar.context.builder import ContextBuilder
-from sidecar.errors import ApiError, check_label
-from sidecar.web import check_params
+from sidecar.errors import ApiError
 
 CONTEXT: web.AppKey[ContextBuilder] = web.AppKey("context", ContextBuilder)
 
 
+def _budget(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(400, "bad_budget", "'budget' must be a whole number")
+    return value
+
+
+# The memory block's inputs; the builder checks the budget's range and the query's length.
+CONTEXT_OP = ops.Op.of(
+    "GET /memory/context",
+    budget=ops.Field({"type": "integer"}, _budget, 15000, from_text=ops.number(int)),
+    query=ops.text(),
+    user_id=ops.text(),
+    workspace_id=ops.text(),
+    session_id=ops.label("default"),
+)
+
+
 async def context(request: web.Request) -> web.StreamResponse:
-    check_params(request, ("budget", "query", "user_id", "workspace_id", "session_id"))
-    q = request.query
-    try:
-        budget = int(q.get("budget", "15000"))
-    except ValueError:
-        raise ApiError(400, "bad_budget", "'budget' must be a whole number") from None
+    a = CONTEXT_OP.parse_query(request.query)
     block = await request.app[CONTEXT].build(
-        budget, q.get("query") or None, q.get("user_id") or None, q.get("workspace_id"),
-        check_label(q.get("session_id") or None, "session_id") or "default",
-    )  # fmt: skip
+        a["budget"], a["query"], a["user_id"], a["workspace_id"], a["session_id"]
+    )
     if "application/json" in request.headers.get("Accept", ""):
         return web.json_response(block.to_json())
     return web.Response(text=block.text, content_type="text/plain", charset="utf-8")

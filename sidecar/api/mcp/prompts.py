@@ -23,7 +23,7 @@ from sidecar.api.mcp.resources import TIERS, MemoryResources, api_failure
 from sidecar.errors import ApiError
 from sidecar.journal import tools as journal_tools
 from sidecar.mcp_results import withhold_flagged
-from sidecar.retrieval.query import check_length
+from sidecar.ops import check_length
 
 MEMORY_BLOCK, CONSOLIDATE, RECALL = "memory-block", "consolidate-memory-file", "recall-for-task"
 BLOCKED = "[BLOCKED: possible prompt injection"
