@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestClient
 
 import sidecar.api.http  # noqa: F401 (loads every capability's declarations)
 from sidecar.api.openapi import document
@@ -79,3 +80,18 @@ def test_every_documented_json_body_is_declared() -> None:
     ]
     assert undeclared == [("post", "/memory/journal")]
 
+
+async def test_the_journal_lists_only_events_of_at_least_an_importance(
+    client: TestClient,
+) -> None:
+    """The filter added to show the structure: one declared field, passed on (before
+    it, `min_importance` was an unknown parameter)."""
+    for n, importance in enumerate((0.2, 0.9, 0.6)):
+        body = {"type": "a.note", "summary": f"event {n}", "importance": importance}
+        resp = await client.post("/memory/journal", json=body)
+        assert resp.status == 201, await resp.json()
+    page = await (await client.get("/memory/journal?min_importance=0.5")).json()
+    assert [e["summary"] for e in page["events"]] == ["event 1", "event 2"]
+    for bad in ("2", "x", "nan"):
+        resp = await client.get("/memory/journal", params={"min_importance": bad})
+        assert (resp.status, (await resp.json())["error"]) == (400, "bad_min_importance")

@@ -75,6 +75,7 @@ LIST = ops.Op.of(
     session_id=ops.label(),
     limit=ops.whole(1, MAX_LIST, 50),
     cursor=ops.text(),
+    min_importance=ops.score(),
 )
 
 RELATE = ops.Op.of(

@@ -47,6 +47,7 @@ async def listing(request: web.Request) -> web.Response:
         until=a["until"],
         include_superseded=True,
         include_expired=True,
+        min_importance=a["min_importance"],
     )
     answer = await request.app[JOURNAL].listing(
         a["scope"], filters, parse_cursor(a["cursor"]), a["limit"]
