@@ -85,10 +85,11 @@ class Op:
         props = {n: {**f.schema, **narrow.get(n, {})} for n, f in kept.items()}
         for name in require:
             props[name].pop("default", None)
+        required = [n for n, f in kept.items() if f.required or n in require]
         return {
             "type": "object",
             "properties": props,
-            "required": [n for n, f in kept.items() if f.required or n in require],
+            **({"required": required} if required else {}),
             "additionalProperties": False,
         }
 

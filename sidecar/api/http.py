@@ -13,10 +13,9 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar import ops
 from sidecar.api import metrics, openapi
 from sidecar.api.mcp.mount import MCP_PATH, mount_mcp
-from sidecar.disk.tiers import SCOPES
+from sidecar.api.ops import NONE, SCOPED
 from sidecar.errors import ApiError
 from sidecar.metrics import REJECTED_INPUTS
 from sidecar.service import MemoryService
@@ -119,10 +118,6 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except Exception as exc:
         log.exception("internal error", extra={"path": request.path})
         return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
-
-
-SCOPED = ops.Op.of("GET /memory/status", "POST /memory/reindex", scope=ops.scope(SCOPES))
-NONE = ops.Op.of("GET /healthz")
 
 
 def _scope_param(request: web.Request) -> str:
