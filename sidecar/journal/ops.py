@@ -6,15 +6,21 @@ that takes them (the facts' ``as_of``)."""
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
+
+from multidict import MultiMapping
 
 from sidecar import ops
 from sidecar.disk.tiers import SCOPES
+from sidecar.errors import ApiError
 from sidecar.journal import events, ranking
 from sidecar.journal.index import Filters
 from sidecar.journal.recall import RecallQuery
 
 MAX_LIST = 500
+_CURSOR_TS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?")
 
 
 def time(about: str = "ISO 8601 with a time zone, e.g. 2026-11-24T09:00:00Z") -> ops.Field:
@@ -24,6 +30,19 @@ def time(about: str = "ISO 8601 with a time zone, e.g. 2026-11-24T09:00:00Z") ->
         return None if value in (None, "") else events.parse_time(value, name)
 
     return ops.Field({"type": "string", "description": about}, check)
+
+
+def _cursor(raw: object, name: str) -> tuple[float, str] | None:
+    """What ``listing`` wrote as ``next_cursor``: repr() of a finite float, then an id."""
+    if not raw:
+        return None
+    ts, sep, event_id = str(raw).partition("|")
+    at = float(ts) if _CURSOR_TS.fullmatch(ts) and sep and event_id else math.nan
+    if not math.isfinite(at):  # also a number too large for a float ("1e999")
+        raise ApiError(
+            400, "bad_cursor", "'cursor' must be a next_cursor value from an earlier answer"
+        )
+    return at, event_id
 
 
 def severity() -> ops.Field:
@@ -74,7 +93,7 @@ LIST = ops.Op.of(
     type=ops.words(None, None, "event types"),
     session_id=ops.label(),
     limit=ops.whole(1, MAX_LIST, 50),
-    cursor=ops.text(),
+    cursor=ops.Field({"type": "string"}, _cursor),
     min_importance=ops.score(),
 )
 
@@ -88,6 +107,23 @@ RELATE = ops.Op.of(
 )
 
 HEALTH = ops.Op.of("GET /memory/health", scope=ops.scope())
+
+
+def listing_query(
+    params: MultiMapping[str],
+) -> tuple[str, Filters, tuple[float, str] | None, int]:
+    """(scope, filters, cursor, limit) of a listing: every event, superseded or expired."""
+    a = LIST.parse_query(params)
+    filters = Filters(
+        session_id=a["session_id"],
+        types=a["type"],
+        since=a["since"],
+        until=a["until"],
+        include_superseded=True,
+        include_expired=True,
+        min_importance=a["min_importance"],
+    )
+    return a["scope"], filters, a["cursor"], a["limit"]
 
 
 def recall_query(body: dict[str, Any]) -> tuple[RecallQuery, str, bool]:

@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-import math
-import re
-
 from aiohttp import web
 
-from sidecar.errors import ApiError
 from sidecar.journal import ops
-from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.ops import string_value
 from sidecar.web import json_body
 
 JOURNAL: web.AppKey[Journal] = web.AppKey("journal", Journal)
-
-_CURSOR_TS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?")
-
-
-def parse_cursor(raw: str | None) -> tuple[float, str] | None:
-    if not raw:
-        return None
-    ts, sep, event_id = raw.partition("|")
-    # What ``listing`` wrote: repr() of a finite float, then the event's id.
-    at = float(ts) if _CURSOR_TS.fullmatch(ts) and sep and event_id else math.nan
-    if not math.isfinite(at):  # also a number too large for a float ("1e999")
-        raise ApiError(
-            400, "bad_cursor", "'cursor' must be a next_cursor value from an earlier answer"
-        )
-    return at, event_id
 
 
 async def record(request: web.Request) -> web.Response:
@@ -39,20 +19,8 @@ async def record(request: web.Request) -> web.Response:
 
 
 async def listing(request: web.Request) -> web.Response:
-    a = ops.LIST.parse_query(request.query)
-    filters = Filters(
-        session_id=a["session_id"],
-        types=a["type"],
-        since=a["since"],
-        until=a["until"],
-        include_superseded=True,
-        include_expired=True,
-        min_importance=a["min_importance"],
-    )
-    answer = await request.app[JOURNAL].listing(
-        a["scope"], filters, parse_cursor(a["cursor"]), a["limit"]
-    )
-    return web.json_response(answer)
+    scope, filters, cursor, limit = ops.listing_query(request.query)
+    return web.json_response(await request.app[JOURNAL].listing(scope, filters, cursor, limit))
 
 
 async def recall(request: web.Request) -> web.Response:
