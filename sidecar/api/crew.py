@@ -21,7 +21,7 @@ from sidecar.errors import ApiError
 from sidecar.journal.ops import recall_query
 from sidecar.learnings.ops import END_SESSION, search_query
 from sidecar.learnings.sessions import CREW
-from sidecar.retrieval.routes import parse_search
+from sidecar.retrieval.ops import SEARCH
 from sidecar.service import MemoryService
 from sidecar.web import Handler, json_body
 
@@ -46,10 +46,10 @@ def _auth(token: str) -> Any:
 
 
 async def search(request: web.Request) -> web.Response:
-    query, scope, limit, mode = await parse_search(request)
-    if scope != "crew":
+    args = SEARCH.parse(await json_body(request))
+    if args["scope"] != "crew":
         raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
-    response = await request.app[SERVICE].search.search(query, "crew", limit, mode)
+    response = await request.app[SERVICE].search.search(**args)
     return web.json_response(response.to_json())
 
 

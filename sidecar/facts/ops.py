@@ -3,8 +3,6 @@ MCP tool takes its schema from them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sidecar import ops
 from sidecar.errors import ApiError
 from sidecar.facts.log import CATEGORIES
@@ -35,9 +33,3 @@ INVALIDATE = ops.Op.of(
 )
 # Without a scope: every tier.
 CONSOLIDATE = ops.Op.of("POST /memory/consolidate", scope=ops.scope(default=None))
-
-
-def search_body(body: dict[str, Any]) -> tuple[str, str, str | None, int, float | None]:
-    """(query, scope, category, limit, as_of) checked field by field, for HTTP and MCP."""
-    a = SEARCH.parse(body)
-    return a["query"], a["scope"], a["category"], a["limit"], a["as_of"]

@@ -12,8 +12,8 @@ FACTS: web.AppKey[Facts] = web.AppKey("facts", Facts)
 
 
 async def search(request: web.Request) -> web.Response:
-    query, scope, category, limit, as_of = ops.search_body(await json_body(request))
-    return web.json_response(await request.app[FACTS].search(query, scope, category, limit, as_of))
+    a = ops.SEARCH.parse(await json_body(request))
+    return web.json_response(await request.app[FACTS].search(**a))
 
 
 async def history(request: web.Request) -> web.Response:

@@ -28,8 +28,7 @@ async def end_session(request: web.Request) -> web.Response:
 
 
 async def compact(request: web.Request) -> web.Response:
-    a = ops.COMPACT.parse(await json_body(request))
-    answer = await request.app[LEARNINGS].compact(a["scope"], a["file"], a["dry_run"])
+    answer = await request.app[LEARNINGS].compact(**ops.COMPACT.parse(await json_body(request)))
     return web.json_response(answer)
 
 

@@ -19,14 +19,12 @@ FOLLOW_KEEPALIVE = 15.0  # seconds between blank lines on an idle change stream
 
 
 async def write(request: web.Request) -> web.Response:
-    a = ops.WRITE.parse(await json_body(request))
-    result = await request.app[NOTES].write(a["scope"], a["file"], a["content"], a["mode"])
+    result = await request.app[NOTES].write(**ops.WRITE.parse(await json_body(request)))
     return web.json_response(result, status=201)
 
 
 async def read(request: web.Request) -> web.Response:
-    a = ops.READ.parse_query(request.query)
-    result = await request.app[NOTES].read(a["scope"], a["file"], a["start_line"], a["end_line"])
+    result = await request.app[NOTES].read(**ops.READ.parse_query(request.query))
     return web.json_response(result)
 
 

@@ -26,7 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sidecar.api.mcp.sessions import BoundedSessions
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
-from sidecar.facts.ops import search_body
+from sidecar.facts import ops as facts_ops
 from sidecar.journal.ops import recall_query
 from sidecar.learnings.ops import learn_body, search_query
 from sidecar.notes import ops as notes_ops
@@ -47,16 +47,13 @@ class ServiceBackend:
         self.service = service
 
     async def write(self, body: dict[str, Any]) -> dict[str, Any]:
-        a = notes_ops.WRITE.parse(body)
-        return await self.service.notes.write(a["scope"], a["file"], a["content"], a["mode"])
+        return await self.service.notes.write(**notes_ops.WRITE.parse(body))
 
     async def read(self, body: dict[str, Any]) -> dict[str, Any]:
-        a = notes_ops.READ.parse(body)
-        return await self.service.notes.read(a["scope"], a["file"], a["start_line"], a["end_line"])
+        return await self.service.notes.read(**notes_ops.READ.parse(body))
 
     async def search(self, body: dict[str, Any]) -> dict[str, Any]:
-        a = search_ops.SEARCH.parse(body)
-        return (await self.service.search.search(a["query"], a["scope"], a["limit"])).to_json()
+        return (await self.service.search.search(**search_ops.SEARCH.parse(body))).to_json()
 
     async def record(self, body: dict[str, Any]) -> dict[str, Any]:
         body = dict(body)
@@ -77,7 +74,7 @@ class ServiceBackend:
         return await self.service.working.remember(body)
 
     async def facts(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self.service.facts.search(*search_body(body))
+        return await self.service.facts.search(**facts_ops.SEARCH.parse(body))
 
     async def write_health(self) -> tuple[bool, str | None]:
         return await self.service.notes.write_health()
