@@ -22,8 +22,8 @@ async def history(request: web.Request) -> web.Response:
 
 
 async def invalidate(request: web.Request) -> web.Response:
-    a = ops.INVALIDATE.parse(await json_body(request))
-    answer = await request.app[FACTS].invalidate(a["scope"], request.match_info["id"], a["reason"])
+    args = ops.INVALIDATE.parse(await json_body(request))
+    answer = await request.app[FACTS].invalidate(fact_id=request.match_info["id"], **args)
     return web.json_response(answer)
 
 

@@ -12,17 +12,13 @@ OPERATORS: web.AppKey[Operators] = web.AppKey("operators", Operators)
 
 
 async def update(request: web.Request) -> web.Response:
-    a = ops.UPDATE.parse(await json_body(request))
-    answer = await request.app[OPERATORS].update(
-        a["user_id"], a["workspace_id"], a["fields"], a["messages"], a["session_seconds"],
-        a["distill"],
-    )  # fmt: skip
+    answer = await request.app[OPERATORS].update(**ops.UPDATE.parse(await json_body(request)))
     return web.json_response(answer, status=200 if answer["written"] else 202)
 
 
 async def opt_out(request: web.Request) -> web.Response:
-    a = ops.OPT_OUT.parse(await json_body(request))
-    return web.json_response(await request.app[OPERATORS].opt_out(a["user_id"], a["workspace_id"]))
+    answer = await request.app[OPERATORS].opt_out(**ops.OPT_OUT.parse(await json_body(request)))
+    return web.json_response(answer)
 
 
 def add_routes(app: web.Application, capability: Operators) -> None:
