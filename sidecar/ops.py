@@ -178,7 +178,9 @@ def scope(
     words = [*allowed, *(w for w, to in SCOPE_ALIASES.items() if aliases and to in allowed)]
 
     def check(value: object, name: str) -> str | None:
-        return None if value is None and default is None else parse_scope(value, allowed)
+        if default is None and value in (None, ""):
+            return None  # an optional scope: the capability's own default
+        return parse_scope(value, allowed)
 
     return Field(_with_default({"type": "string", "enum": words}, default, about), check, default)
 
