@@ -30,6 +30,16 @@ class ApiError(Exception):
     def to_json(self) -> dict[str, Any]:
         return {"error": self.error, "detail": self.detail, **self.extra}
 
+    @classmethod
+    def from_json(
+        cls, status: int, body: dict[str, Any], code: str = "http_error", where: str = ""
+    ) -> ApiError:
+        """The error an HTTP answer's ``{"error", "detail", ...}`` body describes (the
+        daemon's, to the stdio proxy; the lead's, to a member), ``where`` before its detail."""
+        extra = {k: v for k, v in body.items() if k not in ("error", "detail")}
+        detail = str(body.get("detail", f"HTTP {status}"))
+        return cls(status, str(body.get("error", code)), f"{where}{detail}", extra)
+
 
 def json_type(value: object) -> str:
     """How a model or client would name a JSON value's type in an error message."""

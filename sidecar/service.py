@@ -21,7 +21,7 @@ from sidecar.capability import Capability, Health, Hooks
 from sidecar.config import Settings
 from sidecar.context import routes as context_routes
 from sidecar.context.builder import ContextBuilder
-from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.crew.client import LeadClient, LeadUnavailable, unreachable
 from sidecar.disk.tiers import TIER_NAMES, Tier
 from sidecar.errors import ApiError
 from sidecar.facts import routes as facts_routes
@@ -214,9 +214,7 @@ class MemoryService:
             return {"scope": "crew", "store": describe(self.crew_reader), **stats.to_json()}
         if scope == "crew" and self.lead is not None:
             try:
-                return await self.lead.request("GET", "/memory/status?scope=crew")
-            except LeadError as exc:
-                raise exc.to_api_error() from None
+                return await self.lead.answer("GET", "/memory/status?scope=crew")
             except LeadUnavailable as exc:
                 raise unreachable(self.settings.lead_url, exc) from None
         body: dict[str, Any] = {}

@@ -18,7 +18,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from sidecar import strict_json
-from sidecar.errors import ApiError, json_type
+from sidecar.errors import ApiError
 from sidecar.metrics import HTTP_REQUESTS, REJECTED_INPUTS
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -169,44 +169,3 @@ async def json_body(request: web.Request) -> dict[str, Any]:
         if _depth(value) > MAX_JSON_DEPTH - 1:
             raise ApiError(400, "too_deep", f"'{name}' nests deeper than {MAX_JSON_DEPTH} levels")
     return body
-
-
-def string_field(body: dict[str, Any], name: str, default: str | None = None) -> str | None:
-    """``body[name]`` if it is a string, ``default`` if absent; a 400 naming it otherwise."""
-    value = body.get(name, default)
-    if value is not None and not isinstance(value, str):
-        raise ApiError(400, f"bad_{name}", f"'{name}' must be a string, not {json_type(value)}")
-    return value
-
-
-def check_fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    unknown = sorted(set(body) - set(allowed))
-    if unknown:
-        raise ApiError(
-            400, "unknown_field", f"unknown field(s) {unknown}; allowed: {', '.join(allowed)}"
-        )
-
-
-def check_params(request: web.Request, allowed: tuple[str, ...]) -> None:
-    """400 for a query parameter the route does not read: a misspelt one (``?scop=crew``)
-    would otherwise be ignored, and the answer be about the default instead."""
-    unknown = sorted(set(request.query) - set(allowed))
-    if unknown:
-        takes = f"; allowed: {', '.join(allowed)}" if allowed else "; it takes none"
-        raise ApiError(400, "unknown_parameter", f"unknown parameter(s) {unknown}{takes}")
-
-
-def bool_field(body: dict[str, Any], name: str, default: bool) -> bool:
-    value = body.get(name, default)
-    if not isinstance(value, bool):
-        raise ApiError(
-            400, f"bad_{name}", f"'{name}' must be true or false, not {json_type(value)}"
-        )
-    return value
-
-
-def int_field(body: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
-    value = body.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ApiError(400, f"bad_{name}", f"'{name}' must be a whole number from {low} to {high}")
-    return value

@@ -29,6 +29,9 @@ class Script:
         self.seen: list[tuple[str, Any]] = []
 
 
+WRITE_B = {"scope": "agent", "file": "AGENT.md", "content": "- b", "mode": "append"}
+
+
 @pytest.fixture
 async def script() -> Script:
     return Script()
@@ -97,7 +100,7 @@ async def test_error_answers_keep_every_field(backend: HttpBackend, script: Scri
         {"error": "cap_exceeded", "detail": "over", "cap": 4000, "current_entries": "- a\n"},
     )
     with pytest.raises(ApiError) as caught:
-        await backend.write("agent", "AGENT.md", "- b", "append")
+        await backend.write(WRITE_B)
     assert (caught.value.status, caught.value.error, caught.value.detail) == (
         422,
         "cap_exceeded",
@@ -112,7 +115,7 @@ async def test_error_answers_keep_every_field(backend: HttpBackend, script: Scri
 async def test_a_non_json_answer_is_not_a_success(backend: HttpBackend, script: Script) -> None:
     script.write = (502, "Bad Gateway")
     with pytest.raises(RuntimeError, match="answered 502 without a JSON object"):
-        await backend.write("agent", "AGENT.md", "- b", "append")
+        await backend.write(WRITE_B)
 
 
 async def test_a_write_cut_off_midway_claims_neither_outcome(
@@ -120,14 +123,14 @@ async def test_a_write_cut_off_midway_claims_neither_outcome(
 ) -> None:
     script.drop_write = True
     with pytest.raises(ApiError) as caught:
-        await backend.write("agent", "AGENT.md", "- b", "append")
+        await backend.write(WRITE_B)
     assert caught.value.error == "outcome_unknown"
     assert "may or may not have been saved" in caught.value.detail
 
 
 async def test_read_sends_only_the_lines_asked_for(backend: HttpBackend, script: Script) -> None:
-    await backend.read("agent", "AGENT.md", None, None)
-    await backend.read("crew", "CREW.md", 2, 5)
+    await backend.read({"scope": "agent", "file": "AGENT.md"})
+    await backend.read({"scope": "crew", "file": "CREW.md", "start_line": 2, "end_line": 5})
     assert script.seen == [
         ("read", {"scope": "agent", "file": "AGENT.md"}),
         ("read", {"scope": "crew", "file": "CREW.md", "start_line": "2", "end_line": "5"}),

@@ -75,18 +75,17 @@ class FakeBackend:
             raise answer
         return answer
 
-    async def write(self, scope: str, file: str, content: str, mode: str) -> dict[str, Any]:
-        self.calls.append(("write", (scope, file, content, mode)))
+    async def write(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(("write", tuple(body[k] for k in ("scope", "file", "content", "mode"))))
         return self._answer(self.write_answer)
 
-    async def read(
-        self, scope: str, file: str, start_line: int | None, end_line: int | None
-    ) -> dict[str, Any]:
-        self.calls.append(("read", (scope, file, start_line, end_line)))
+    async def read(self, body: dict[str, Any]) -> dict[str, Any]:
+        lines = (body.get("start_line"), body.get("end_line"))
+        self.calls.append(("read", (body["scope"], body["file"], *lines)))
         return self._answer(self.read_answer)
 
-    async def search(self, query: str, scope: str, limit: int) -> dict[str, Any]:
-        self.calls.append(("search", (query, scope, limit)))
+    async def search(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(("search", (body["query"], body["scope"], body["limit"])))
         return self._answer(self.search_answer)
 
     async def write_health(self) -> tuple[bool, str | None]:

@@ -17,13 +17,13 @@ from typing import Any
 from aiohttp import web
 
 from sidecar.api.http import SERVICE, error_middleware
-from sidecar.errors import ApiError, check_label
-from sidecar.journal.routes import recall_query
-from sidecar.learnings.routes import search_query
+from sidecar.errors import ApiError
+from sidecar.journal.ops import recall_query
+from sidecar.learnings.ops import END_SESSION, search_query
 from sidecar.learnings.sessions import CREW
-from sidecar.retrieval.routes import parse_search
+from sidecar.retrieval.ops import SEARCH
 from sidecar.service import MemoryService
-from sidecar.web import Handler, check_fields, json_body
+from sidecar.web import Handler, json_body
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,10 @@ def _auth(token: str) -> Any:
 
 
 async def search(request: web.Request) -> web.Response:
-    query, scope, limit, mode = await parse_search(request)
-    if scope != "crew":
+    args = SEARCH.parse(await json_body(request))
+    if args["scope"] != "crew":
         raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
-    response = await request.app[SERVICE].search.search(query, "crew", limit, mode)
+    response = await request.app[SERVICE].search.search(**args)
     return web.json_response(response.to_json())
 
 
@@ -70,12 +70,7 @@ async def learnings_search(request: web.Request) -> web.Response:
 async def end_session(request: web.Request) -> web.Response:
     """A member's session ended: reinforce the crew learnings it was shown. Crew sessions
     are their own namespace: a lead's local session id means nothing here."""
-    body = await json_body(request)
-    check_fields(body, ("session_id",))
-    session_id = body.get("session_id")
-    if not isinstance(session_id, str):
-        raise ApiError(400, "bad_session_id", "'session_id' must be a string")
-    check_label(session_id, "session_id")
+    session_id = END_SESSION.parse(await json_body(request))["session_id"]
     return web.json_response(await request.app[SERVICE].learnings.end_session(session_id, CREW))
 
 

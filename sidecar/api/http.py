@@ -15,7 +15,7 @@ from aiohttp import web
 
 from sidecar.api import metrics, openapi
 from sidecar.api.mcp.mount import MCP_PATH, mount_mcp
-from sidecar.disk.tiers import parse_scope
+from sidecar.api.ops import NONE, SCOPED
 from sidecar.errors import ApiError
 from sidecar.metrics import REJECTED_INPUTS
 from sidecar.service import MemoryService
@@ -23,7 +23,6 @@ from sidecar.web import (
     HTTP_CODES,
     MAX_BODY_BYTES,
     Handler,
-    check_params,
     error_response,
     is_loopback_host,
     is_loopback_origin,
@@ -122,8 +121,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 
 
 def _scope_param(request: web.Request) -> str:
-    check_params(request, ("scope",))
-    return parse_scope(request.query.get("scope", "agent"))
+    return str(SCOPED.parse_query(request.query)["scope"])
 
 
 async def status(request: web.Request) -> web.Response:
@@ -142,7 +140,7 @@ async def reindex(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    check_params(request, ())
+    NONE.parse_query(request.query)
     return web.json_response(await request.app[SERVICE].health())
 
 

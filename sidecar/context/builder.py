@@ -24,7 +24,7 @@ from sidecar.learnings.learnings import Learnings, SearchQuery
 from sidecar.metrics import timed
 from sidecar.notes.files import today_utc
 from sidecar.operators.identity import check_id
-from sidecar.retrieval.query import check_length
+from sidecar.ops import check_length
 from sidecar.retrieval.search import Search
 
 RECALLED_K = 5

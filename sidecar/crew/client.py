@@ -40,9 +40,7 @@ class LeadError(Exception):
 
     def to_api_error(self) -> ApiError:
         """The lead's own error answer, passed on with where it came from."""
-        extra = {k: v for k, v in self.body.items() if k not in ("error", "detail")}
-        return ApiError(self.status, self.body.get("error", "lead_error"),
-                        f"crew lead: {self.body.get('detail', '')}", extra)  # fmt: skip
+        return ApiError.from_json(self.status, self.body, "lead_error", "crew lead: ")
 
 
 def unreachable(url: str | None, exc: Exception) -> ApiError:
@@ -133,6 +131,27 @@ class LeadClient:
                 self._mark(str(exc))
                 raise
         raise AssertionError("unreachable")
+
+    async def answer(
+        self, method: str, path: str, json: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """A request whose answer the caller passes on: the lead's own error answer raised
+        as the ``ApiError`` it describes; ``LeadUnavailable`` if it could not be asked."""
+        try:
+            return await self.request(method, path, json)
+        except LeadError as exc:
+            raise exc.to_api_error() from None
+
+    async def answer_or_note(
+        self, path: str, json: dict[str, Any], notes: list[str], instead: str
+    ) -> dict[str, Any] | None:
+        """``answer`` for a query the caller can half-answer alone: with the lead out of
+        reach, None and a note saying so (``instead``: what the answer holds then)."""
+        try:
+            return await self.answer("POST", path, json)
+        except LeadUnavailable as exc:
+            notes.append(f"{unreachable(self.url, exc).detail}; {instead}")
+            return None
 
     def health(self) -> dict[str, Any]:
         return {

@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from sidecar.facts.log import CATEGORIES
+from sidecar.facts import ops
 from sidecar.mcp_results import McpTool, result
 
 FACTS = "memory.facts"
@@ -41,18 +41,7 @@ FACTS_TOOL = types.Tool(
         "(where they live, what they prefer, how you should behave), each true until a later "
         "event changed it. as_of asks what was true at an earlier time."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 4096},
-            "category": {"type": "string", "enum": list(CATEGORIES)},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-            "as_of": {"type": "string", "description": "ISO 8601 with a zone"},
-            "scope": {"type": "string", "enum": ["agent", "crew"], "default": "agent"},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
+    input_schema=ops.SEARCH.schema(),
     annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
 )
 

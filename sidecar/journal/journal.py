@@ -20,7 +20,7 @@ from typing import Any
 
 from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
-from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.crew.client import LeadClient
 from sidecar.disk.tiers import parse_scope
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
@@ -366,12 +366,10 @@ class Journal(Capability):
             **({"since": iso(f.since)} if f.since is not None else {}),
             **({"until": iso(f.until)} if f.until is not None else {}),
         }
-        try:
-            answer = await self.lead.request("POST", "/memory/recall", body)
-        except LeadError as exc:
-            raise exc.to_api_error() from None
-        except LeadUnavailable as exc:
-            warnings.append(str(unreachable(self.lead.url, exc).detail) + "; own journal only")
+        answer = await self.lead.answer_or_note(
+            "/memory/recall", body, warnings, "own journal only"
+        )
+        if answer is None:
             return []
         warnings += [f"crew: {w}" for w in answer.get("warnings", [])]
         return [h for h in answer.get("hits", []) if isinstance(h, dict) and "score" in h]

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from sidecar.disk.tiers import SCOPE_WORDS
+from sidecar.journal import ops
 from sidecar.mcp_results import McpTool, result, withheld
 
 RECORD, RECALL = "memory.record", "memory.recall"
@@ -63,8 +63,6 @@ async def recall(backend: JournalBackend, args: dict[str, Any]) -> types.CallToo
     return result(render_recall(body), body)
 
 
-_TIME = {"type": "string", "description": "ISO 8601 with a time zone, e.g. 2026-11-24T09:00:00Z"}
-
 RECORD_TOOL = types.Tool(
     name=RECORD,
     title="Record an event",
@@ -74,29 +72,7 @@ RECORD_TOOL = types.Tool(
         "similar work starts. It is searchable as soon as this returns. For lasting facts and "
         "preferences use memory.write instead."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "type": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 64,
-                "description": "dotted lowercase kind, e.g. deploy.failed, user.correction, "
-                "peer.escalation",
-            },
-            "summary": {"type": "string", "minLength": 1, "maxLength": 2000},
-            "severity": {"type": "string", "enum": ["info", "warn", "error"], "default": "info"},
-            "payload": {"type": "object", "description": "structured detail (up to 16 KB)"},
-            "session_id": {"type": "string", "maxLength": 128},
-            "importance": {"type": "number", "minimum": 0, "maximum": 1},
-            "priority": {"type": "string", "enum": ["pin", "high", "permanent"]},
-            "supersedes": {"type": "string", "description": "id of an event this corrects"},
-            "valid_until": {**_TIME, "description": "when this stops being true"},
-            "scope": {"type": "string", "enum": ["agent", "crew"], "default": "agent"},
-        },
-        "required": ["type", "summary"],
-        "additionalProperties": False,
-    },
+    input_schema=ops.RECORD.schema(),
     annotations=types.ToolAnnotations(
         read_only_hint=False, destructive_hint=False, open_world_hint=False
     ),
@@ -110,22 +86,7 @@ RECALL_TOOL = types.Tool(
         "recency (escalations, failures, corrections). scope=both adds the crew's "
         "high-value events. walk=1 adds each hit's related events."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 4096},
-            "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
-            "scope": {"type": "string", "enum": list(SCOPE_WORDS), "default": "agent"},
-            "session_id": {"type": "string", "maxLength": 128},
-            "types": {"type": "array", "items": {"type": "string"}, "maxItems": 50},
-            "since": _TIME,
-            "until": _TIME,
-            "walk": {"type": "integer", "minimum": 0, "maximum": 1, "default": 0},
-            "include_superseded": {"type": "boolean", "default": False},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
+    input_schema=ops.RECALL.schema(omit=ops.RECALL_TOOL_OMITS),
     annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
 )
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
-from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.crew.client import LeadClient
 from sidecar.disk.tiers import decode_text, read_confined, walk_markdown
 from sidecar.errors import ApiError
 from sidecar.index.indexer import MAX_FILE_BYTES
@@ -332,12 +332,9 @@ class Learnings(Capability):
             body["types"] = list(q.types)
         if q.session_id:
             body["session_id"] = q.session_id
-        try:
-            answer = await self.lead.request("POST", "/memory/learnings/search", body)
-        except LeadError as exc:
-            raise exc.to_api_error() from None
-        except LeadUnavailable as exc:
-            degraded.append(str(unreachable(self.lead.url, exc).detail) + "; own learnings only")
+        path, alone = "/memory/learnings/search", "own learnings only"
+        answer = await self.lead.answer_or_note(path, body, degraded, alone)
+        if answer is None:
             return []
         return [
             Candidate(

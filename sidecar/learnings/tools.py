@@ -11,8 +11,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from sidecar.disk.tiers import SCOPES
-from sidecar.learnings.entries import DOMAINS, MAX_TEXT_CHARS, TYPES
+from sidecar.learnings import ops
 from sidecar.mcp_results import McpTool, result, withheld
 
 LEARN, LEARNINGS = "memory.learn", "memory.learnings"
@@ -76,29 +75,7 @@ LEARN_TOOL = types.Tool(
         "over time; one that repeats an earlier lesson is merged into it. Use memory.write "
         "for notes and memory.record for events."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS},
-            "type": {"type": "string", "enum": list(TYPES), "default": "declarative"},
-            "domain": {"type": "string", "enum": list(DOMAINS), "default": "task"},
-            "importance": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5},
-            "institutional": {
-                "type": "boolean",
-                "default": False,
-                "description": "a standing directive loaded into every memory block",
-            },
-            "file": {
-                "type": "string",
-                "maxLength": 64,
-                "default": "general",
-                "description": "topic slug: the entry goes to learnings/<file>.md",
-            },
-            "scope": {"type": "string", "enum": ["agent", "crew"], "default": "agent"},
-        },
-        "required": ["text"],
-        "additionalProperties": False,
-    },
+    input_schema=ops.LEARN.schema(),
     annotations=types.ToolAnnotations(
         read_only_hint=False, destructive_hint=False, open_world_hint=False
     ),
@@ -112,22 +89,7 @@ LEARNINGS_TOOL = types.Tool(
         "how important, recent and often confirmed they are. Pass session_id so the lessons "
         "you are shown count as used when the session ends."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 4096},
-            "types": {
-                "type": "array",
-                "items": {"type": "string", "enum": list(TYPES)},
-                "maxItems": 4,
-            },
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-            "scope": {"type": "string", "enum": list(SCOPES)},
-            "session_id": {"type": "string", "maxLength": 128},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
+    input_schema=ops.SEARCH_TOOL_SCHEMA,
     annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
 )
 

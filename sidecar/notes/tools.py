@@ -12,6 +12,7 @@ import mcp_types as types
 
 from sidecar.errors import ApiError
 from sidecar.mcp_results import McpTool, result, with_entries, withhold_flagged
+from sidecar.notes import ops
 
 WRITE, READ = "memory.write", "memory.read"
 
@@ -19,11 +20,9 @@ WRITE, READ = "memory.write", "memory.read"
 class NotesBackend(Protocol):
     """Raises ``ApiError`` for failures the caller can act on."""
 
-    async def write(self, scope: str, file: str, content: str, mode: str) -> dict[str, Any]: ...
+    async def write(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
-    async def read(
-        self, scope: str, file: str, start_line: int | None, end_line: int | None
-    ) -> dict[str, Any]: ...
+    async def read(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
 _LAYOUT = (
@@ -37,11 +36,6 @@ _FILES = f"{_LAYOUT} No other paths are allowed."
 _READ_FILES = (
     f"{_LAYOUT} memory.read also opens any other .md file a memory.search hit names (read only)."
 )
-_SCOPE_RW = {
-    "type": "string",
-    "enum": ["agent", "crew"],
-    "description": "agent: your own memory. crew: memory shared by the crew.",
-}
 
 
 def render_write(body: dict[str, Any]) -> str:
@@ -65,7 +59,7 @@ def render_read(body: dict[str, Any]) -> str:
 
 
 async def write(backend: NotesBackend, args: dict[str, Any]) -> types.CallToolResult:
-    body = await backend.write(args["scope"], args["file"], args["content"], args["mode"])
+    body = await backend.write(args)
     return result(render_write(body), body)
 
 
@@ -73,7 +67,7 @@ async def read(backend: NotesBackend, args: dict[str, Any]) -> types.CallToolRes
     """A file nobody has written yet is an empty answer, not an error."""
     scope, file = args["scope"], args["file"]
     try:
-        body = await backend.read(scope, file, args.get("start_line"), args.get("end_line"))
+        body = await backend.read(args)
     except ApiError as exc:
         if exc.status != 404 or exc.error != "not_found":
             raise
@@ -100,25 +94,7 @@ WRITE_TOOL = types.Tool(
         "new entry. A write near the cap succeeds with a warning and current_entries: "
         "consolidate then, before the next append is refused."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "scope": _SCOPE_RW,
-            "file": {
-                "type": "string",
-                "description": "AGENT.md, CREW.md, daily/YYYY-MM-DD.md, daily/today or "
-                "topics/<slug>.md (CREW.md and topics: crew only).",
-            },
-            "content": {
-                "type": "string",
-                "description": "Markdown to append (e.g. '- Staging moved to eu-west-2.') "
-                "or the whole new file for mode=replace.",
-            },
-            "mode": {"type": "string", "enum": ["append", "replace"], "default": "append"},
-        },
-        "required": ["scope", "file", "content"],
-        "additionalProperties": False,
-    },
+    input_schema=ops.WRITE_TOOL_SCHEMA,
     annotations=types.ToolAnnotations(
         read_only_hint=False, destructive_hint=True, open_world_hint=False
     ),
@@ -132,17 +108,7 @@ READ_TOOL = types.Tool(
         f"lines memory.search reported). {_READ_FILES} A file nobody has written yet comes back "
         "empty, not as an error."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "scope": _SCOPE_RW,
-            "file": {"type": "string", "description": "e.g. AGENT.md or daily/2026-11-21.md"},
-            "start_line": {"type": "integer", "minimum": 1},
-            "end_line": {"type": "integer", "minimum": 1},
-        },
-        "required": ["scope", "file"],
-        "additionalProperties": False,
-    },
+    input_schema=ops.READ_TOOL_SCHEMA,
     annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
 )
 

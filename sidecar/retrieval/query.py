@@ -13,10 +13,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sidecar.errors import ApiError
-
-MAX_QUERY_CHARS = 4096  # longer is not a question; every caller refuses it (check_length)
-
 STOPWORDS = frozenset(
     """
 a about above after again against all am an and any are aren't as at be because been
@@ -48,15 +44,6 @@ _EXPLICIT = re.compile(
 # if it quotes a title, so it is read as plain language.
 _QUOTED = re.compile(r'"[^"]*"')
 _FTS5_SHAPED = re.compile(r"[\w\s*():^+,{}\"]*")  # a stray quote is a broken phrase
-
-
-def check_length(text: str) -> None:
-    """Refuse a query over ``MAX_QUERY_CHARS`` the same way on every route and tool."""
-    if len(text) > MAX_QUERY_CHARS:
-        raise ApiError(
-            400, "query_too_long", f"'query' is limited to {MAX_QUERY_CHARS} characters "
-            f"(got {len(text):,}): ask about one thing at a time",
-        )  # fmt: skip
 
 
 MODE_TERMS = "terms"

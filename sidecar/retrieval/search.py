@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable, unreachable
+from sidecar.crew.client import LeadClient, LeadUnavailable, unreachable
 from sidecar.disk.tiers import is_note
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes, TierState
@@ -197,10 +197,7 @@ class Search:
         request: dict[str, Any] = {"query": query, "scope": "crew", "limit": limit}
         if mode is not None:
             request["mode"] = mode
-        try:
-            body = await self.lead.request("POST", "/memory/search", request)
-        except LeadError as exc:
-            raise exc.to_api_error() from None
+        body = await self.lead.answer("POST", "/memory/search", request)
         results = []
         for r in body["results"]:
             hit = Hit(r["file"], r["start_line"], r["end_line"], r["heading"], r["snippet"],

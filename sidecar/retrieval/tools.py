@@ -6,18 +6,16 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from sidecar.disk.tiers import SCOPES
 from sidecar.mcp_results import McpTool, result, withhold_flagged
-from sidecar.retrieval.query import MAX_QUERY_CHARS
+from sidecar.retrieval import ops
 
 SEARCH = "memory.search"
-MAX_SEARCH_LIMIT = 20
 
 
 class SearchBackend(Protocol):
     """Raises ``ApiError`` for failures the caller can act on."""
 
-    async def search(self, query: str, scope: str, limit: int) -> dict[str, Any]: ...
+    async def search(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def render_search(body: dict[str, Any], query: str) -> str:
@@ -36,7 +34,7 @@ def render_search(body: dict[str, Any], query: str) -> str:
 
 
 async def search(backend: SearchBackend, args: dict[str, Any]) -> types.CallToolResult:
-    body = withhold_flagged(await backend.search(args["query"], args["scope"], args["limit"]))
+    body = withhold_flagged(await backend.search(args))
     return result(render_search(body, args["query"]), body)
 
 
@@ -51,21 +49,7 @@ SEARCH_TOOL = types.Tool(
         "memory.read for the surrounding lines. scope: agent (your memory, default), crew "
         "(shared memory) or both."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-            "scope": {"type": "string", "enum": list(SCOPES), "default": "agent"},
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_SEARCH_LIMIT,
-                "default": 10,
-            },
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
+    input_schema=ops.TOOL_SCHEMA,
     annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
 )
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from sidecar.web import check_fields, json_body
+from sidecar.ops import check_fields
+from sidecar.web import json_body
+from sidecar.working import ops
 from sidecar.working.working import Working
 
 WORKING: web.AppKey[Working] = web.AppKey("working", Working)
-FIELDS = ("content", "source", "session_id", "ttl_s", "scope")
 
 
 async def remember(request: web.Request) -> web.Response:
     body = await json_body(request)
-    check_fields(body, FIELDS)
+    check_fields(body, ops.REMEMBER.names)  # Working checks the values
     return web.json_response(await request.app[WORKING].remember(body), status=201)
 
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from sidecar.mcp_results import McpTool, result
-from sidecar.working.working import DEFAULT_TTL_S, MAX_TTL_S
+from sidecar.working import ops
 
 REMEMBER = "memory.remember"
 
@@ -29,22 +29,7 @@ REMEMBER_TOOL = types.Tool(
         "result, what the user just said). It is recallable at once with memory.recall; "
         "later a sleep pass condenses the session's notes into one lasting episode."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "content": {"type": "string", "minLength": 1, "maxLength": 2000},
-            "source": {"type": "string", "maxLength": 128, "default": "agent"},
-            "session_id": {"type": "string", "maxLength": 128, "default": "default"},
-            "ttl_s": {
-                "type": "integer",
-                "minimum": 60,
-                "maximum": MAX_TTL_S,
-                "default": DEFAULT_TTL_S,
-            },
-        },
-        "required": ["content"],
-        "additionalProperties": False,
-    },
+    input_schema=ops.REMEMBER_TOOL_SCHEMA,
     annotations=types.ToolAnnotations(
         read_only_hint=False, destructive_hint=False, open_world_hint=False
     ),

@@ -26,9 +26,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sidecar.api.mcp.sessions import BoundedSessions
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
-from sidecar.facts.routes import search_body
-from sidecar.journal.routes import recall_query
-from sidecar.learnings.routes import learn_body, search_query
+from sidecar.facts import ops as facts_ops
+from sidecar.journal.ops import recall_query
+from sidecar.learnings.ops import learn_body, search_query
+from sidecar.notes import ops as notes_ops
+from sidecar.retrieval import ops as search_ops
 from sidecar.service import MemoryService
 from sidecar.web import HTTP_CODES, MAX_BODY_BYTES, error_response
 
@@ -44,16 +46,14 @@ class ServiceBackend:
     def __init__(self, service: MemoryService) -> None:
         self.service = service
 
-    async def write(self, scope: str, file: str, content: str, mode: str) -> dict[str, Any]:
-        return await self.service.notes.write(scope, file, content, mode)
+    async def write(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.service.notes.write(**notes_ops.WRITE.parse(body))
 
-    async def read(
-        self, scope: str, file: str, start_line: int | None, end_line: int | None
-    ) -> dict[str, Any]:
-        return await self.service.notes.read(scope, file, start_line, end_line)
+    async def read(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.service.notes.read(**notes_ops.READ.parse(body))
 
-    async def search(self, query: str, scope: str, limit: int) -> dict[str, Any]:
-        return (await self.service.search.search(query, scope, limit)).to_json()
+    async def search(self, body: dict[str, Any]) -> dict[str, Any]:
+        return (await self.service.search.search(**search_ops.SEARCH.parse(body))).to_json()
 
     async def record(self, body: dict[str, Any]) -> dict[str, Any]:
         body = dict(body)
@@ -74,7 +74,7 @@ class ServiceBackend:
         return await self.service.working.remember(body)
 
     async def facts(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self.service.facts.search(*search_body(body))
+        return await self.service.facts.search(**facts_ops.SEARCH.parse(body))
 
     async def write_health(self) -> tuple[bool, str | None]:
         return await self.service.notes.write_health()

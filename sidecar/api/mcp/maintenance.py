@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from sidecar.disk.tiers import SCOPES
+from sidecar.api.ops import SCOPED
 from sidecar.mcp_results import McpTool, result
 
 REINDEX = "memory.reindex"
@@ -73,13 +73,7 @@ REINDEX_TOOL = types.Tool(
         "the old index meanwhile). Not needed in normal operation: use it when searches miss "
         "what memory.read shows is there. Reports progress."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "scope": {"type": "string", "enum": list(SCOPES), "default": "agent"},
-        },
-        "additionalProperties": False,
-    },
+    input_schema=SCOPED.schema(),
     annotations=types.ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     ),

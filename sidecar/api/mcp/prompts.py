@@ -19,11 +19,12 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from sidecar.api.mcp import notices
-from sidecar.api.mcp.resources import TIERS, MemoryResources, api_failure
+from sidecar.api.mcp.resources import MemoryResources, api_failure
+from sidecar.disk.tiers import TIER_NAMES
 from sidecar.errors import ApiError
 from sidecar.journal import tools as journal_tools
 from sidecar.mcp_results import withhold_flagged
-from sidecar.retrieval.query import check_length
+from sidecar.ops import check_length
 
 MEMORY_BLOCK, CONSOLIDATE, RECALL = "memory-block", "consolidate-memory-file", "recall-for-task"
 BLOCKED = "[BLOCKED: possible prompt injection"
@@ -161,7 +162,7 @@ class MemoryPrompts:
         self, ctx: ServerRequestContext[Any, Any], args: dict[str, str]
     ) -> types.GetPromptResult:
         scope, file = args.get("scope", ""), args.get("file", "")
-        if scope not in TIERS or not file:
+        if scope not in TIER_NAMES or not file:
             raise MCPError(types.INVALID_PARAMS, "'scope' (agent or crew) and 'file' are required")
         body = await self.backend.read_file(scope, file)
         await notices.after_read(ctx, f"{scope}/{file}", body)

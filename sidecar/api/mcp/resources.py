@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sidecar.api.mcp import notices
+from sidecar.disk.tiers import TIER_NAMES
 from sidecar.errors import ApiError
 from sidecar.mcp_results import withhold_flagged
 from sidecar.notes.browse import kind_of
@@ -36,7 +37,6 @@ log = logging.getLogger(__name__)
 
 SCHEME = "memory://"
 TEMPLATE = "memory://{tier}/{path}"
-TIERS = ("agent", "crew")
 PATHS = (
     "AGENT.md, CREW.md, daily/YYYY-MM-DD.md, topics/<slug>.md, "
     "learnings/<slug>.md, journal/YYYY-MM-DD.jsonl or facts/FACTS.md"
@@ -87,7 +87,7 @@ def parse_uri(text: str) -> tuple[str, str]:
     if not text.startswith(SCHEME):
         raise _invalid(f"{text!r} is not a memory:// URI; resources look like {TEMPLATE}")
     tier, _, path = text[len(SCHEME) :].partition("/")
-    if tier not in TIERS or not path:
+    if tier not in TIER_NAMES or not path:
         raise _invalid(f"{text!r} names no file of a tier; resources look like {TEMPLATE}")
     return tier, unquote(path)
 
@@ -187,7 +187,7 @@ class MemoryResources:
     async def all_files(self) -> list[tuple[str, dict[str, Any]]]:
         """Every tier's files; a tier this sidecar cannot list is left out, not an error."""
         found: list[tuple[str, dict[str, Any]]] = []
-        for scope in TIERS:
+        for scope in TIER_NAMES:
             try:
                 found += [(scope, item) for item in await self.backend.list_files(scope)]
             except ApiError as exc:
@@ -350,12 +350,12 @@ class MemoryResources:
     async def complete(self, argument: str, value: str, context: dict[str, str]) -> list[str]:
         """Values for the template's ``tier`` or ``path`` that start with what was typed."""
         if argument == "tier":
-            return [t for t in TIERS if t.startswith(value)]
+            return [t for t in TIER_NAMES if t.startswith(value)]
         if argument != "path" or self.unhealthy() is not None:
             return []
         tier = context.get("tier") or None  # a prompt passes "" for a scope not given
-        if tier is not None and tier not in TIERS:
+        if tier is not None and tier not in TIER_NAMES:
             return []  # no such tier: nothing under it to offer
-        tiers = [tier] if tier is not None else list(TIERS)
+        tiers = [tier] if tier is not None else list(TIER_NAMES)
         paths = [item["file"] for scope, item in await self.all_files() if scope in tiers]
         return sorted({p for p in paths if p.startswith(value)})

@@ -65,13 +65,7 @@ class HttpBackend:
             if not isinstance(body, dict):
                 raise RuntimeError(f"{method} {path} answered {resp.status} without a JSON object")
             if resp.status >= 400:
-                extra = {k: v for k, v in body.items() if k not in ("error", "detail")}
-                raise ApiError(
-                    resp.status,
-                    str(body.get("error", "http_error")),
-                    str(body.get("detail", f"HTTP {resp.status}")),
-                    extra,
-                )
+                raise ApiError.from_json(resp.status, body)
             return body
 
     async def _change(self, path: str, body: dict[str, Any], check_first: str) -> dict[str, Any]:
@@ -85,25 +79,18 @@ class HttpBackend:
             why = f"the memory sidecar stopped answering ({exc or type(exc).__name__})"
             raise ApiError(504, "outcome_unknown", f"{why}; {check_first}") from exc
 
-    async def write(self, scope: str, file: str, content: str, mode: str) -> dict[str, Any]:
-        body = {"scope": scope, "file": file, "content": content, "mode": mode}
+    async def write(self, body: dict[str, Any]) -> dict[str, Any]:
         return await self._change(
             "/memory/write", body,
-            f"the write may or may not have been saved. Read {file} before writing it again.",
+            f"the write may or may not have been saved. Read {body.get('file')} before writing "
+            "it again.",
         )  # fmt: skip
 
-    async def read(
-        self, scope: str, file: str, start_line: int | None, end_line: int | None
-    ) -> dict[str, Any]:
-        params: dict[str, str] = {"scope": scope, "file": file}
-        if start_line is not None:
-            params["start_line"] = str(start_line)
-        if end_line is not None:
-            params["end_line"] = str(end_line)
+    async def read(self, body: dict[str, Any]) -> dict[str, Any]:
+        params = {name: str(value) for name, value in body.items() if value is not None}
         return await self._call("GET", "/memory/read", CALL_TIMEOUT, params=params)
 
-    async def search(self, query: str, scope: str, limit: int) -> dict[str, Any]:
-        body = {"query": query, "scope": scope, "limit": limit}
+    async def search(self, body: dict[str, Any]) -> dict[str, Any]:
         return await self._call("POST", "/memory/search", CALL_TIMEOUT, json=body)
 
     async def record(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -167,9 +154,8 @@ class HttpBackend:
             try:
                 body = await resp.json(content_type=None)
             except ValueError:
-                body = {}
-        raise ApiError(resp.status, str(body.get("error", "http_error")),
-                       str(body.get("detail", f"HTTP {resp.status}")))  # fmt: skip
+                body = None
+        raise ApiError.from_json(resp.status, body if isinstance(body, dict) else {})
 
     async def reindex(self, scope: str) -> dict[str, Any]:
         return await self._call("POST", f"/memory/reindex?scope={scope}", CALL_TIMEOUT, json={})

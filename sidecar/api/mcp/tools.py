@@ -171,11 +171,6 @@ def check_arguments(schema: dict[str, Any], raw: dict[str, Any] | None) -> dict[
     return args
 
 
-def _input_schema(tool: str) -> dict[str, Any] | None:
-    spec = SPECS.get(tool)
-    return spec.definition.input_schema if spec else None
-
-
 # -- results -----------------------------------------------------------------------
 
 

@@ -1,0 +1,154 @@
+"""The learnings' operations, declared once: the HTTP routes (and the lead's crew address)
+check requests with them, the MCP tools take their schemas from them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sidecar import ops
+from sidecar.disk.tiers import SCOPES
+from sidecar.errors import MAX_LABEL_CHARS, ApiError
+from sidecar.learnings import entries
+from sidecar.learnings.learnings import RANKINGS, SearchQuery
+from sidecar.retrieval.modes import MODES
+
+_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_RULE_LINE = re.compile(r"^---\s*$", re.MULTILINE)
+_FILE = re.compile(r"learnings/[a-z0-9][a-z0-9_-]{0,63}\.md")
+
+
+def _text(value: object, name: str) -> str:
+    text = ops.string_value(value, name)
+    if not text or not text.strip():
+        raise ApiError(
+            400, "bad_text", "'text' is required: what was learned, in a sentence or few"
+        )
+    if len(text) > entries.MAX_TEXT_CHARS:
+        raise ApiError(
+            413,
+            "text_too_long",
+            f"'text' is limited to {entries.MAX_TEXT_CHARS} characters; a learning is "
+            "a few sentences (put longer material in a note and refer to it)",
+        )
+    if _RULE_LINE.search(text):
+        raise ApiError(
+            400,
+            "bad_text",
+            "'text' must not contain a line of just '---', which "
+            "separates entries in a learnings file",
+        )
+    return text
+
+
+def _slug(value: object, name: str) -> str:
+    slug = (ops.string_value(value, name) or "general").removeprefix("learnings/")
+    slug = slug.removesuffix(".md")
+    if not _SLUG.fullmatch(slug):
+        raise ApiError(
+            400,
+            "bad_file",
+            "'file' is a slug (lowercase letters, digits, '-' and "
+            "'_', at most 64), e.g. deploys: the entry goes to learnings/<file>.md",
+        )
+    return slug
+
+
+def _budgets(value: object, name: str) -> dict[str, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = dict.fromkeys(entries.TYPES, value)
+    if not isinstance(value, dict) or not all(
+        k in entries.TYPES and isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 100_000
+        for k, v in value.items()
+    ):
+        raise ApiError(
+            400,
+            "bad_max_chars_per_type",
+            "'max_chars_per_type' must be a number of "
+            "characters (1-100000) for every type, or an object of them by type",
+        )
+    return value
+
+
+def _file(value: object, name: str) -> str | None:
+    file = ops.string_value(value, name)
+    if file is not None and not _FILE.fullmatch(file):
+        raise ApiError(400, "bad_file", "'file' must be learnings/<slug>.md")
+    return file
+
+
+def _session(value: object, name: str) -> str:
+    session_id = ops.label().check(value, name)
+    if session_id is None:
+        raise ApiError(400, "bad_session_id", "'session_id' is required")
+    return str(session_id)
+
+
+LEARN = ops.Op.of(
+    "POST /memory/learnings",
+    text=ops.Field(
+        {"type": "string", "minLength": 1, "maxLength": entries.MAX_TEXT_CHARS},
+        _text,
+        required=True,
+    ),
+    type=ops.choice(entries.TYPES, "declarative"),
+    domain=ops.choice(entries.DOMAINS, "task"),
+    importance=ops.score(entries.DEFAULT_IMPORTANCE),
+    institutional=ops.flag(False, "a standing directive loaded into every memory block"),
+    file=ops.Field(
+        {
+            "type": "string",
+            "maxLength": 64,
+            "default": "general",
+            "description": "topic slug: the entry goes to learnings/<file>.md",
+        },
+        _slug,
+    ),
+    scope=ops.scope(),
+)
+
+SEARCH = ops.Op.of(
+    "POST /memory/learnings/search",
+    query=ops.query(),
+    types=ops.words(entries.TYPES, None, f"an array of {', '.join(entries.TYPES)}"),
+    limit=ops.whole(1, 50, 10),
+    scope=ops.scope(SCOPES, None),  # absent: the capability's own default
+    session_id=ops.label(),
+    max_chars_per_type=ops.Field({}, _budgets, {}),
+    mode=ops.choice(MODES),
+    ranking=ops.choice(RANKINGS, "default"),
+)
+SEARCH_TOOL_SCHEMA = SEARCH.schema(
+    omit=("max_chars_per_type", "mode", "ranking"), types={"maxItems": 4}
+)
+
+END_SESSION = ops.Op.of(
+    "POST /memory/session/end",
+    session_id=ops.Field({"type": "string", "maxLength": MAX_LABEL_CHARS}, _session, required=True),
+)
+
+COMPACT = ops.Op.of(
+    "POST /memory/learnings/compact",
+    scope=ops.scope(),
+    file=ops.Field({"type": "string"}, _file),
+    dry_run=ops.flag(False),
+)
+
+
+def learn_body(body: dict[str, Any]) -> dict[str, Any]:
+    """A new learning checked field by field; the same checks for HTTP and MCP."""
+    return LEARN.parse(body)
+
+
+def search_query(body: dict[str, Any], default_scope: str) -> SearchQuery:
+    a = SEARCH.parse(body)
+    return SearchQuery(
+        a["query"],
+        a["scope"] or default_scope,
+        a["limit"],
+        a["types"],
+        a["max_chars_per_type"],
+        a["session_id"],
+        a["mode"],
+        a["ranking"],
+    )

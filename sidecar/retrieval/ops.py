@@ -1,0 +1,17 @@
+"""The search's operation, declared once: the HTTP route and the crew address check
+requests with it, the MCP tool takes its schema from it."""
+
+from __future__ import annotations
+
+from sidecar import ops
+from sidecar.disk.tiers import SCOPES
+
+SEARCH = ops.Op.of(
+    "POST /memory/search",
+    query=ops.query("missing_query", "'query' must be a non-empty string"),
+    scope=ops.scope(SCOPES),
+    limit=ops.whole(1, 50, 10),
+    mode=ops.text(),  # ``Search`` checks its value
+)
+# The tool leaves the mode to the daemon, and shows a model fewer results at a time.
+TOOL_SCHEMA = SEARCH.schema(omit=("mode",), limit={"maximum": 20})
