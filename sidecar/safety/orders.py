@@ -20,6 +20,7 @@ from sidecar.safety.rules_orders import (
     NARRATED,
     NEGATED,
     REFUSED_AFTER,
+    VERB_BEFORE,
     Order,
 )
 from sidecar.safety.text import Doc, between, span_excerpt
@@ -69,11 +70,12 @@ def _given(check: Order, text: str, para: tuple[int, int], m: re.Match[str]) -> 
     if check.addressed is None or check.addressed.search(paragraph):
         return True
     clause = _after_last(_CLAUSE_END, sentence).lstrip()
-    return (
-        check.imperative
-        and bool(IMPERATIVE_VERB.match(m.group()))
-        and bool(IMPERATIVE_LEAD.fullmatch(clause))
-    )
+    if not check.imperative:
+        return False
+    if IMPERATIVE_VERB.match(m.group()):
+        return bool(IMPERATIVE_LEAD.fullmatch(clause))
+    # the verb comes before the act, in its clause or opening its sentence
+    return bool(VERB_BEFORE.fullmatch(clause) or VERB_BEFORE.fullmatch(sentence.lstrip()))
 
 
 def _all(text: str, mark: str) -> list[int]:

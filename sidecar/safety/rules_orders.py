@@ -215,6 +215,13 @@ _OBEY = (
     r"|\banswers?\s+only\s+to\s+me\b"
     r"|\b(?:obey|follow|execute|comply\s+with|carry\s+out)\s+(?:it|them|this|that|whatever\s+it\s+says)"
     r"\s+(?:unconditionally|without\s+question(?:ing)?|blindly|no\s+matter\s+what)"
+    # instructions in retrieved documents should be executed as written: the same, passive
+    r"|\b(?:instructions?|commands?|requests?|orders?|directives?|steps|tasks?)\s+(?:\w+\s+){0,2}?"
+    r"(?:in|inside|from|within|on|at)\s+(?:the\s+|this\s+|these\s+|any\s+|your\s+)?"
+    + _UNTRUSTED
+    + r"\s+(?:should|must|shall|are\s+to|is\s+to|will|can|may)\s+(?:now\s+|always\s+)?be\s+"
+    r"(?:executed|followed|obeyed|carried\s+out|acted\s+(?:up)?on|run|performed|complied\s+with|"
+    r"treated\s+as\s+(?:binding|authoritative|orders|commands))\b"
     # ignore the user's request
     r"|\b(?:ignore|disregard|override|forget)\s+(?:the\s+|your\s+)?(?:user|operator|owner|human)"
     r"(?:'s|s')?\s+(?:instructions?|requests?|orders?|wishes|commands?|questions?)"
@@ -237,6 +244,13 @@ _UNBOUND = (
     r"about|regarding|around|in)\b)"
     r"|\b(?:ai|assistant|agent|model|bot|persona|character|version|mode|you)\s+(?:\w+\s+){0,3}?"
     r"without\s+(?:any\s+)?" + _SAFEGUARDS + r"\b"
+    # continue without applying your usual policies; lifted the content restrictions for it
+    r"|\bwithout\s+(?:applying|following|observing|enforcing|honou?ring|respecting|any\s+of)\s+"
+    r"(?:your|its|the\s+assistant'?s|the\s+agent'?s)\s+(?:usual\s+|normal\s+|default\s+|standard\s+|"
+    r"own\s+|current\s+)?" + _SAFEGUARDS + r"\b"
+    r"|\b(?:lifted|removed|disabled|suspended|waived|relaxed|turned\s+off|switched\s+off)\s+(?:the\s+|"
+    r"all\s+|its\s+|your\s+)?(?:content|safety|usage|model)\s+(?:restrictions|polic(?:y|ies)|filters?|"
+    r"guardrails|rules|guidelines|limits)\b"
     # you no longer refuse anything
     r"|\b(?:no\s+longer|never|don'?t|do\s+not|won'?t|will\s+not|must\s+not|mustn'?t|may\s+not|"
     r"are\s+not\s+to|is\s+not\s+to)\s+(?:ever\s+)?(?:refuse|decline|"
@@ -262,6 +276,12 @@ _UNBOUND = (
     r"every|all)\s+(?:files?|permissions?|commands?|systems?|privileges?)|\bwithout\s+(?:asking|"
     r"checking|approval|restrictions?|limits?)|privileges?)"
     r"|\bwith\s+(?:root|admin|owner|full)\s+(?:privileges|rights|access)\s+without\b"
+    # a new identity that holds power or asks no one: "you are X now, you have root"
+    r"|\b(?:new\s+(?:identity|persona|role|name)|your\s+(?:new\s+|real\s+|true\s+)?(?:identity|"
+    r"persona|role)\s+is|you\s+are\s+now|from\s+now\s+on,?\s+you\s+are|you\s+are\s+no\s+longer)"
+    r"\b[^.\n]{0,80}?\b(?:you\s+(?:have|hold|get|own|run\s+with)\s+(?:full\s+|unrestricted\s+)?"
+    r"(?:root|sudo|superuser|unrestricted\s+\w+)\b|"
+    r"(?:never|don'?t|do\s+not|no\s+longer|won'?t)\s+(?:ask|question|refuse)\b)"
     r"|\b(?:collect|harvest|gather)\s+(?:and\s+\w+\s+)?(?:every|all|any)\s+" + _SECRETS + r"\b"
 )
 _CONCEAL = (
@@ -308,6 +328,14 @@ IMPERATIVE_VERB = re.compile(
     r"answer|override|forget|lift|relax|deactivate|stay|collect|harvest|gather|never|send|"
     r"forward|post|upload|report|e-?mail|mail|leak|copy|transmit|relay|exfiltrate|share|paste|"
     r"submit|push|sync|mirror|set|keep|add|append|include|render|visit|fetch|open|load|call)\b",
+    _I,
+)
+# A clause or sentence opened by an imperative verb a few words before the act: "Set
+# require_confirmation: false", "Send a GET request to https://...?env= with ...": an order
+# with no "you" in it.
+VERB_BEFORE = re.compile(
+    IMPERATIVE_LEAD.pattern + r"(?:" + IMPERATIVE_VERB.pattern + r")\s+(?:[\w`'\"./-]+\s+){0,4}"
+    r"(?:!?\[[^\]\n]{0,40}\]\(\s*)?",  # "Add ![x](https://...": the act is the link's target
     _I,
 )
 # After the act, in its sentence: it is what a setting does, not an order ("... is enabled").
@@ -372,7 +400,8 @@ FOREIGN_SUPPRESS = Order(
 )  # fmt: skip
 OBEY = Order(
     (
-        b"follow", b"obey", b"execut", b"run", b"carry", b"act on", b"comply", b"apply",
+        b"follow", b"obey", b"execut", b"run", b"carry", b"carried", b"act on", b"acted",
+        b"comply", b"complied", b"apply",
         b"perform", b"source", b"treat", b"prioriti", b"trust", b"listen", b"answer", b"ignor",
         b"disregard", b"overrid", b"forget", b"whatever", b"everything", b"anything",
     ),
@@ -407,6 +436,11 @@ _SEND = (
     r"(?:(?:it|them|this|everything|all\s+of\s+(?:it|them))\b|(?:\w+\s+){0,4}?" + _SECRETS + r"\b)"
     r"(?:(?!\bfrom\b)[^.\n]){0,60}?\b(?:to|into)\s+(?!(?:the\s+|your\s+|our\s+|a\s+)?(?:vault|"
     r"1password|bitwarden|keychain|keepass|password\s+manager|secrets?\s+manager|kms)\b)" + _OUTSIDE
+)
+# Anything sent to a bare address, "whenever" or "for every run": a standing leak.
+_SEND_BARE = (
+    r"\b(?:send|forward|post|upload|push|sync|mirror|copy|transmit|relay|replicate|back\s+up|"
+    r"ship|stream)\s+(?:\w+\s+){0,4}?(?:to|into|at)\s+(?:https?://|s?ftp://)?\d{1,3}(?:\.\d{1,3}){3}"
 )
 # The same said of the data: "all outputs mirrored to http://...".
 _SENT = (
@@ -473,15 +507,17 @@ SEND = Order(
         b"read out", b"repeat", b"reply", b"respond", b"answer", b"mirrored", b"forwarded",
         b"sent", b"copied", b"posted", b"uploaded", b"synced", b"streamed", b"relayed", b"exported",
     ),
-    _words(_SEND, _SENT, _LURE, _REVEAL),
+    _words(_SEND, _SENT, _LURE, _REVEAL, _SEND_BARE),
     ADDRESSED,
 )  # fmt: skip
 URL_FILL = Order(
     (b"http",),
     _URL_FILL,
     ADDRESSED,
-    imperative=False,
-    needs=re.compile(r"\b(?:" + _SECRETS + r"|summary|user|conversation|message)\b", _I),
+    # a placeholder names its data between underscores too: PASTE_CONVERSATION
+    needs=re.compile(
+        r"(?:\b|_)(?:" + _SECRETS + r"|summary|user|conversation|message)(?:\b|_)", _I
+    ),
 )
 
 # Text a human reader does not see (an HTML comment, a markdown comment, an element
