@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from sidecar.safety import scan
 from sidecar.safety.rules import ALL_RULES, _anchors_of
-from sidecar.safety.text import Doc
+from sidecar.safety.text import Doc, _scanned
 from tests.injection_corpus import BENIGN, PAYLOADS
-
-
-def _scanned(skeleton: bytes, anchor: bytes) -> list[int]:
-    found, i = [], skeleton.find(anchor)
-    while i >= 0:
-        found.append(i)
-        i = skeleton.find(anchor, i + 1)
-    return found
 
 
 def _long_text() -> str:
