@@ -62,6 +62,8 @@ def _given(check: Order, text: str, para: tuple[int, int], m: re.Match[str]) -> 
         return False  # "without review, nothing merges", "auto-approve ... is enabled"
     if check.needs is not None and not check.needs.search(m.group()):
         return False
+    if check.spared is not None and check.spared.match(rest):
+        return False  # only a cosmetic or read-only step goes unasked
     if check.wide is not None and not check.wide.search(sentence + m.group() + rest):
         return False
     paragraph = text[para[0] : m.start()] + " " + text[m.end() : para[1]]

@@ -34,6 +34,7 @@ class Order:
     imperative: bool = True  # an act opening its clause with a verb is an order, addressed or not
     needs: re.Pattern[str] | None = None  # must match within the act (e.g. what data is sent)
     wide: re.Pattern[str] | None = None  # must match in the act's sentence (what it reaches)
+    spared: re.Pattern[str] | None = None  # right after the act: a harmless scope excuses it
     marks: tuple[str, ...] = ()  # non-Latin strings found in the text itself, besides anchors
 
 
@@ -354,6 +355,16 @@ _WIDE = re.compile(
     r"crew))\b",
     _I,
 )
+# Asking skipped only before a cosmetic or read-only step: "no need to ask before
+# reformatting code" is a working agreement, not a safeguard removed.
+_HARMLESS_SCOPE = re.compile(
+    r"\s*(?:before|when|for|to)\s+(?:re)?(?:format\w*|lint\w*|spell-?check\w*|fix\w*\s+(?:typos?|"
+    r"spelling|whitespace|formatting)|read\w*|view\w*|list\w*|search\w*|look\w*\s+up|"
+    r"renam\w*\s+(?:local\s+)?variables?|add\w*\s+(?:code\s+)?comments?|sort\w*\s+imports?)\b"
+    r"(?![^.;\n]{0,60}?\b(?:prod(?:uction)?|main|master|secrets?|keys?|credentials?|delet\w*|deploy\w*|"
+    r"push\w*|rm|sudo|root)\b)",
+    _I,
+)
 SUPPRESS = Order(
     # every branch names an approval or the asking it skips; common words ("ok", "check")
     # are left out, their phrases kept
@@ -369,6 +380,7 @@ SUPPRESS = Order(
     _words(_SUPPRESS),
     ADDRESSED,
     wide=_WIDE,
+    spared=_HARMLESS_SCOPE,
 )  # fmt: skip
 # The same in other languages: "sin revisión", "ohne Rückfrage", "без подтверждения",
 # "不需要用户确认", "確認せずに", reaching everything ("todas", "alle", "所有", "すべて").
