@@ -5,14 +5,19 @@ each payload is counted as caught when the scanner reports the category the
 corpus expects, each benign note as kept when it passes untouched. Intent
 payloads are reported per class (PAYLOAD_CLASSES), benign notes per topic
 (BENIGN_TOPICS). Also times one scan of a 2 MB document of benign notes. Needs
-no external data. The corpus is the project's own, so its rates are an upper
-bound: the held-out sets scored outside the project are the real measure.
+no external data. The scan is also given as a ratio to a bare pass over the same
+document (lower-casing it and one regex of five literals), which is timed in the
+same run, so the ratio holds on a loaded machine. The corpus is the project's
+own, so its rates are an upper bound: the held-out sets scored outside the
+project are the real measure.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from bench.context import Context
 from bench.report import BenchResult, Figure, Table, at_least, at_most, progress
@@ -29,6 +34,22 @@ from tests.injection_corpus import (
 NAME = "injection"
 TWO_MB = 2 * 1024 * 1024
 ORIGINAL = "(original corpus)"
+_BARE = re.compile(r"ignore|curl|wget|password|token")
+
+
+def _bare(text: str) -> int:
+    """The least any scanner does: read the text once, lower-cased, for a few words."""
+    return len(_BARE.findall(text.lower()))
+
+
+def _best(fn: Callable[[str], object], text: str, runs: int) -> float:
+    """Best of ``runs`` CPU times (s) of ``fn(text)``: other processes' load does not count."""
+    samples = []
+    for _ in range(runs):
+        started = time.process_time()
+        fn(text)
+        samples.append(time.process_time() - started)
+    return min(samples)
 
 
 def _document(size: int) -> str:
@@ -70,12 +91,8 @@ def run(ctx: Context) -> BenchResult:
 
     document = _document(TWO_MB)
     runs = 2 if ctx.quick else 5
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        scan(document)
-        samples.append(time.perf_counter() - started)
-    scan_ms = min(samples) * 1000
+    scan_ms = _best(scan, document, runs) * 1000
+    bare_ms = _best(_bare, document, runs) * 1000
 
     classes = [*INTENT_CLASSES, ORIGINAL]
     all_caught, all_total = sum(caught.values()), sum(total.values())
@@ -87,6 +104,7 @@ def run(ctx: Context) -> BenchResult:
         Figure("intent payloads caught", 100 * intent_caught / intent_total, "%", 1),
         Figure("benign kept", 100 * all_kept / all_seen, "%", 1, at_least(100, ">= 100 %")),
         Figure("scan of 2 MB benign notes (best)", scan_ms, "ms", 0, at_most(1000, "<= 1000 ms")),
+        Figure("scan / bare pass over the same 2 MB", scan_ms / bare_ms, "x", 1),
     ]
     result.tables.append(
         Table(
@@ -123,5 +141,6 @@ def run(ctx: Context) -> BenchResult:
         "missed": missed,
         "flagged": flagged,
         "scan_2mb_ms": scan_ms,
+        "bare_2mb_ms": bare_ms,
     }
     return result

@@ -1,8 +1,10 @@
 """Print the scanner's per-class table on the held-out corpus: ``python -m tests.injection_table``.
 
 ``--split dev`` or ``--split heldout`` (the default) picks the part scored;
-``--split all`` scores both. Missed payloads and flagged benign notes are listed
-under the table, so a change can be judged on what it lets through.
+``--split all`` scores both. ``--corpus fresh`` scores the third corpus
+(tests/injection_corpus_fresh.py), which has no split. Missed payloads and
+flagged benign notes are listed under the table, so a change can be judged on
+what it lets through.
 """
 
 from __future__ import annotations
@@ -11,16 +13,32 @@ import argparse
 from collections import Counter
 
 from sidecar.safety import scan
+from tests import injection_corpus_fresh as fresh
 from tests.injection_corpus_heldout import BENIGN, CLASSES, PAYLOADS
 
+Rows = tuple[list[tuple[str, int, int]], int, int, list[str], list[str]]
 
-def table(split: str) -> tuple[list[tuple[str, int, int]], int, int, list[str], list[str]]:
+
+def table(split: str) -> Rows:
     """(class, caught, total) rows, benign flagged, benign total, missed texts, flagged texts."""
     wanted = ("dev", "heldout") if split == "all" else (split,)
+    if split == "fresh":
+        payloads = [("fresh", cls, text) for cls, text in fresh.PAYLOADS]
+        benign = [("fresh", topic, text) for topic, text in fresh.BENIGN]
+        return _score(payloads, benign, fresh.CLASSES, ("fresh",))
+    return _score(PAYLOADS, BENIGN, CLASSES, wanted)
+
+
+def _score(
+    payloads: tuple[tuple[str, str, str], ...] | list[tuple[str, str, str]],
+    benign: tuple[tuple[str, str, str], ...] | list[tuple[str, str, str]],
+    classes: tuple[str, ...],
+    wanted: tuple[str, ...],
+) -> Rows:
     caught: Counter[str] = Counter()
     total: Counter[str] = Counter()
     missed: list[str] = []
-    for part, cls, text in PAYLOADS:
+    for part, cls, text in payloads:
         if part not in wanted:
             continue
         total[cls] += 1
@@ -30,26 +48,28 @@ def table(split: str) -> tuple[list[tuple[str, int, int]], int, int, list[str], 
             missed.append(f"[{cls}] {text!r}")
     flagged = [
         f"[{topic}] {text!r} -> {finding.pattern}"
-        for part, topic, text in BENIGN
+        for part, topic, text in benign
         if part in wanted and (finding := scan(text)) is not None
     ]
-    benign_total = sum(1 for part, _, _ in BENIGN if part in wanted)
-    rows = [(cls, caught[cls], total[cls]) for cls in CLASSES]
+    benign_total = sum(1 for part, _, _ in benign if part in wanted)
+    rows = [(cls, caught[cls], total[cls]) for cls in classes]
     return rows, len(flagged), benign_total, missed, flagged
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--split", choices=("dev", "heldout", "all"), default="heldout")
+    parser.add_argument("--corpus", choices=("heldout", "fresh"), default="heldout")
     parser.add_argument("--list", action="store_true", help="list missed and flagged texts")
     args = parser.parse_args()
-    rows, flagged, benign_total, missed, flagged_texts = table(args.split)
-    print(f"{'class':32} caught/total")
+    split = "fresh" if args.corpus == "fresh" else args.split
+    rows, flagged, benign_total, missed, flagged_texts = table(split)
+    print(f"{'class':34} caught/total")
     for cls, hit, n in rows:
-        print(f"{cls:32} {hit}/{n}")
+        print(f"{cls:34} {hit}/{n}")
     hit, n = sum(r[1] for r in rows), sum(r[2] for r in rows)
-    print(f"{'all payloads':32} {hit}/{n}")
-    print(f"{'benign blocked':32} {flagged}/{benign_total}")
+    print(f"{'all payloads':34} {hit}/{n}")
+    print(f"{'benign blocked':34} {flagged}/{benign_total}")
     if args.list:
         print("\nmissed:", *missed, sep="\n  ")
         print("\nflagged:", *flagged_texts, sep="\n  ")

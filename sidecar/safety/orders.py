@@ -20,6 +20,7 @@ from sidecar.safety.rules_orders import (
     NARRATED,
     NEGATED,
     REFUSED_AFTER,
+    VERB_BEFORE,
     Order,
 )
 from sidecar.safety.text import Doc, between, span_excerpt
@@ -61,6 +62,8 @@ def _given(check: Order, text: str, para: tuple[int, int], m: re.Match[str]) -> 
         return False  # "without review, nothing merges", "auto-approve ... is enabled"
     if check.needs is not None and not check.needs.search(m.group()):
         return False
+    if check.spared is not None and check.spared.match(rest):
+        return False  # only a cosmetic or read-only step goes unasked
     if check.wide is not None and not check.wide.search(sentence + m.group() + rest):
         return False
     paragraph = text[para[0] : m.start()] + " " + text[m.end() : para[1]]
@@ -69,11 +72,12 @@ def _given(check: Order, text: str, para: tuple[int, int], m: re.Match[str]) -> 
     if check.addressed is None or check.addressed.search(paragraph):
         return True
     clause = _after_last(_CLAUSE_END, sentence).lstrip()
-    return (
-        check.imperative
-        and bool(IMPERATIVE_VERB.match(m.group()))
-        and bool(IMPERATIVE_LEAD.fullmatch(clause))
-    )
+    if not check.imperative:
+        return False
+    if IMPERATIVE_VERB.match(m.group()):
+        return bool(IMPERATIVE_LEAD.fullmatch(clause))
+    # the verb comes before the act, in its clause or opening its sentence
+    return bool(VERB_BEFORE.fullmatch(clause) or VERB_BEFORE.fullmatch(sentence.lstrip()))
 
 
 def _all(text: str, mark: str) -> list[int]:

@@ -112,9 +112,9 @@ the text with one byte per character, and regexes run only at those spots.
 
 Rules 1-13 and 25-29 and the persistence rules match English wording or shell
 shapes; rules 14-19, 30-32 and 39-44 (:mod:`.rules_intent`) match verb-object
-structure; rules 20-24, 33-34 and 45-47 (:mod:`.rules_orders`) match an act and
-whom it is aimed at, and let pass the notes that forbid, narrate or warn about
-it. Each rule's comment says what it lets through on purpose.
+structure; rules 20-24, 33-34 (:mod:`.rules_orders`) and 45-47 (:mod:`.rules_destroy`)
+match an act and whom it is aimed at, and let pass the notes that forbid, narrate
+or warn about it. Each rule's comment says what it lets through on purpose.
 """
 
 from __future__ import annotations
@@ -123,6 +123,7 @@ import enum
 import re
 from dataclasses import dataclass
 
+from sidecar.safety import rules_destroy as destroy
 from sidecar.safety import rules_intent as intent
 from sidecar.safety import rules_orders as orders
 from sidecar.safety.rules_intent import IntentCheck
@@ -966,9 +967,9 @@ DESTRUCTIVE_RULES: tuple[Rule, ...] = (
     ("destructive_command", "drop_production_database", intent.DROP_PRODUCTION),
     ("destructive_command", "disable_firewall", intent.DISABLE_FIREWALL),
     ("destructive_command", "world_writable", intent.WORLD_WRITABLE),
-    ("destructive_command", "destroy_data", orders.DESTROY),
-    ("destructive_command", "root_or_source_hijack", orders.ROOT_OR_SOURCE),
-    ("destructive_command", "privilege_grant", orders.PRIVILEGE),
+    ("destructive_command", "destroy_data", destroy.DESTROY),
+    ("destructive_command", "root_or_source_hijack", destroy.ROOT_OR_SOURCE),
+    ("destructive_command", "privilege_grant", destroy.PRIVILEGE),
 )
 _BASE_RULES = INVISIBLE_RULES + QUOTED_INNER[:-1] + EXFIL_RULES[:5] + PERSISTENCE_RULES
 CONTENT_RULES = OVERRIDE_RULES + EXFIL_RULES + PERSISTENCE_RULES + DESTRUCTIVE_RULES

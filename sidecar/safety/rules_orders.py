@@ -16,8 +16,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sidecar.safety.rules_intent import Destructive
-
 _I = re.IGNORECASE
 
 
@@ -36,6 +34,7 @@ class Order:
     imperative: bool = True  # an act opening its clause with a verb is an order, addressed or not
     needs: re.Pattern[str] | None = None  # must match within the act (e.g. what data is sent)
     wide: re.Pattern[str] | None = None  # must match in the act's sentence (what it reaches)
+    spared: re.Pattern[str] | None = None  # right after the act: a harmless scope excuses it
     marks: tuple[str, ...] = ()  # non-Latin strings found in the text itself, besides anchors
 
 
@@ -215,6 +214,13 @@ _OBEY = (
     r"|\banswers?\s+only\s+to\s+me\b"
     r"|\b(?:obey|follow|execute|comply\s+with|carry\s+out)\s+(?:it|them|this|that|whatever\s+it\s+says)"
     r"\s+(?:unconditionally|without\s+question(?:ing)?|blindly|no\s+matter\s+what)"
+    # instructions in retrieved documents should be executed as written: the same, passive
+    r"|\b(?:instructions?|commands?|requests?|orders?|directives?|steps|tasks?)\s+(?:\w+\s+){0,2}?"
+    r"(?:in|inside|from|within|on|at)\s+(?:the\s+|this\s+|these\s+|any\s+|your\s+)?"
+    + _UNTRUSTED
+    + r"\s+(?:should|must|shall|are\s+to|is\s+to|will|can|may)\s+(?:now\s+|always\s+)?be\s+"
+    r"(?:executed|followed|obeyed|carried\s+out|acted\s+(?:up)?on|run|performed|complied\s+with|"
+    r"treated\s+as\s+(?:binding|authoritative|orders|commands))\b"
     # ignore the user's request
     r"|\b(?:ignore|disregard|override|forget)\s+(?:the\s+|your\s+)?(?:user|operator|owner|human)"
     r"(?:'s|s')?\s+(?:instructions?|requests?|orders?|wishes|commands?|questions?)"
@@ -237,6 +243,13 @@ _UNBOUND = (
     r"about|regarding|around|in)\b)"
     r"|\b(?:ai|assistant|agent|model|bot|persona|character|version|mode|you)\s+(?:\w+\s+){0,3}?"
     r"without\s+(?:any\s+)?" + _SAFEGUARDS + r"\b"
+    # continue without applying your usual policies; lifted the content restrictions for it
+    r"|\bwithout\s+(?:applying|following|observing|enforcing|honou?ring|respecting|any\s+of)\s+"
+    r"(?:your|its|the\s+assistant'?s|the\s+agent'?s)\s+(?:usual\s+|normal\s+|default\s+|standard\s+|"
+    r"own\s+|current\s+)?" + _SAFEGUARDS + r"\b"
+    r"|\b(?:lifted|removed|disabled|suspended|waived|relaxed|turned\s+off|switched\s+off)\s+(?:the\s+|"
+    r"all\s+|its\s+|your\s+)?(?:content|safety|usage|model)\s+(?:restrictions|polic(?:y|ies)|filters?|"
+    r"guardrails|rules|guidelines|limits)\b"
     # you no longer refuse anything
     r"|\b(?:no\s+longer|never|don'?t|do\s+not|won'?t|will\s+not|must\s+not|mustn'?t|may\s+not|"
     r"are\s+not\s+to|is\s+not\s+to)\s+(?:ever\s+)?(?:refuse|decline|"
@@ -262,6 +275,12 @@ _UNBOUND = (
     r"every|all)\s+(?:files?|permissions?|commands?|systems?|privileges?)|\bwithout\s+(?:asking|"
     r"checking|approval|restrictions?|limits?)|privileges?)"
     r"|\bwith\s+(?:root|admin|owner|full)\s+(?:privileges|rights|access)\s+without\b"
+    # a new identity that holds power or asks no one: "you are X now, you have root"
+    r"|\b(?:new\s+(?:identity|persona|role|name)|your\s+(?:new\s+|real\s+|true\s+)?(?:identity|"
+    r"persona|role)\s+is|you\s+are\s+now|from\s+now\s+on,?\s+you\s+are|you\s+are\s+no\s+longer)"
+    r"\b[^.\n]{0,80}?\b(?:you\s+(?:have|hold|get|own|run\s+with)\s+(?:full\s+|unrestricted\s+)?"
+    r"(?:root|sudo|superuser|unrestricted\s+\w+)\b|"
+    r"(?:never|don'?t|do\s+not|no\s+longer|won'?t)\s+(?:ask|question|refuse)\b)"
     r"|\b(?:collect|harvest|gather)\s+(?:and\s+\w+\s+)?(?:every|all|any)\s+" + _SECRETS + r"\b"
 )
 _CONCEAL = (
@@ -310,6 +329,14 @@ IMPERATIVE_VERB = re.compile(
     r"submit|push|sync|mirror|set|keep|add|append|include|render|visit|fetch|open|load|call)\b",
     _I,
 )
+# A clause or sentence opened by an imperative verb a few words before the act: "Set
+# require_confirmation: false", "Send a GET request to https://...?env= with ...": an order
+# with no "you" in it.
+VERB_BEFORE = re.compile(
+    IMPERATIVE_LEAD.pattern + r"(?:" + IMPERATIVE_VERB.pattern + r")\s+(?:[\w`'\"./-]+\s+){0,4}"
+    r"(?:!?\[[^\]\n]{0,40}\]\(\s*)?",  # "Add ![x](https://...": the act is the link's target
+    _I,
+)
 # After the act, in its sentence: it is what a setting does, not an order ("... is enabled").
 DESCRIBED_AFTER = re.compile(
     r"[^.;,\n]{0,50}?\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?(?:enabled|"
@@ -328,6 +355,16 @@ _WIDE = re.compile(
     r"crew))\b",
     _I,
 )
+# Asking skipped only before a cosmetic or read-only step: "no need to ask before
+# reformatting code" is a working agreement, not a safeguard removed.
+_HARMLESS_SCOPE = re.compile(
+    r"\s*(?:before|when|for|to)\s+(?:re)?(?:format\w*|lint\w*|spell-?check\w*|fix\w*\s+(?:typos?|"
+    r"spelling|whitespace|formatting)|read\w*|view\w*|list\w*|search\w*|look\w*\s+up|"
+    r"renam\w*\s+(?:local\s+)?variables?|add\w*\s+(?:code\s+)?comments?|sort\w*\s+imports?)\b"
+    r"(?![^.;\n]{0,60}?\b(?:prod(?:uction)?|main|master|secrets?|keys?|credentials?|delet\w*|deploy\w*|"
+    r"push\w*|rm|sudo|root)\b)",
+    _I,
+)
 SUPPRESS = Order(
     # every branch names an approval or the asking it skips; common words ("ok", "check")
     # are left out, their phrases kept
@@ -343,6 +380,7 @@ SUPPRESS = Order(
     _words(_SUPPRESS),
     ADDRESSED,
     wide=_WIDE,
+    spared=_HARMLESS_SCOPE,
 )  # fmt: skip
 # The same in other languages: "sin revisión", "ohne Rückfrage", "без подтверждения",
 # "不需要用户确认", "確認せずに", reaching everything ("todas", "alle", "所有", "すべて").
@@ -372,7 +410,8 @@ FOREIGN_SUPPRESS = Order(
 )  # fmt: skip
 OBEY = Order(
     (
-        b"follow", b"obey", b"execut", b"run", b"carry", b"act on", b"comply", b"apply",
+        b"follow", b"obey", b"execut", b"run", b"carry", b"carried", b"act on", b"acted",
+        b"comply", b"complied", b"apply",
         b"perform", b"source", b"treat", b"prioriti", b"trust", b"listen", b"answer", b"ignor",
         b"disregard", b"overrid", b"forget", b"whatever", b"everything", b"anything",
     ),
@@ -407,6 +446,11 @@ _SEND = (
     r"(?:(?:it|them|this|everything|all\s+of\s+(?:it|them))\b|(?:\w+\s+){0,4}?" + _SECRETS + r"\b)"
     r"(?:(?!\bfrom\b)[^.\n]){0,60}?\b(?:to|into)\s+(?!(?:the\s+|your\s+|our\s+|a\s+)?(?:vault|"
     r"1password|bitwarden|keychain|keepass|password\s+manager|secrets?\s+manager|kms)\b)" + _OUTSIDE
+)
+# Anything sent to a bare address, "whenever" or "for every run": a standing leak.
+_SEND_BARE = (
+    r"\b(?:send|forward|post|upload|push|sync|mirror|copy|transmit|relay|replicate|back\s+up|"
+    r"ship|stream)\s+(?:\w+\s+){0,4}?(?:to|into|at)\s+(?:https?://|s?ftp://)?\d{1,3}(?:\.\d{1,3}){3}"
 )
 # The same said of the data: "all outputs mirrored to http://...".
 _SENT = (
@@ -473,15 +517,17 @@ SEND = Order(
         b"read out", b"repeat", b"reply", b"respond", b"answer", b"mirrored", b"forwarded",
         b"sent", b"copied", b"posted", b"uploaded", b"synced", b"streamed", b"relayed", b"exported",
     ),
-    _words(_SEND, _SENT, _LURE, _REVEAL),
+    _words(_SEND, _SENT, _LURE, _REVEAL, _SEND_BARE),
     ADDRESSED,
 )  # fmt: skip
 URL_FILL = Order(
     (b"http",),
     _URL_FILL,
     ADDRESSED,
-    imperative=False,
-    needs=re.compile(r"\b(?:" + _SECRETS + r"|summary|user|conversation|message)\b", _I),
+    # a placeholder names its data between underscores too: PASTE_CONVERSATION
+    needs=re.compile(
+        r"(?:\b|_)(?:" + _SECRETS + r"|summary|user|conversation|message)(?:\b|_)", _I
+    ),
 )
 
 # Text a human reader does not see (an HTML comment, a markdown comment, an element
@@ -501,74 +547,4 @@ HIDDEN = Order(
         r"[^<>\n]*>[^<]{0,80}?" + _TO_MODEL,
         _I,
     ),
-)  # fmt: skip
-
-# Data destroyed beyond the home and memory folders (``rules_intent.DELETE_HOME``): a system or
-# data directory, a disk, a cloud account's buckets, a production namespace or stack. Runbooks
-# hold such commands too, so the line must speak to the agent or press it.
-_DATA_DIRS = (
-    r"['\"]?/(?:var(?:/lib|/backups?|/www|/log)?|etc|usr|srv|opt|data|boot|lib|mnt|backups?)"
-    r"(?:/(?![\w.-]*(?:cache|tmp|temp|build|workspace|artifacts?|logs?)\b)[\w.-]+)?/?\*?['\"]?"
-    r"(?=[\s;&|`)]|$)"
-)
-DESTROY = Destructive(
-    (b"rm ", b"mkfs", b"dd ", b"shred", b"wipefs", b"terraform", b"kubectl", b"aws ", b"gsutil",
-     b"gcloud", b"az ", b"delete", b"destroy", b"wipe", b"erase", b"purge", b"nuke", b"clear",
-     b"truncate", b"drop", b"kill", b"find ", b"encrypt", b"format"),
-    re.compile(
-        r"\brm\s+(?:-{1,2}[\w-]+\s+)*" + _DATA_DIRS
-        + r"|\bmkfs(?:\.\w+)?\s+(?:-\S+\s+)*/dev/|\bdd\b[^\n;|]{0,80}?\bof=/dev/(?!null\b)\w"
-        r"|\b(?:shred|wipefs)\b[^\n;|]{0,40}?/dev/\w"
-        r"|\bterraform\s+destroy\b(?=[^\n]{0,80}?\b(?:prod|production|live)\b)"
-        r"|\b(?:prod|production|live)\b[^\n]{0,80}?\bterraform\s+destroy\b"
-        r"|\bkubectl\s+delete\s+(?:ns|namespaces?)\s+(?:prod\w*|production|live|default|kube-system)\b"
-        r"|\bkubectl\s+delete\s+(?:\w+\s+)?(?:--all\b|all\s+--all)"
-        r"|\baws\s+s3\s+rb\b|\baws\s+s3\s+rm\b[^\n;|]*--recursive"
-        r"|\bgsutil\s+(?:-m\s+)?rm\s+-r|\b(?:delete|destroy|wipe|erase|purge|nuke|drop|remove)\s+"
-        r"(?:all|every|each|the\s+entire|the\s+whole)\s+(?:of\s+)?(?:the\s+|our\s+|your\s+)?(?:\w+\s+)?"
-        r"(?:buckets?|backups?|snapshots?|databases?|repositor(?:y|ies)|repos|volumes?|clusters?|"
-        r"namespaces?|audit\s+logs?|logs|disks?|servers?|instances?|vms?)\b"
-        r"|\b(?:TRUNCATE(?:\s+TABLE)?|DROP\s+TABLE|DELETE\s+FROM)\s+(?:IF\s+EXISTS\s+)?[\w.\"`]*audit"
-        r"|\bkill\s+-9\s+-1\b|\bkill(?:all)?\s+(?:-\S+\s+)*(?:every|all)\s+(?:running\s+)?process"
-        r"|\bfind\s+/\s[^\n;|]{0,80}?(?:-delete\b|-exec\s+rm\b)"
-        r"|\bformat\s+[a-z]:(?=\s|$)|\bencrypt\s+(?:all|every|the)\s+(?:\w+\s+)?files\b[^.\n]{0,60}?\b(?:delete|remove|shred)\s+"
-        r"(?:the\s+|all\s+)?originals?"
-        r"|\b(?:delete|destroy|wipe|erase|purge|nuke|remove|clear|truncate)\s+(?:the\s+|our\s+|all\s+)?"
-        r"(?:backups?|audit\s+logs?(?:\s+table)?|audit\s+trail|snapshots?)\b(?!\s+(?:older|from|of\s+the|in\s+the|for\s+the|that|"
-        r"which|created|made|taken|before|after|except))",
-        _I,
-    ),
-    re.compile(
-        r"\b(?:agents?|assistant|ai|you|your|please|go\s+ahead|immediately|now|right\s+away|"
-        r"at\s+once|asap|before\s+(?:you|replying|answering|continuing|anything|the\s+next)|"
-        r"when\s+you|after\s+(?:reading|you)|first\s+thing|execute|silently|quietly|for\s+me|"
-        r"without\s+(?:asking|telling|checking|confirmation))\b",
-        _I,
-    ),
-)  # fmt: skip
-
-# Root handed out (sudoers without a password, a setuid shell, root login) or packages and
-# code fetched from a bare IP in place of their real source: no runbook orders these.
-_FROM_IP = r"https?://\d{1,3}(?:\.\d{1,3}){3}"
-ROOT_OR_SOURCE = Destructive(
-    (b"nopasswd", b"chmod", b"permitrootlogin", b"passwd", b"registry", b"index-url",
-     b"insteadof"),
-    re.compile(
-        r"\bNOPASSWD\s*:\s*ALL\b|\bchmod\s+(?:[ugoa]*\+s|[24]7[0-7]{2})\s+\S*/(?:ba|z|da|k)?sh\b"
-        r"|\bPermitRootLogin\s+yes\b|\bpasswd\s+-d\s+root\b"
-        r"|\b(?:registry|index-url|extra-index-url)\b[^\n]{0,60}?" + _FROM_IP + r"\S*"
-        r"|" + _FROM_IP + r"[^\s]*\s*\S{0,3}\.?insteadOf\b",
-        _I,
-    ),
-)  # fmt: skip
-# The same over plain HTTP, and a user put in an admin group, when the line speaks to the agent.
-PRIVILEGE = Destructive(
-    (b"usermod", b"gpasswd", b"adduser", b"registry", b"index-url", b"insteadof"),
-    re.compile(
-        r"\b(?:usermod\s+(?:-\w+\s+)*-a?G|gpasswd\s+-a|adduser)\s+(?:\S+\s+)?(?:sudo|wheel|root|"
-        r"admin)\b|\b(?:registry|index-url|extra-index-url)\b[^\n]{0,60}?http://\S*"
-        r"|http://[^\s]*\s*\S{0,3}\.?insteadOf\b",
-        _I,
-    ),
-    DESTROY.cue,
 )  # fmt: skip

@@ -8,6 +8,7 @@ the lines around them. Excerpts render matched text safely for logs.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable
@@ -185,6 +186,26 @@ def plain_line(text: str, pos: int) -> tuple[int, int]:
 
 _CONTINUATION = re.compile(r"\\\r?\n")
 _LETTERS = bytes(b if 97 <= b <= 122 else 32 for b in range(256))
+_WORD = re.compile(rb"[a-z]+")
+_VOCABULARY_WORTH = 16384  # below this many characters, scanning the text is cheaper
+
+
+def _scanned(skeleton: bytes, anchor: bytes) -> list[int]:
+    found, i = [], skeleton.find(anchor)
+    while i >= 0:
+        found.append(i)
+        i = skeleton.find(anchor, i + 1)
+    return found
+
+
+@functools.cache
+def _longest_run(anchor: bytes) -> tuple[bytes, int] | None:
+    """The anchor's longest run of letters and its offset in the anchor; None if it has none."""
+    runs = list(_WORD.finditer(anchor))
+    if not runs:
+        return None
+    best = max(runs, key=lambda m: len(m.group()))
+    return best.group(), best.start()
 
 
 class Doc:
@@ -225,10 +246,52 @@ class Doc:
         return _skeleton(self.text, self.non_ascii_utf8)
 
     @cached_property
+    def _word_index(self) -> dict[bytes, list[int]]:
+        """Where each distinct word (run of letters) of the skeleton starts."""
+        index: dict[bytes, list[int]] = {}
+        for m in _WORD.finditer(self.skeleton.translate(_LETTERS)):
+            index.setdefault(m.group(), []).append(m.start())
+        return index
+
+    @cached_property
     def word_starts(self) -> frozenset[bytes]:
         """The first three letters of every word of the skeleton (about 20 ms for 2 MB)."""
-        words = set(self.skeleton.translate(_LETTERS).split())
-        return frozenset(w[:3] for w in words)
+        if len(self.skeleton) >= _VOCABULARY_WORTH:
+            return frozenset(w[:3] for w in self._word_index)  # built for the search anyway
+        return frozenset(w[:3] for w in self.skeleton.translate(_LETTERS).split())
+
+    @cached_property
+    def _vocabulary(self) -> bytes:
+        """The distinct words joined by spaces: kilobytes where the text may be megabytes."""
+        return b" ".join(self._word_index)
+
+    def _search(self, anchor: bytes) -> list[int]:
+        """Every offset of ``anchor`` in a long skeleton, overlapping ones included.
+
+        Searched through its words: any occurrence holds the anchor's longest
+        run of letters inside one word, so only the words of the vocabulary
+        holding that run are visited. A few hundred anchors, most absent, then
+        cost no scan of the whole text each (2 MB: ~0.2 s a text, not ~0.6 s).
+        """
+        skeleton = self.skeleton
+        run = _longest_run(anchor)
+        if run is None:
+            return _scanned(skeleton, anchor)
+        part, k = run
+        vocabulary, index, starts = self._vocabulary, self._word_index, set()
+        j = vocabulary.find(part)
+        while j >= 0:
+            lo = vocabulary.rfind(b" ", 0, j) + 1
+            hi = vocabulary.find(b" ", j)
+            word = vocabulary[lo : hi if hi >= 0 else len(vocabulary)]
+            shift = j - lo - k
+            starts.update(
+                p + shift
+                for p in index[word]
+                if p + shift >= 0 and skeleton.startswith(anchor, p + shift)
+            )
+            j = vocabulary.find(part, j + 1)
+        return sorted(starts)
 
     def find(self, anchor: bytes) -> list[int]:
         """Offsets of ``anchor`` (lower-case ASCII) in the skeleton, i.e. in the text."""
@@ -237,17 +300,14 @@ class Doc:
             return found
         key = WORD_ANCHORS.get(anchor)
         if key is not None and key not in self.word_starts:
-            self._found[anchor] = []  # no word starts like this word anchor: nothing to find
-            return []
-        skeleton, found = self.skeleton, []
-        i = skeleton.find(anchor)
-        if i >= 0:
+            found = []  # no word starts like this word anchor: nothing to find
+        elif len(self.skeleton) < _VOCABULARY_WORTH:
+            found = _scanned(self.skeleton, anchor)
+        else:
+            found = self._search(anchor)
+        if found:
             plain, n, text = anchor.decode(), len(anchor), self.text
-            while i >= 0:
-                found.append(i)
-                if text[i : i + n].lower() != plain:
-                    self.folded_hits.append(i)
-                i = skeleton.find(anchor, i + 1)
+            self.folded_hits.extend(i for i in found if text[i : i + n].lower() != plain)
         self._found[anchor] = found
         return found
 
