@@ -52,6 +52,7 @@ class ServiceBackend:
             route.where: (route, capability)
             for capability, routes in (
                 ("notes", notes_routes.ROUTES),
+                ("browser", notes_routes.BROWSE_ROUTES),
                 ("search", search_routes.ROUTES),
                 ("journal", journal_routes.ROUTES),
                 ("working", working_routes.ROUTES),
@@ -71,12 +72,6 @@ class ServiceBackend:
 
     async def write_health(self) -> tuple[bool, str | None]:
         return await self.service.notes.write_health()
-
-    async def list_files(self, scope: str) -> list[dict[str, Any]]:
-        return await self.service.browser.list(scope)
-
-    async def read_file(self, scope: str, file: str) -> dict[str, Any]:
-        return await self.service.browser.read(scope, file)
 
     async def file_changes(self) -> AsyncIterator[dict[str, Any]]:
         async with self.service.browser.follow() as changes:

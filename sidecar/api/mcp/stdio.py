@@ -90,14 +90,6 @@ class HttpBackend:
             check_first = op.unsure.format_map(defaultdict(lambda: None, body))
             raise ApiError(504, "outcome_unknown", f"{why}; {check_first}") from exc
 
-    async def list_files(self, scope: str) -> list[dict[str, Any]]:
-        body = await self._call("GET", "/memory/files", CALL_TIMEOUT, params={"scope": scope})
-        return list(body.get("files") or [])
-
-    async def read_file(self, scope: str, file: str) -> dict[str, Any]:
-        params = {"scope": scope, "file": file}
-        return await self._call("GET", "/memory/files/read", CALL_TIMEOUT, params=params)
-
     async def file_changes(self) -> AsyncIterator[dict[str, Any]]:
         """The daemon's NDJSON change stream, line by line, for as long as it stays open."""
         timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT)

@@ -48,7 +48,7 @@ from sidecar.errors import ApiError, json_type
 from sidecar.facts import tools as facts_tools
 from sidecar.journal import tools as journal_tools
 from sidecar.learnings import tools as learnings_tools
-from sidecar.mcp_results import Backend, error, result, with_entries
+from sidecar.mcp_results import error, result, with_entries
 from sidecar.notes import tools as notes_tools
 from sidecar.retrieval import tools as search_tools
 from sidecar.working import tools as working_tools
@@ -59,7 +59,7 @@ HEALTH_TIMEOUT = 3.0  # a health check that takes longer counts as unhealthy
 NOTIFY_TIMEOUT = 1.0  # per connection, for a list-changed notice
 
 
-class MemoryBackend(Backend, ResourcesBackend, PromptsBackend, ReindexBackend, Protocol):
+class MemoryBackend(ResourcesBackend, PromptsBackend, ReindexBackend, Protocol):
     """What the tools need from a memory daemon: any operation by its declaration
     (``run``), what resources, prompts and reindexing read, and health.
 
