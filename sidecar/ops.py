@@ -4,6 +4,7 @@ An operation (a recall, a learnings search, a write) lists its fields as an ``Op
 from that one declaration come the HTTP body check with its ``{"error", "detail"}``
 answers (``Op.parse``), the MCP tool's input schema (``Op.schema``, which the MCP
 server checks arguments against) and the OpenAPI request body it must agree with.
+A ``Route`` serves an op: its HTTP route and the MCP tools' calls run one handler.
 The field types below are the one vocabulary every capability uses: a scope, a
 label, a 0..1 score, a bounded whole number, a choice of words, a query. A field's
 check and its schema are written side by side, so they cannot drift apart.
