@@ -4,6 +4,7 @@ An operation (a recall, a learnings search, a write) lists its fields as an ``Op
 from that one declaration come the HTTP body check with its ``{"error", "detail"}``
 answers (``Op.parse``), the MCP tool's input schema (``Op.schema``, which the MCP
 server checks arguments against) and the OpenAPI request body it must agree with.
+A ``Route`` serves an op: its HTTP route and the MCP tools' calls run one handler.
 The field types below are the one vocabulary every capability uses: a scope, a
 label, a 0..1 score, a bounded whole number, a choice of words, a query. A field's
 check and its schema are written side by side, so they cannot drift apart.
@@ -11,14 +12,16 @@ check and its schema are written side by side, so they cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import web
 from multidict import MultiMapping
 
 from sidecar.disk.tiers import SCOPE_ALIASES, TIER_NAMES, parse_scope
 from sidecar.errors import MAX_LABEL_CHARS, ApiError, check_label, json_type
+from sidecar.web import json_body
 
 MAX_QUERY_CHARS = 4096  # longer is not a question; every caller refuses it (check_length)
 
@@ -43,18 +46,29 @@ class Field:
 @dataclass(frozen=True, slots=True)
 class Op:
     """One operation's inputs, in the order the schema lists them, and the routes
-    (``"POST /memory/recall"``) that take them: the OpenAPI document must agree."""
+    (``"POST /memory/recall"``) that take them: the OpenAPI document must agree.
+
+    ``unsure``: for a change, what to check before retrying when a request of it was cut
+    off and may or may not have happened (``{name}`` reads a field sent). ``via``: the
+    route an MCP tool's call goes to when the op declares none of its own."""
 
     at: tuple[str, ...]
     fields: Mapping[str, Field]
+    unsure: str | None = None
+    via: str | None = None
 
     @classmethod
-    def of(cls, *at: str, **fields: Field) -> Op:
-        return cls(at, fields)
+    def of(cls, *at: str, unsure: str | None = None, via: str | None = None, **fields: Field) -> Op:
+        return cls(at, fields, unsure, via)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self.fields)
+
+    @property
+    def route(self) -> str:
+        """Where a call of it goes (``"POST /memory/write"``): the MCP proxy's request."""
+        return self.at[0] if self.at else str(self.via)
 
     def parse(self, body: dict[str, Any]) -> dict[str, Any]:
         """The body's fields checked, every absent one at its default; a 400 naming the
@@ -92,6 +106,53 @@ class Op:
             **({"required": required} if required else {}),
             "additionalProperties": False,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One operation served: its ``Op``, which of the op's routes, and what it does with
+    the capability given the checked arguments (path parameters among them). The HTTP
+    route and the daemon's own MCP backend both call ``call``, so they cannot differ.
+
+    ``parse``: False when ``call`` checks the raw body itself (an event batch)."""
+
+    op: Op
+    call: Callable[[Any, dict[str, Any]], Awaitable[Any]]
+    at: str = ""
+    status: int | Callable[[Any], int] = 200
+    parse: bool = True
+
+    @property
+    def where(self) -> str:
+        return self.at or self.op.route
+
+    def args(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A JSON body's arguments, as ``call`` takes them."""
+        return self.op.parse(body) if self.parse else body
+
+    async def handle(self, request: web.Request, capability: Any) -> web.Response:
+        if self.where.startswith("GET "):
+            args = self.op.parse_query(request.query)
+        else:
+            args = self.args(await json_body(request))
+        answer = await self.call(capability, {**args, **request.match_info})
+        status = self.status if isinstance(self.status, int) else self.status(answer)
+        return web.json_response(answer, status=status)
+
+
+def add_routes(app: web.Application, key: web.AppKey[Any], capability: Any, *routes: Route) -> None:
+    """Serve ``capability`` (kept under ``key``) on each route, as its ``Route`` says."""
+    app[key] = capability
+    for route in routes:
+        method, path = route.where.split(" ", 1)
+
+        async def handle(request: web.Request, route: Route = route) -> web.Response:
+            return await route.handle(request, request.app[key])
+
+        if method == "GET":
+            app.router.add_get(path, handle)  # and HEAD, as aiohttp does
+        else:
+            app.router.add_route(method, path, handle)
 
 
 def check_fields(body: dict[str, Any], allowed: tuple[str, ...]) -> None:

@@ -17,6 +17,7 @@ from aiohttp.test_utils import TestServer
 from sidecar.api.mcp.stdio import HttpBackend
 from sidecar.api.mcp.tools import MemoryTools
 from sidecar.errors import ApiError
+from sidecar.notes import ops as notes_ops
 from sidecar.notes.tools import WRITE
 from tests.sidecar_process import free_port
 
@@ -100,7 +101,7 @@ async def test_error_answers_keep_every_field(backend: HttpBackend, script: Scri
         {"error": "cap_exceeded", "detail": "over", "cap": 4000, "current_entries": "- a\n"},
     )
     with pytest.raises(ApiError) as caught:
-        await backend.write(WRITE_B)
+        await backend.run(notes_ops.WRITE, WRITE_B)
     assert (caught.value.status, caught.value.error, caught.value.detail) == (
         422,
         "cap_exceeded",
@@ -115,7 +116,7 @@ async def test_error_answers_keep_every_field(backend: HttpBackend, script: Scri
 async def test_a_non_json_answer_is_not_a_success(backend: HttpBackend, script: Script) -> None:
     script.write = (502, "Bad Gateway")
     with pytest.raises(RuntimeError, match="answered 502 without a JSON object"):
-        await backend.write(WRITE_B)
+        await backend.run(notes_ops.WRITE, WRITE_B)
 
 
 async def test_a_write_cut_off_midway_claims_neither_outcome(
@@ -123,14 +124,15 @@ async def test_a_write_cut_off_midway_claims_neither_outcome(
 ) -> None:
     script.drop_write = True
     with pytest.raises(ApiError) as caught:
-        await backend.write(WRITE_B)
+        await backend.run(notes_ops.WRITE, WRITE_B)
     assert caught.value.error == "outcome_unknown"
     assert "may or may not have been saved" in caught.value.detail
 
 
 async def test_read_sends_only_the_lines_asked_for(backend: HttpBackend, script: Script) -> None:
-    await backend.read({"scope": "agent", "file": "AGENT.md"})
-    await backend.read({"scope": "crew", "file": "CREW.md", "start_line": 2, "end_line": 5})
+    await backend.run(notes_ops.READ, {"scope": "agent", "file": "AGENT.md"})
+    lines = {"start_line": 2, "end_line": 5}
+    await backend.run(notes_ops.READ, {"scope": "crew", "file": "CREW.md", **lines})
     assert script.seen == [
         ("read", {"scope": "agent", "file": "AGENT.md"}),
         ("read", {"scope": "crew", "file": "CREW.md", "start_line": "2", "end_line": "5"}),

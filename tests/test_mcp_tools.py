@@ -25,6 +25,7 @@ from sidecar.facts.tools import FACTS
 from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
+from sidecar.ops import Op
 from sidecar.retrieval.tools import SEARCH
 from sidecar.working.tools import REMEMBER
 
@@ -74,6 +75,11 @@ class FakeBackend:
         if isinstance(answer, Exception):
             raise answer
         return answer
+
+    async def run(self, op: Op, body: dict[str, Any]) -> dict[str, Any]:
+        methods = {"POST /memory/write": self.write, "GET /memory/read": self.read,
+                   "POST /memory/search": self.search}  # fmt: skip
+        return await methods[op.route](body)
 
     async def write(self, body: dict[str, Any]) -> dict[str, Any]:
         self.calls.append(("write", tuple(body[k] for k in ("scope", "file", "content", "mode"))))

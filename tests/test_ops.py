@@ -10,8 +10,10 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 import sidecar.api.http  # noqa: F401 (loads every capability's declarations)
+from sidecar.api.mcp.http import ServiceBackend
 from sidecar.api.openapi import document
 from sidecar.ops import Op
+from sidecar.service import MemoryService
 
 SCHEMA_KEYS = ("type", "enum", "minimum", "maximum", "default")
 
@@ -95,3 +97,17 @@ async def test_the_journal_lists_only_events_of_at_least_an_importance(
     for bad in ("2", "x", "nan"):
         resp = await client.get("/memory/journal", params={"min_importance": bad})
         assert (resp.status, (await resp.json())["error"]) == (400, "bad_min_importance")
+
+
+def test_every_route_and_tool_call_goes_where_its_op_is_declared(
+    client: TestClient, service: MemoryService
+) -> None:
+    """A ``Route`` serves one of its op's declared routes (recording an event: the op's
+    ``via``), the app serves it, and the daemon's MCP backend runs the same handler."""
+    served = {(r.method, r.resource.canonical) for r in client.app.router.routes() if r.resource}
+    backend = ServiceBackend(service)
+    assert backend._routes
+    for where, (route, _) in backend._routes.items():
+        assert where in route.op.at or (not route.op.at and where == route.op.via)
+        method, path = where.split(" ", 1)
+        assert (method, path) in served

@@ -2,39 +2,31 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
+from sidecar import ops as shared
 from sidecar.facts import ops
 from sidecar.facts.facts import Facts
-from sidecar.web import json_body
 
 FACTS: web.AppKey[Facts] = web.AppKey("facts", Facts)
 
 
-async def search(request: web.Request) -> web.Response:
-    a = ops.SEARCH.parse(await json_body(request))
-    return web.json_response(await request.app[FACTS].search(**a))
+async def _history(facts: Facts, a: dict[str, Any]) -> Any:
+    return facts.history(a["scope"], a["id"])
 
 
-async def history(request: web.Request) -> web.Response:
-    scope = ops.HISTORY.parse_query(request.query)["scope"]
-    return web.json_response(request.app[FACTS].history(scope, request.match_info["id"]))
-
-
-async def invalidate(request: web.Request) -> web.Response:
-    args = ops.INVALIDATE.parse(await json_body(request))
-    answer = await request.app[FACTS].invalidate(fact_id=request.match_info["id"], **args)
-    return web.json_response(answer)
-
-
-async def consolidate(request: web.Request) -> web.Response:
-    scope = ops.CONSOLIDATE.parse(await json_body(request))["scope"]
-    return web.json_response(await request.app[FACTS].consolidate(scope))
+ROUTES = (
+    shared.Route(ops.SEARCH, lambda facts, a: facts.search(**a)),
+    shared.Route(ops.HISTORY, _history),
+    shared.Route(
+        ops.INVALIDATE,
+        lambda facts, a: facts.invalidate(fact_id=a["id"], scope=a["scope"], reason=a["reason"]),
+    ),
+    shared.Route(ops.CONSOLIDATE, lambda facts, a: facts.consolidate(a["scope"])),
+)
 
 
 def add_routes(app: web.Application, capability: Facts) -> None:
-    app[FACTS] = capability
-    app.router.add_post("/memory/facts", search)
-    app.router.add_get("/memory/facts/{id}/history", history)
-    app.router.add_post("/memory/facts/{id}/invalidate", invalidate)
-    app.router.add_post("/memory/consolidate", consolidate)
+    shared.add_routes(app, FACTS, capability, *ROUTES)

@@ -10,8 +10,6 @@ import math
 import re
 from typing import Any
 
-from multidict import MultiMapping
-
 from sidecar import ops
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
@@ -67,6 +65,9 @@ RECORD = ops.Op.of(
     supersedes=ops.text(about="id of an event this corrects"),
     valid_until=time("when this stops being true"),
     scope=ops.scope(),
+    via="POST /memory/journal",
+    unsure="the event may or may not have been recorded. List the journal before recording "
+    "it again.",
 )
 
 RECALL = ops.Op.of(
@@ -109,16 +110,17 @@ RELATE = ops.Op.of(
 HEALTH = ops.Op.of("GET /memory/health", scope=ops.scope())
 
 
-def listing_query(
-    params: MultiMapping[str],
-) -> tuple[str, Filters, tuple[float, str] | None, int]:
+def _filters(a: dict[str, Any], types: tuple[str, ...], **rest: Any) -> Filters:
+    return Filters(
+        session_id=a["session_id"], types=types, since=a["since"], until=a["until"], **rest
+    )
+
+
+def listing_args(a: dict[str, Any]) -> tuple[str, Filters, tuple[float, str] | None, int]:
     """(scope, filters, cursor, limit) of a listing: every event, superseded or expired."""
-    a = LIST.parse_query(params)
-    filters = Filters(
-        session_id=a["session_id"],
-        types=a["type"],
-        since=a["since"],
-        until=a["until"],
+    filters = _filters(
+        a,
+        a["type"],
         include_superseded=True,
         include_expired=True,
         min_importance=a["min_importance"],
@@ -126,14 +128,12 @@ def listing_query(
     return a["scope"], filters, a["cursor"], a["limit"]
 
 
+def recall_args(a: dict[str, Any]) -> tuple[RecallQuery, str, bool]:
+    """(query, scope, mark) of a checked recall."""
+    filters = _filters(a, a["types"], include_superseded=a["include_superseded"])
+    return RecallQuery(a["query"], a["k"], filters, a["walk"], a["ranking"]), a["scope"], a["mark"]
+
+
 def recall_query(body: dict[str, Any]) -> tuple[RecallQuery, str, bool]:
     """A recall request checked (shared by HTTP, MCP and the lead's crew address)."""
-    a = RECALL.parse(body)
-    filters = Filters(
-        session_id=a["session_id"],
-        types=a["types"],
-        since=a["since"],
-        until=a["until"],
-        include_superseded=a["include_superseded"],
-    )
-    return RecallQuery(a["query"], a["k"], filters, a["walk"], a["ranking"]), a["scope"], a["mark"]
+    return recall_args(RECALL.parse(body))

@@ -105,6 +105,8 @@ LEARN = ops.Op.of(
         _slug,
     ),
     scope=ops.scope(),
+    unsure="the learning may or may not have been saved. Look it up with memory.learnings "
+    "before saving it again.",
 )
 
 SEARCH = ops.Op.of(
@@ -135,13 +137,12 @@ COMPACT = ops.Op.of(
 )
 
 
-def learn_body(body: dict[str, Any]) -> dict[str, Any]:
-    """A new learning checked field by field; the same checks for HTTP and MCP."""
-    return LEARN.parse(body)
-
-
 def search_query(body: dict[str, Any], default_scope: str) -> SearchQuery:
-    a = SEARCH.parse(body)
+    """A search request checked (the lead's crew address reads members' with it)."""
+    return search_args(SEARCH.parse(body), default_scope)
+
+
+def search_args(a: dict[str, Any], default_scope: str) -> SearchQuery:
     return SearchQuery(
         a["query"],
         a["scope"] or default_scope,

@@ -47,6 +47,7 @@ WRITE = ops.Op.of(
         required=True,
     ),
     mode=ops.choice(("append", "replace"), "append"),
+    unsure="the write may or may not have been saved. Read {file} before writing it again.",
 )
 WRITE_TOOL_SCHEMA = WRITE.schema(require=("scope",))
 

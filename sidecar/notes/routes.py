@@ -5,45 +5,38 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 from aiohttp import web
 
+from sidecar import ops as shared
 from sidecar.notes import ops
 from sidecar.notes.browse import Browser
 from sidecar.notes.notes import Notes
-from sidecar.web import json_body
 
 NOTES: web.AppKey[Notes] = web.AppKey("notes", Notes)
 BROWSER: web.AppKey[Browser] = web.AppKey("browser", Browser)
 FOLLOW_KEEPALIVE = 15.0  # seconds between blank lines on an idle change stream
 
 
-async def write(request: web.Request) -> web.Response:
-    result = await request.app[NOTES].write(**ops.WRITE.parse(await json_body(request)))
-    return web.json_response(result, status=201)
-
-
-async def read(request: web.Request) -> web.Response:
-    result = await request.app[NOTES].read(**ops.READ.parse_query(request.query))
-    return web.json_response(result)
+ROUTES = (
+    shared.Route(ops.WRITE, lambda notes, a: notes.write(**a), status=201),
+    shared.Route(ops.READ, lambda notes, a: notes.read(**a)),
+)
 
 
 def add_routes(app: web.Application, capability: Notes) -> None:
-    app[NOTES] = capability
-    app.router.add_post("/memory/write", write)
-    app.router.add_get("/memory/read", read)
+    shared.add_routes(app, NOTES, capability, *ROUTES)
 
 
-async def list_files(request: web.Request) -> web.Response:
-    scope = ops.LIST_FILES.parse_query(request.query)["scope"]
-    found = await request.app[BROWSER].list(scope)
-    return web.json_response({"scope": scope, "files": found})
+async def _list_files(browser: Browser, a: dict[str, Any]) -> dict[str, Any]:
+    return {"scope": a["scope"], "files": await browser.list(a["scope"])}
 
 
-async def read_file(request: web.Request) -> web.Response:
-    a = ops.READ_FILE.parse_query(request.query)
-    result = await request.app[BROWSER].read(a["scope"], a["file"])
-    return web.json_response(result)
+BROWSE_ROUTES = (
+    shared.Route(ops.LIST_FILES, _list_files),
+    shared.Route(ops.READ_FILE, lambda browser, a: browser.read(a["scope"], a["file"])),
+)
 
 
 async def follow_files(request: web.Request) -> web.StreamResponse:
@@ -76,8 +69,6 @@ async def _close_followers(app: web.Application) -> None:
 
 
 def add_browse_routes(app: web.Application, browser: Browser) -> None:
-    app[BROWSER] = browser
-    app.router.add_get("/memory/files", list_files)
-    app.router.add_get("/memory/files/read", read_file)
+    shared.add_routes(app, BROWSER, browser, *BROWSE_ROUTES)
     app.router.add_get("/memory/files/changes", follow_files)
     app.on_shutdown.append(_close_followers)

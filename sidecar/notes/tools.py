@@ -1,28 +1,24 @@
-"""memory.write and memory.read: the notes capability's MCP tools.
-
-The tools run against a backend with the notes' own methods: ``Notes`` itself
-inside the daemon, or an HTTP client in the ``sidecar mcp`` stdio proxy.
-"""
+"""memory.write and memory.read: the notes capability's MCP tools."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import mcp_types as types
 
 from sidecar.errors import ApiError
-from sidecar.mcp_results import McpTool, result, with_entries, withhold_flagged
+from sidecar.mcp_results import (
+    Backend,
+    answer,
+    result,
+    tool,
+    with_entries,
+    with_warning,
+    withhold_flagged,
+)
 from sidecar.notes import ops
 
 WRITE, READ = "memory.write", "memory.read"
-
-
-class NotesBackend(Protocol):
-    """Raises ``ApiError`` for failures the caller can act on."""
-
-    async def write(self, body: dict[str, Any]) -> dict[str, Any]: ...
-
-    async def read(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
 _LAYOUT = (
@@ -38,15 +34,12 @@ _READ_FILES = (
 )
 
 
-def render_write(body: dict[str, Any]) -> str:
+def render_write(body: dict[str, Any], args: dict[str, Any]) -> str:
     usage = body.get("usage") or {}
     text = f"Saved to {body.get('scope')}/{body.get('file')}"
     if usage:
         text += f" ({usage.get('bytes')} of {usage.get('cap')} bytes, {usage.get('pct')}%)"
-    text += "."
-    if body.get("warning"):
-        text += f"\nWarning: {body['warning']}"
-    return with_entries(text, body)
+    return with_entries(with_warning(f"{text}.", body), body)
 
 
 def render_read(body: dict[str, Any]) -> str:
@@ -58,16 +51,11 @@ def render_read(body: dict[str, Any]) -> str:
     return f"{head}\n{body.get('content', '')}"
 
 
-async def write(backend: NotesBackend, args: dict[str, Any]) -> types.CallToolResult:
-    body = await backend.write(args)
-    return result(render_write(body), body)
-
-
-async def read(backend: NotesBackend, args: dict[str, Any]) -> types.CallToolResult:
+async def read(backend: Backend, args: dict[str, Any]) -> types.CallToolResult:
     """A file nobody has written yet is an empty answer, not an error."""
     scope, file = args["scope"], args["file"]
     try:
-        body = await backend.read(args)
+        body = await backend.run(ops.READ, args)
     except ApiError as exc:
         if exc.status != 404 or exc.error != "not_found":
             raise
@@ -78,10 +66,10 @@ async def read(backend: NotesBackend, args: dict[str, Any]) -> types.CallToolRes
     return result(render_read(body), {"exists": True, **body})
 
 
-WRITE_TOOL = types.Tool(
-    name=WRITE,
-    title="Save to memory",
-    description=(
+TOOLS = (
+    tool(
+        WRITE,
+        "Save to memory",
         "Save something worth remembering to long-term memory (markdown files on disk; it "
         "survives restarts and is searchable as soon as this returns).\n"
         f"{_FILES} Only the crew lead may write the crew tier.\n"
@@ -92,27 +80,21 @@ WRITE_TOOL = types.Tool(
         "current_entries: consolidate them (merge duplicates, drop what is outdated or done) "
         "and retry in the same turn with mode=replace and the consolidated content plus the "
         "new entry. A write near the cap succeeds with a warning and current_entries: "
-        "consolidate then, before the next append is refused."
+        "consolidate then, before the next append is refused.",
+        ops.WRITE_TOOL_SCHEMA,
+        answer(ops.WRITE, render_write),
+        "memory sidecar unavailable — nothing was written",
+        writes=True,
+        destructive=True,
     ),
-    input_schema=ops.WRITE_TOOL_SCHEMA,
-    annotations=types.ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, open_world_hint=False
-    ),
-)
-
-READ_TOOL = types.Tool(
-    name=READ,
-    title="Read a memory file",
-    description=(
+    tool(
+        READ,
+        "Read a memory file",
         "Read a long-term memory file, whole or a line range (1-based, inclusive; e.g. the "
         f"lines memory.search reported). {_READ_FILES} A file nobody has written yet comes back "
-        "empty, not as an error."
+        "empty, not as an error.",
+        ops.READ_TOOL_SCHEMA,
+        read,
+        "memory sidecar unavailable — nothing was read",
     ),
-    input_schema=ops.READ_TOOL_SCHEMA,
-    annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-)
-
-TOOLS = (
-    McpTool(WRITE_TOOL, write, "memory sidecar unavailable — nothing was written"),
-    McpTool(READ_TOOL, read, "memory sidecar unavailable — nothing was read"),
 )

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
-from sidecar.retrieval.ops import SEARCH as SEARCH_OP
+from sidecar import ops as shared
+from sidecar.retrieval import ops
 from sidecar.retrieval.search import Search
-from sidecar.web import json_body
 
 SEARCH: web.AppKey[Search] = web.AppKey("search", Search)
 
 
-async def search(request: web.Request) -> web.Response:
-    args = SEARCH_OP.parse(await json_body(request))
-    return web.json_response((await request.app[SEARCH].search(**args)).to_json())
+async def _search(search: Search, a: dict[str, Any]) -> dict[str, Any]:
+    return (await search.search(**a)).to_json()
+
+
+ROUTES = (shared.Route(ops.SEARCH, _search),)
 
 
 def add_routes(app: web.Application, capability: Search) -> None:
-    app[SEARCH] = capability
-    app.router.add_post("/memory/search", search)
+    shared.add_routes(app, SEARCH, capability, *ROUTES)

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
-import mcp_types as types
-
-from sidecar.mcp_results import McpTool, result, withhold_flagged
+from sidecar.mcp_results import answer, tool, withhold_flagged
 from sidecar.retrieval import ops
 
 SEARCH = "memory.search"
 
 
-class SearchBackend(Protocol):
-    """Raises ``ApiError`` for failures the caller can act on."""
-
-    async def search(self, body: dict[str, Any]) -> dict[str, Any]: ...
-
-
-def render_search(body: dict[str, Any], query: str) -> str:
+def render_search(body: dict[str, Any], args: dict[str, Any]) -> str:
+    query = args["query"]
     results = body.get("results") or []
     if not results:
         return f"No memory matches {query!r}."
@@ -33,24 +26,18 @@ def render_search(body: dict[str, Any], query: str) -> str:
     return "\n".join(lines)
 
 
-async def search(backend: SearchBackend, args: dict[str, Any]) -> types.CallToolResult:
-    body = withhold_flagged(await backend.search(args))
-    return result(render_search(body, args["query"]), body)
-
-
-SEARCH_TOOL = types.Tool(
-    name=SEARCH,
-    title="Search memory",
-    description=(
+TOOLS = (
+    tool(
+        SEARCH,
+        "Search memory",
         "Search long-term memory (by words, re-ranked by meaning when the sidecar has an "
         "embedding model; best matches first). Ask in plain language "
         "('which database did we pick?') or use FTS5 syntax (\"exact phrase\", AND/OR/NOT, "
         "prefix*). Each result names its file and line range, heading and a snippet; use "
         "memory.read for the surrounding lines. scope: agent (your memory, default), crew "
-        "(shared memory) or both."
+        "(shared memory) or both.",
+        ops.TOOL_SCHEMA,
+        answer(ops.SEARCH, render_search, withhold_flagged),
+        "memory sidecar unavailable — search unavailable",
     ),
-    input_schema=ops.TOOL_SCHEMA,
-    annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
 )
-
-TOOLS = (McpTool(SEARCH_TOOL, search, "memory sidecar unavailable — search unavailable"),)

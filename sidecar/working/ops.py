@@ -13,5 +13,6 @@ REMEMBER = ops.Op.of(
     session_id=ops.label("default"),
     ttl_s=ops.whole(60, MAX_TTL_S, DEFAULT_TTL_S),
     scope=ops.scope(),
+    unsure="the note may or may not have been saved. Recall it before noting it again.",
 )
 REMEMBER_TOOL_SCHEMA = REMEMBER.schema(omit=("scope",))  # a model notes for itself

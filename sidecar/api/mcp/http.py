@@ -26,13 +26,15 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sidecar.api.mcp.sessions import BoundedSessions
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
-from sidecar.facts import ops as facts_ops
-from sidecar.journal.ops import recall_query
-from sidecar.learnings.ops import learn_body, search_query
-from sidecar.notes import ops as notes_ops
-from sidecar.retrieval import ops as search_ops
+from sidecar.facts import routes as facts_routes
+from sidecar.journal import routes as journal_routes
+from sidecar.learnings import routes as learnings_routes
+from sidecar.notes import routes as notes_routes
+from sidecar.ops import Op, Route
+from sidecar.retrieval import routes as search_routes
 from sidecar.service import MemoryService
 from sidecar.web import HTTP_CODES, MAX_BODY_BYTES, error_response
+from sidecar.working import routes as working_routes
 
 log = logging.getLogger(__name__)
 
@@ -45,45 +47,31 @@ class ServiceBackend:
 
     def __init__(self, service: MemoryService) -> None:
         self.service = service
+        # Each route a tool may run, with the capability (by its attribute) serving it.
+        self._routes: dict[str, tuple[Route, str]] = {
+            route.where: (route, capability)
+            for capability, routes in (
+                ("notes", notes_routes.ROUTES),
+                ("browser", notes_routes.BROWSE_ROUTES),
+                ("search", search_routes.ROUTES),
+                ("journal", journal_routes.ROUTES),
+                ("working", working_routes.ROUTES),
+                ("learnings", learnings_routes.ROUTES),
+                ("facts", facts_routes.ROUTES),
+            )
+            for route in routes
+        }
 
-    async def write(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self.service.notes.write(**notes_ops.WRITE.parse(body))
-
-    async def read(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self.service.notes.read(**notes_ops.READ.parse(body))
-
-    async def search(self, body: dict[str, Any]) -> dict[str, Any]:
-        return (await self.service.search.search(**search_ops.SEARCH.parse(body))).to_json()
-
-    async def record(self, body: dict[str, Any]) -> dict[str, Any]:
-        body = dict(body)
-        return await self.service.journal.record(body.pop("scope", "agent"), body)
-
-    async def recall(self, body: dict[str, Any]) -> dict[str, Any]:
-        q, scope, mark = recall_query(body)
-        return await self.service.journal.recall(q, scope, mark)
-
-    async def learn(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self.service.learnings.learn(learn_body(body))
-
-    async def learnings(self, body: dict[str, Any]) -> dict[str, Any]:
-        learnings = self.service.learnings
-        return await learnings.search(search_query(body, learnings.default_scope()))
-
-    async def remember(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self.service.working.remember(body)
-
-    async def facts(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self.service.facts.search(**facts_ops.SEARCH.parse(body))
+    async def run(self, op: Op, body: dict[str, Any]) -> dict[str, Any]:
+        """The handler the op's route calls, on the same capability: no HTTP hop."""
+        route, capability = self._routes[op.route]
+        answer: dict[str, Any] = await route.call(
+            getattr(self.service, capability), route.args(body)
+        )
+        return answer
 
     async def write_health(self) -> tuple[bool, str | None]:
         return await self.service.notes.write_health()
-
-    async def list_files(self, scope: str) -> list[dict[str, Any]]:
-        return await self.service.browser.list(scope)
-
-    async def read_file(self, scope: str, file: str) -> dict[str, Any]:
-        return await self.service.browser.read(scope, file)
 
     async def file_changes(self) -> AsyncIterator[dict[str, Any]]:
         async with self.service.browser.follow() as changes:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from sidecar.api.ops import SCOPED
-from sidecar.mcp_results import McpTool, result
+from sidecar.mcp_results import result, tool
 
 REINDEX = "memory.reindex"
 POLL = 0.05  # seconds between looks at a rebuilding tier
@@ -65,18 +65,17 @@ async def reindex(backend: ReindexBackend, args: dict[str, Any]) -> types.CallTo
     return result(text + ".", {"scopes": scopes, "status": statuses})
 
 
-REINDEX_TOOL = types.Tool(
-    name=REINDEX,
-    title="Rebuild the memory index",
-    description=(
+TOOLS = (
+    tool(
+        REINDEX,
+        "Rebuild the memory index",
         "Rebuild a tier's search index from its markdown files (searches keep answering from "
         "the old index meanwhile). Not needed in normal operation: use it when searches miss "
-        "what memory.read shows is there. Reports progress."
-    ),
-    input_schema=SCOPED.schema(),
-    annotations=types.ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        "what memory.read shows is there. Reports progress.",
+        SCOPED.schema(),
+        reindex,
+        "memory sidecar unavailable — nothing was rebuilt",
+        writes=True,
+        idempotent=True,
     ),
 )
-
-TOOLS = (McpTool(REINDEX_TOOL, reindex, "memory sidecar unavailable — nothing was rebuilt"),)

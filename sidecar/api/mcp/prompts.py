@@ -23,17 +23,16 @@ from sidecar.api.mcp.resources import MemoryResources, api_failure
 from sidecar.disk.tiers import TIER_NAMES
 from sidecar.errors import ApiError
 from sidecar.journal import tools as journal_tools
-from sidecar.mcp_results import withhold_flagged
+from sidecar.mcp_results import Backend, withhold_flagged
+from sidecar.notes.ops import READ_FILE
 from sidecar.ops import check_length
 
 MEMORY_BLOCK, CONSOLIDATE, RECALL = "memory-block", "consolidate-memory-file", "recall-for-task"
 BLOCKED = "[BLOCKED: possible prompt injection"
 
 
-class PromptsBackend(Protocol):
-    """Raises ``ApiError`` for failures the caller can act on."""
-
-    async def recall(self, body: dict[str, Any]) -> dict[str, Any]: ...
+class PromptsBackend(Backend, Protocol):
+    """Reads and recalls with ``run``; raises ``ApiError`` for failures the caller can act on."""
 
     async def context(
         self, budget: int, query: str | None, user_id: str | None, workspace_id: str | None
@@ -164,7 +163,7 @@ class MemoryPrompts:
         scope, file = args.get("scope", ""), args.get("file", "")
         if scope not in TIER_NAMES or not file:
             raise MCPError(types.INVALID_PARAMS, "'scope' (agent or crew) and 'file' are required")
-        body = await self.backend.read_file(scope, file)
+        body = await self.backend.run(READ_FILE, {"scope": scope, "file": file})
         await notices.after_read(ctx, f"{scope}/{file}", body)
         if "usage" not in body:
             raise MCPError(types.INVALID_PARAMS, f"{scope}/{file} is read-only: nothing to "

@@ -29,9 +29,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from sidecar.api.mcp import notices
 from sidecar.disk.tiers import TIER_NAMES
 from sidecar.errors import ApiError
-from sidecar.mcp_results import withhold_flagged
+from sidecar.mcp_results import Backend, withhold_flagged
 from sidecar.notes.browse import kind_of
 from sidecar.notes.files import check_path_shape
+from sidecar.notes.ops import LIST_FILES, READ_FILE
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +66,9 @@ DESCRIBE = {
 }
 
 
-class ResourcesBackend(Protocol):
-    """Raises ``ApiError`` for failures the caller can act on."""
-
-    async def list_files(self, scope: str) -> list[dict[str, Any]]: ...
-
-    async def read_file(self, scope: str, file: str) -> dict[str, Any]: ...
+class ResourcesBackend(Backend, Protocol):
+    """Lists and reads with ``run`` (``LIST_FILES``, ``READ_FILE``); raises ``ApiError``
+    for failures the caller can act on."""
 
     def file_changes(self) -> AsyncIterator[dict[str, Any]]:
         """``{"ready": True}`` once following, then ``{"scope", "file", "change"}`` items."""
@@ -189,7 +187,8 @@ class MemoryResources:
         found: list[tuple[str, dict[str, Any]]] = []
         for scope in TIER_NAMES:
             try:
-                found += [(scope, item) for item in await self.backend.list_files(scope)]
+                listed = await self.backend.run(LIST_FILES, {"scope": scope})
+                found += [(scope, item) for item in listed.get("files") or []]
             except ApiError as exc:
                 log.debug("tier not listed", extra={"tier": scope, "error": exc.detail})
         return found
@@ -226,7 +225,7 @@ class MemoryResources:
             raise MCPError(types.INTERNAL_ERROR, f"memory sidecar unavailable ({why})")
         scope, file = target(text)
         try:
-            body = await self.backend.read_file(scope, file)
+            body = await self.backend.run(READ_FILE, {"scope": scope, "file": file})
         except ApiError as exc:
             raise api_failure(exc) from None
         shown = withhold_flagged(body)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from mcp.server.stdio import stdio_server
 
 from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.errors import ApiError
+from sidecar.ops import Op
 
 log = logging.getLogger(__name__)
 
@@ -68,67 +70,25 @@ class HttpBackend:
                 raise ApiError.from_json(resp.status, body)
             return body
 
-    async def _change(self, path: str, body: dict[str, Any], check_first: str) -> dict[str, Any]:
-        """A request that changes memory. If the daemon stops answering after the request
-        may have reached it, claim neither outcome: tell the model what to check first."""
+    async def run(self, op: Op, body: dict[str, Any]) -> dict[str, Any]:
+        """The op's route on the daemon: a GET's arguments as query parameters, any other
+        method's as a JSON body."""
+        method, path = op.route.split(" ", 1)
+        if method == "GET":
+            params = {name: str(value) for name, value in body.items() if value is not None}
+            return await self._call(method, path, CALL_TIMEOUT, params=params)
+        if op.unsure is None:
+            return await self._call(method, path, CALL_TIMEOUT, json=body)
+        # A change. If the daemon stops answering after the request may have reached it,
+        # claim neither outcome: tell the model what to check first.
         try:
-            return await self._call("POST", path, WRITE_TIMEOUT, json=body)
+            return await self._call(method, path, WRITE_TIMEOUT, json=body)
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
             raise  # never connected: certainly nothing changed
         except (aiohttp.ClientError, TimeoutError) as exc:
             why = f"the memory sidecar stopped answering ({exc or type(exc).__name__})"
+            check_first = op.unsure.format_map(defaultdict(lambda: None, body))
             raise ApiError(504, "outcome_unknown", f"{why}; {check_first}") from exc
-
-    async def write(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._change(
-            "/memory/write", body,
-            f"the write may or may not have been saved. Read {body.get('file')} before writing "
-            "it again.",
-        )  # fmt: skip
-
-    async def read(self, body: dict[str, Any]) -> dict[str, Any]:
-        params = {name: str(value) for name, value in body.items() if value is not None}
-        return await self._call("GET", "/memory/read", CALL_TIMEOUT, params=params)
-
-    async def search(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._call("POST", "/memory/search", CALL_TIMEOUT, json=body)
-
-    async def record(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._change(
-            "/memory/journal", body,
-            "the event may or may not have been recorded. List the journal before recording "
-            "it again.",
-        )  # fmt: skip
-
-    async def recall(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._call("POST", "/memory/recall", CALL_TIMEOUT, json=body)
-
-    async def learn(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._change(
-            "/memory/learnings", body,
-            "the learning may or may not have been saved. Look it up with memory.learnings "
-            "before saving it again.",
-        )  # fmt: skip
-
-    async def learnings(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._call("POST", "/memory/learnings/search", CALL_TIMEOUT, json=body)
-
-    async def remember(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._change(
-            "/memory/remember", body,
-            "the note may or may not have been saved. Recall it before noting it again.",
-        )  # fmt: skip
-
-    async def facts(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._call("POST", "/memory/facts", CALL_TIMEOUT, json=body)
-
-    async def list_files(self, scope: str) -> list[dict[str, Any]]:
-        body = await self._call("GET", "/memory/files", CALL_TIMEOUT, params={"scope": scope})
-        return list(body.get("files") or [])
-
-    async def read_file(self, scope: str, file: str) -> dict[str, Any]:
-        params = {"scope": scope, "file": file}
-        return await self._call("GET", "/memory/files/read", CALL_TIMEOUT, params=params)
 
     async def file_changes(self) -> AsyncIterator[dict[str, Any]]:
         """The daemon's NDJSON change stream, line by line, for as long as it stays open."""

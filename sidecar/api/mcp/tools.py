@@ -3,12 +3,12 @@
 Each capability defines its own tools (``notes/tools.py``, ``retrieval/tools.py``);
 this server lists them, checks arguments against their schemas, gates them on
 health and runs them. Both transports put the same tools over a small
-``MemoryBackend``: the stdio
-proxy's backend talks HTTP to the local daemon, the daemon's own backend calls
-``MemoryService`` directly. Everything a model can get wrong or a daemon can
-fail at comes back as a tool result with ``isError`` and an actionable message,
-never as a protocol error (which most clients hide from the model) and never as
-a success that did not happen.
+``MemoryBackend`` whose ``run(op, body)`` takes any operation by its declaration:
+the stdio proxy's backend sends it to the op's route on the local daemon, the
+daemon's own backend calls the handler that route calls. Everything a model can
+get wrong or a daemon can fail at comes back as a tool result with ``isError``
+and an actionable message, never as a protocol error (which most clients hide
+from the model) and never as a success that did not happen.
 
 The tools are listed only while the backend says writes can succeed. A
 background task polls ``write_health()``; when the answer flips, the listing
@@ -46,18 +46,12 @@ from sidecar.api.mcp.prompts import MemoryPrompts, PromptsBackend
 from sidecar.api.mcp.resources import MemoryResources, ResourcesBackend, target
 from sidecar.errors import ApiError, json_type
 from sidecar.facts import tools as facts_tools
-from sidecar.facts.tools import FactsBackend
 from sidecar.journal import tools as journal_tools
-from sidecar.journal.tools import JournalBackend
 from sidecar.learnings import tools as learnings_tools
-from sidecar.learnings.tools import LearningsBackend
 from sidecar.mcp_results import error, result, with_entries
 from sidecar.notes import tools as notes_tools
-from sidecar.notes.tools import NotesBackend
 from sidecar.retrieval import tools as search_tools
-from sidecar.retrieval.tools import SearchBackend
 from sidecar.working import tools as working_tools
-from sidecar.working.tools import WorkingBackend
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +59,9 @@ HEALTH_TIMEOUT = 3.0  # a health check that takes longer counts as unhealthy
 NOTIFY_TIMEOUT = 1.0  # per connection, for a list-changed notice
 
 
-class MemoryBackend(
-    NotesBackend,
-    SearchBackend,
-    JournalBackend,
-    WorkingBackend,
-    LearningsBackend,
-    FactsBackend,
-    ResourcesBackend,
-    PromptsBackend,
-    ReindexBackend,
-    Protocol,
-):
-    """What the tools need from a memory daemon: each capability's methods, and health.
+class MemoryBackend(ResourcesBackend, PromptsBackend, ReindexBackend, Protocol):
+    """What the tools need from a memory daemon: any operation by its declaration
+    (``run``), what resources, prompts and reindexing read, and health.
 
     Methods raise ``ApiError`` for failures the caller can act on; any other
     exception means the daemon could not be reached or failed unexpectedly.
