@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +180,15 @@ async def test_loopback_host_header_is_accepted(client: TestClient, host: str) -
 
 
 async def test_status_reports_the_index(client: TestClient, service: MemoryService) -> None:
+    # The watcher queues the file again once it sees the write: wait for that, then for
+    # the queue to drain, so the depth read below is not a race with it.
+    seen = asyncio.Event()
+    service.indexes.hooks.watched.append(
+        lambda tier, rel: seen.set() if (tier, rel) == ("crew", "topics/deploy.md") else None
+    )
     await write_and_index(service, "crew", "topics/deploy.md", "# Deploy\nHelm charts.\n")
+    await asyncio.wait_for(seen.wait(), 60)
+    await service.indexes.queue.wait_idle()
     resp = await client.get("/memory/status", params={"scope": "crew"})
     assert resp.status == 200
     body = await resp.json()
