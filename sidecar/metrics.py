@@ -3,7 +3,7 @@
 Counters and histograms live here, in one registry of their own, so any layer
 can record into them without importing the layers above it. Figures that are a
 reading of current state (queue depth, embedder state, free disk) are not kept
-here: ``api/metrics.py`` reads them from the service at scrape time, so they
+here: ``api/scrape.py`` reads them from the service at scrape time, so they
 can never go stale.
 """
 

@@ -25,7 +25,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sidecar import metrics
-from sidecar.api.metrics import read_state, render
+from sidecar.api.scrape import read_state, render
 from sidecar.config import Settings
 from sidecar.disk.tiers import Tier
 from sidecar.index import build, indexer, jobs, parse_pool, queue

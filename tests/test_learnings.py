@@ -324,10 +324,10 @@ def test_prominence_and_mmr_by_hand() -> None:
     meta = {"importance": 0.8, "reinforcement_count": 1, "last_reinforced": "2026-08-27"}
     assert prominence(meta, today) == pytest.approx(0.8 * 0.5 * 2)  # 90 days: half
     assert prominence({**meta, "status": "retired"}, today) == 0.0
-    from sidecar.learnings.ranking import Candidate
+    from sidecar.learnings.ranking import ScoredLearning
 
-    def c(text: str, rel: float) -> Candidate:
-        return Candidate("agent", "f", {"id": text}, text, rel, 1.0, 1.0)
+    def c(text: str, rel: float) -> ScoredLearning:
+        return ScoredLearning("agent", "f", {"id": text}, text, rel, 1.0, 1.0)
 
     same = "restart the worker after changing the queue settings"
     picked = mmr([c(same, 1.0), c(same + " now", 0.99), c("rotate the api keys monthly", 0.7)], 2)

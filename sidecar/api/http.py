@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sidecar.api import metrics, openapi
+from sidecar.api import openapi, scrape
 from sidecar.api.mcp.mount import MCP_PATH, mount_mcp
 from sidecar.api.ops import NONE, SCOPED
 from sidecar.errors import ApiError
@@ -148,7 +148,7 @@ def create_app(service: MemoryService) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY_BYTES,
         middlewares=[
-            metrics.count_requests,
+            scrape.count_requests,
             _host_guard(service.settings.allowed_hosts),
             _browser_guard(service.settings.allowed_hosts),
             error_middleware,
@@ -159,7 +159,7 @@ def create_app(service: MemoryService) -> web.Application:
     app.router.add_get("/memory/status", status)
     app.router.add_post("/memory/reindex", reindex)
     app.router.add_get("/healthz", healthz)
-    metrics.add_routes(app, service)
+    scrape.add_routes(app, service)
     openapi.add_routes(app)
     mount_mcp(app, service)
     return app

@@ -31,7 +31,6 @@ CATEGORIES = (
     "identity", "preference", "interest", "personality",
     "relationship", "experience", "goal", "guideline",
 )  # fmt: skip
-KINDS = ("fact", "reinforce", "invalidate", "consolidated")
 # What one fact may hold, in the LLM's answer and as read from the log: a 20 KB keyword
 # once made one answer 8 MB of log. The whole answer is bounded too.
 MAX_FACT_CHARS = 500

@@ -28,7 +28,7 @@ from sidecar.index.indexer import MAX_FILE_BYTES
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.learnings import compaction, entries
 from sidecar.learnings.index import FOLDER, LearningsIndex, is_learnings
-from sidecar.learnings.ranking import SCOPE_FACTORS, Candidate, mmr, prominence
+from sidecar.learnings.ranking import SCOPE_FACTORS, ScoredLearning, mmr, prominence
 from sidecar.learnings.sessions import LOCAL, Sessions
 from sidecar.notes.files import LEARNING, MemoryFile, today_utc
 from sidecar.notes.notes import Notes
@@ -291,7 +291,7 @@ class Learnings(Capability):
             mode = SPARSE
         if planned is None and mode != DENSE:
             raise ApiError(400, "empty_query", "the query has no searchable words")
-        candidates: list[Candidate] = []
+        candidates: list[ScoredLearning] = []
         for name in local:
             candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
         if ask_lead:
@@ -308,7 +308,7 @@ class Learnings(Capability):
 
     def _candidates(
         self, name: str, planned: Any, mode: str, vector: Any, q: SearchQuery
-    ) -> list[Candidate]:
+    ) -> list[ScoredLearning]:
         """One tier's candidates from the notes' ranking, with their prominence (a thread)."""
         index = self.tiers[name]
         vectors = self.embeddings.vectors
@@ -316,16 +316,16 @@ class Learnings(Capability):
         pool = POOL if not q.types else 4 * POOL
         results, _ = rank_tier(index.store, name, planned, pool, mode, vector, tier_vectors)
         today = today_utc()
-        out: list[Candidate] = []
+        out: list[ScoredLearning] = []
         for r, relevance in zip(results, _relevances(results), strict=True):
             meta = index.entry(r.hit.path, r.hit.start_line)
             if meta is None or (q.types and meta["type"] not in q.types):
                 continue
-            out.append(Candidate(name, r.hit.path, meta, r.hit.text, relevance,
+            out.append(ScoredLearning(name, r.hit.path, meta, r.hit.text, relevance,
                                  prominence(meta, today), SCOPE_FACTORS[name]))  # fmt: skip
         return out
 
-    async def _from_lead(self, q: SearchQuery, degraded: list[str]) -> list[Candidate]:
+    async def _from_lead(self, q: SearchQuery, degraded: list[str]) -> list[ScoredLearning]:
         assert self.lead is not None
         body: dict[str, Any] = {"query": q.text, "scope": "crew", "limit": q.limit}
         if q.types:
@@ -337,7 +337,7 @@ class Learnings(Capability):
         if answer is None:
             return []
         return [
-            Candidate(
+            ScoredLearning(
                 "crew",
                 h["file"],
                 h,
@@ -429,7 +429,7 @@ def _relevances(results: list[Result]) -> list[float]:
     return out
 
 
-def _order(candidates: list[Candidate], ranking: str) -> list[Candidate]:
+def _order(candidates: list[ScoredLearning], ranking: str) -> list[ScoredLearning]:
     """``default``: the clearly relevant hits by prominence and MMR, then the rest by
     relevance; ``prominence``: the same without MMR; ``reference``: the reference's
     relevance x prominence x scope and MMR over every candidate; ``relevance`` alone."""
@@ -447,11 +447,11 @@ def _order(candidates: list[Candidate], ranking: str) -> list[Candidate]:
 
 
 def _within_budgets(
-    ordered: list[Candidate], limit: int, budgets: dict[str, int]
-) -> list[Candidate]:
+    ordered: list[ScoredLearning], limit: int, budgets: dict[str, int]
+) -> list[ScoredLearning]:
     """The first ``limit`` hits, skipping any whose type has used its character budget."""
     used: dict[str, int] = {}
-    out: list[Candidate] = []
+    out: list[ScoredLearning] = []
     for c in ordered:
         kind = c.meta["type"]
         if kind in budgets and used.get(kind, 0) + len(c.text) > budgets[kind]:
@@ -463,7 +463,7 @@ def _within_budgets(
     return out
 
 
-def _hit(c: Candidate) -> dict[str, Any]:
+def _hit(c: ScoredLearning) -> dict[str, Any]:
     meta = c.meta
     hit: dict[str, Any] = {
         "id": meta["id"], "tier": c.tier, "file": c.path, "line": meta["line"],

@@ -1,13 +1,13 @@
 """Where a learning is ranked: relevance x prominence x scope, then MMR for diversity.
 
-    prominence    = importance x recency x (1 + reinforcement_count)    (0 unless active)
-    recency       = max(DECAY_FLOOR, exp(-ln 2 / HALF_LIFE_DAYS x age_days))
+    prominence    = importance x decay x (1 + reinforcement_count)    (0 unless active)
+    decay         = max(DECAY_FLOOR, exp(-ln 2 / HALF_LIFE_DAYS x age_days))
     score         = relevance x prominence x scope_factor
 
 Relevance comes from the same hybrid ranking as notes (``retrieval.ranking``), scaled
 to the best candidate. Age counts from ``last_reinforced`` (else ``created``) and is
 computed at query time, so nothing is rewritten for time to pass. The floor is on
-recency, not on prominence: time alone never hides an entry, and importance and
+the decay, not on prominence: time alone never hides an entry, and importance and
 reinforcement still tell two old entries apart.
 """
 
@@ -29,7 +29,9 @@ SCOPE_FACTORS = {"agent": 1.5, "crew": 1.2}
 MMR_LAMBDA = 0.7  # share of the score in MMR; the rest penalises likeness to earlier hits
 
 
-def recency(meta: dict[str, Any], today: date) -> float:
+def decay(meta: dict[str, Any], today: date) -> float:
+    """Half-life decay since the entry was last reinforced (the journal's ``recency`` is a
+    linear fall over a horizon: a different curve, hence a different name)."""
     when = meta.get("last_reinforced") or meta.get("created")
     if not when:
         return 1.0
@@ -42,11 +44,11 @@ def prominence(meta: dict[str, Any], today: date) -> float:
         return 0.0
     # Bounded here too: an index written by an older version may hold any count.
     reinforced = 1 + min(max(int(meta.get("reinforcement_count", 0)), 0), MAX_COUNT)
-    return float(meta.get("importance", 0.5)) * recency(meta, today) * reinforced
+    return float(meta.get("importance", 0.5)) * decay(meta, today) * reinforced
 
 
 @dataclass(slots=True)
-class Candidate:
+class ScoredLearning:
     tier: str
     path: str
     meta: dict[str, Any]
@@ -60,7 +62,9 @@ class Candidate:
         return self.relevance * self.prominence * self.scope_factor
 
 
-def mmr(candidates: Sequence[Candidate], k: int, lam: float = MMR_LAMBDA) -> list[Candidate]:
+def mmr(
+    candidates: Sequence[ScoredLearning], k: int, lam: float = MMR_LAMBDA
+) -> list[ScoredLearning]:
     """Maximal marginal relevance: each pick trades its score (scaled to the best) for its
     word-set likeness to what is already picked, so near-duplicates do not fill the list."""
     pool = [c for c in candidates if c.score > 0]
@@ -70,7 +74,7 @@ def mmr(candidates: Sequence[Candidate], k: int, lam: float = MMR_LAMBDA) -> lis
     sets = [words(c.text) for c in pool]
     likeness = [0.0] * len(pool)  # max Jaccard with anything picked so far
     left = set(range(len(pool)))
-    picked: list[Candidate] = []
+    picked: list[ScoredLearning] = []
     while left and len(picked) < k:
         best = max(left, key=lambda i: (lam * pool[i].score / top - (1 - lam) * likeness[i], -i))
         left.discard(best)
