@@ -5,23 +5,26 @@ from that one declaration come the HTTP body check with its ``{"error", "detail"
 answers (``Op.parse``), the MCP tool's input schema (``Op.schema``, which the MCP
 server checks arguments against) and the OpenAPI request body it must agree with.
 A ``Route`` serves an op: its HTTP route and the MCP tools' calls run one handler.
-The field types below are the one vocabulary every capability uses: a scope, a
+A client command that mirrors an op takes its arguments from it too (``add_args``,
+``cli_body``). The field types below are the one vocabulary every capability uses: a scope, a
 label, a 0..1 score, a bounded whole number, a choice of words, a query. A field's
 check and its schema are written side by side, so they cannot drift apart.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from aiohttp import web
-from multidict import MultiMapping
+from typing import TYPE_CHECKING, Any
 
 from sidecar.disk.tiers import SCOPE_ALIASES, TIER_NAMES, parse_scope
 from sidecar.errors import MAX_LABEL_CHARS, ApiError, check_label, json_type
-from sidecar.web import json_body
+
+if TYPE_CHECKING:  # the command line reads the declarations without the HTTP stack
+    from aiohttp import web
+    from multidict import MultiMapping
 
 MAX_QUERY_CHARS = 4096  # longer is not a question; every caller refuses it (check_length)
 
@@ -131,13 +134,17 @@ class Route:
         return self.op.parse(body) if self.parse else body
 
     async def handle(self, request: web.Request, capability: Any) -> web.Response:
+        from aiohttp.web import json_response
+
+        from sidecar.web import json_body
+
         if self.where.startswith("GET "):
             args = self.op.parse_query(request.query)
         else:
             args = self.args(await json_body(request))
         answer = await self.call(capability, {**args, **request.match_info})
         status = self.status if isinstance(self.status, int) else self.status(answer)
-        return web.json_response(answer, status=status)
+        return json_response(answer, status=status)
 
 
 def add_routes(app: web.Application, key: web.AppKey[Any], capability: Any, *routes: Route) -> None:
@@ -180,6 +187,67 @@ def number(kind: type[int] | type[float]) -> Callable[[str], Any]:
             return text
 
     return convert
+
+
+# -- the command line -----------------------------------------------------------------
+
+_ARG_TYPES: dict[str, Callable[[str], Any]] = {
+    "integer": int,
+    "number": float,
+    "object": json.loads,
+}
+
+
+def add_args(
+    parser: argparse.ArgumentParser, op: Op, *spellings: str, **given: str | dict[str, Any]
+) -> None:
+    """Add ``op``'s fields to a command's parser, each as ``spellings`` writes it, in that
+    order: ``"query"`` a positional, ``"-k"`` or ``"--session-id"`` a flag for the field of
+    that name, ``"-S --scope --tier"`` one with aliases, ``"types=--type"`` one named
+    otherwise. The type, choices, default, required and help come from the field: a list
+    is a repeated flag, a boolean or a 0/1 whole number a bare flag (``--no-x``
+    for one true by default).
+    ``given``: by field, the help (a string) or argparse's keywords, where the command
+    line says it its own way."""
+    for spelling in spellings:
+        name, _, flags = spelling.rpartition("=")
+        names = flags.split()
+        positional = not names[0].startswith("-")
+        longs = [n for n in names if n.startswith("--")] or names
+        name = name or longs[0].lstrip("-").replace("-", "_")
+        field = op.fields[name]
+        kind = field.schema.get("type", "string")
+        kw: dict[str, Any] = {} if positional else {"dest": name}
+        if kind == "boolean" or _is_count(field):
+            kw["action"] = "store_false" if field.default else "store_true"
+        elif kind == "array":
+            kw |= {"action": "append", "choices": field.schema["items"].get("enum")}
+        else:
+            kw |= {"type": _ARG_TYPES.get(kind), "choices": field.schema.get("enum")}
+            kw["default"] = field.schema.get("default", field.default)
+            if field.required and not positional:
+                kw["required"] = True
+        kw["help"] = field.schema.get("description")
+        extra = given.get(name, {})
+        kw |= {"help": extra} if isinstance(extra, str) else extra
+        parser.add_argument(*names, **{k: v for k, v in kw.items() if v is not None})
+
+
+def cli_body(op: Op, args: argparse.Namespace) -> dict[str, Any]:
+    """The request a command's parsed arguments make: each of ``op``'s fields it was
+    given (one it left out stays out, so the daemon's default holds), a bare flag for a
+    0/1 whole number sent as one."""
+    body = {}
+    for name, field in op.fields.items():
+        value = getattr(args, name, None)
+        if value is not None:
+            body[name] = int(value) if _is_count(field) else value
+    return body
+
+
+def _is_count(field: Field) -> bool:
+    """A whole number from 0 to 1 (recall's ``walk``): on the command line, a bare flag."""
+    return field.schema.get("type") == "integer" and field.schema.get("maximum") == 1
 
 
 # -- the vocabulary -------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
 import json
 import os
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar import config
+from sidecar import config, ops
 from sidecar.cli import build_parser, main
 from sidecar.cli import serve as serve_cli
 from sidecar.config import Caps, Settings
@@ -339,3 +340,38 @@ def test_serve_refuses_an_empty_folder_setting_rather_than_serve_the_working_dir
     assert result.returncode == 2
     assert f"argument {names}: is empty" in result.stderr, result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_command_takes_its_flags_from_the_op_it_mirrors() -> None:
+    """One declaration: an op's fields become a command's arguments (type, choices,
+    default, required, repeated, bare flags), and what the command was given becomes a
+    body the op accepts, with what it was not given left to the daemon's default."""
+    op = ops.Op.of(
+        "POST /x",
+        query=ops.query(),
+        k=ops.whole(1, 50, 5),
+        scope=ops.scope(),
+        kinds=ops.words(("a", "b"), None, "a or b"),
+        score=ops.score(),
+        walk=ops.whole(0, 1, 0),
+        mark=ops.flag(True),
+        payload=ops.obj("a JSON object"),
+        name=ops.text(required=True),
+    )
+    parser = argparse.ArgumentParser()
+    ops.add_args(parser, op, "query", "-k", "-S --scope --tier", "kinds=--kind", "--score",
+                 "--walk", "mark=--no-mark", "--payload", "--name", score="how sure")  # fmt: skip
+
+    args = parser.parse_args(["q", "--name", "n"])
+    assert ops.cli_body(op, args) == {"query": "q", "k": 5, "scope": "agent", "walk": 0,
+                                      "mark": True, "name": "n"}  # fmt: skip
+    argv = ["q", "-k", "7", "--tier", "crew", "--kind", "a", "--kind", "b", "--score", "0.5",
+            "--walk", "--no-mark", "--payload", '{"x": 1}', "--name", "n"]  # fmt: skip
+    body = ops.cli_body(op, parser.parse_args(argv))
+    assert body == {"query": "q", "k": 7, "scope": "crew", "kinds": ["a", "b"], "score": 0.5,
+                    "walk": 1, "mark": False, "payload": {"x": 1}, "name": "n"}  # fmt: skip
+    assert op.parse(body)["kinds"] == ("a", "b")
+    for wrong in (["q"], ["q", "--name", "n", "--kind", "c"], ["q", "--name", "n", "-S", "x"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(wrong)
+    assert "how sure" in parser.format_help() and "a JSON object" in parser.format_help()

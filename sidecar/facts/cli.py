@@ -8,36 +8,30 @@ import urllib.parse
 from typing import Any
 
 from sidecar.daemon_client import call, client_command, given, print_json
-from sidecar.disk.tiers import TIER_NAMES
-from sidecar.facts.log import CATEGORIES
+from sidecar.facts.ops import CONSOLIDATE, HISTORY, INVALIDATE, SEARCH
+from sidecar.ops import add_args, cli_body
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--scope", choices=TIER_NAMES, default="agent")
-
     facts = sub.add_parser("facts", help="facts distilled from the journal")
     fsub = facts.add_subparsers(dest="facts_command", required=True)
     p = client_command(fsub, "search", cmd_search, "facts true now (or --as-of), best first")
-    common(p)
-    p.add_argument("query")
-    p.add_argument("--category", choices=CATEGORIES)
-    p.add_argument("--as-of", help="what was true then, ISO 8601 with a zone")
-    p.add_argument("--limit", type=int, default=10)
+    add_args(p, SEARCH, "--scope", "query", "--category", "--as-of", "--limit",
+             as_of="what was true then, ISO 8601 with a zone")  # fmt: skip
     p = client_command(fsub, "history", cmd_history, "every version of a fact")
-    common(p)
+    add_args(p, HISTORY, "--scope")
     p.add_argument("id")
     p = client_command(
         fsub, "invalidate", cmd_invalidate, "mark a wrong fact no longer true (kept in history)"
     )
-    common(p)
+    add_args(p, INVALIDATE, "--scope")
     p.add_argument("id")
-    p.add_argument("--reason", default="")
+    add_args(p, INVALIDATE, "--reason", reason={"default": ""})
 
     p = client_command(
         sub, "consolidate", cmd_consolidate, "distil every waiting episode into facts now"
     )
-    p.add_argument("--scope", choices=TIER_NAMES, help="default: every tier")
+    add_args(p, CONSOLIDATE, "--scope", scope="default: every tier")
 
 
 def _line(f: dict[str, Any]) -> str:
@@ -47,9 +41,7 @@ def _line(f: dict[str, Any]) -> str:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    body = {"query": args.query, "scope": args.scope, "limit": args.limit,
-            **given(category=args.category, as_of=args.as_of)}  # fmt: skip
-    answer = call(args.url, "POST", "/memory/facts", body)
+    answer = call(args.url, "POST", "/memory/facts", given(**cli_body(SEARCH, args)))
     if not print_json(args, answer):
         for f in answer["facts"]:
             print(_line(f))
@@ -59,7 +51,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    path = f"/memory/facts/{urllib.parse.quote(args.id)}/history?scope={args.scope}"
+    query = urllib.parse.urlencode(cli_body(HISTORY, args))
+    path = f"/memory/facts/{urllib.parse.quote(args.id)}/history?{query}"
     answer = call(args.url, "GET", path)
     if not print_json(args, answer):
         for f in answer["versions"]:
@@ -69,15 +62,14 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_invalidate(args: argparse.Namespace) -> int:
     path = f"/memory/facts/{urllib.parse.quote(args.id)}/invalidate"
-    answer = call(args.url, "POST", path, {"scope": args.scope, "reason": args.reason})
+    answer = call(args.url, "POST", path, cli_body(INVALIDATE, args))
     if not print_json(args, answer):
         print(f"invalidated: {_line(answer)}")
     return 0
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
-    answer = call(args.url, "POST", "/memory/consolidate", {"scope": args.scope} if args.scope
-                  else {})  # fmt: skip
+    answer = call(args.url, "POST", "/memory/consolidate", cli_body(CONSOLIDATE, args))
     if not print_json(args, answer):
         for tier, summaries in answer.get("promoted", {}).items():
             if summaries:

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sidecar import ops
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
 from sidecar.journal import events, ranking
 from sidecar.journal.index import Filters
-from sidecar.journal.recall import RecallQuery
+
+if TYPE_CHECKING:  # recall loads the safety scanner: the command line reads these without it
+    from sidecar.journal.recall import RecallQuery
 
 MAX_LIST = 500
 _CURSOR_TS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?")
@@ -130,6 +132,8 @@ def listing_args(a: dict[str, Any]) -> tuple[str, Filters, tuple[float, str] | N
 
 def recall_args(a: dict[str, Any]) -> tuple[RecallQuery, str, bool]:
     """(query, scope, mark) of a checked recall."""
+    from sidecar.journal.recall import RecallQuery
+
     filters = _filters(a, a["types"], include_superseded=a["include_superseded"])
     return RecallQuery(a["query"], a["k"], filters, a["walk"], a["ranking"]), a["scope"], a["mark"]
 

@@ -7,41 +7,29 @@ import argparse
 from typing import Any
 
 from sidecar.daemon_client import call, client_command, given, print_hits, print_json
-from sidecar.disk.tiers import SCOPES, TIER_NAMES
-from sidecar.learnings.entries import DOMAINS, TYPES
+from sidecar.learnings.ops import COMPACT, LEARN, SEARCH
+from sidecar.ops import add_args, cli_body
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = client_command(sub, "learn", cmd_learn, "save a learning (durable when this returns)")
-    p.add_argument("text")
-    p.add_argument("--type", choices=TYPES, default="declarative")
-    p.add_argument("--domain", choices=DOMAINS, default="task")
-    p.add_argument("--importance", type=float, default=0.5)
-    p.add_argument("--institutional", action="store_true", help="always in the memory block")
-    p.add_argument("--file", default="general", help="slug: goes to learnings/<file>.md")
-    p.add_argument("--scope", choices=TIER_NAMES, default="agent")
+    add_args(p, LEARN, "text", "--type", "--domain", "--importance", "--institutional", "--file",
+             "--scope")  # fmt: skip
 
     p = client_command(
         sub, "learnings", cmd_learnings, "learnings that bear on a query, best first"
     )
-    p.add_argument("query")
-    p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--type", action="append", choices=TYPES, help="repeatable")
-    p.add_argument("--scope", choices=SCOPES)
+    add_args(p, SEARCH, "query", "--limit", "types=--type", "--scope", types="repeatable")
 
     p = client_command(
         sub, "compact", cmd_compact, "merge duplicate learnings and archive spent ones"
     )
-    p.add_argument("--scope", choices=TIER_NAMES, default="agent")
-    p.add_argument("--file", help="only learnings/<slug>.md")
-    p.add_argument("--dry-run", action="store_true", help="show what it would do; change nothing")
+    add_args(p, COMPACT, "--scope", "--file", "--dry-run", file="only learnings/<slug>.md",
+             dry_run="show what it would do; change nothing")  # fmt: skip
 
 
 def cmd_learn(args: argparse.Namespace) -> int:
-    fields = ("text", "type", "domain", "importance", "file", "scope")
-    body = {f: getattr(args, f) for f in fields}
-    body["institutional"] = args.institutional
-    answer = call(args.url, "POST", "/memory/learnings", body)
+    answer = call(args.url, "POST", "/memory/learnings", cli_body(LEARN, args))
     if not print_json(args, answer):
         print(f"{answer['id']}  {answer['scope']}/{answer['file']}")
         for merge in (answer.get("compaction") or {}).get("merged", []):
@@ -50,7 +38,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
 
 def cmd_learnings(args: argparse.Namespace) -> int:
-    body = {"query": args.query, "limit": args.limit, **given(types=args.type, scope=args.scope)}
+    body = given(**cli_body(SEARCH, args))
     answer = call(args.url, "POST", "/memory/learnings/search", body)
     print_hits(args, answer, "degraded", "no learnings match", "text", _found)
     return 0
@@ -64,7 +52,7 @@ def _found(h: dict[str, Any], text: str) -> list[str]:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    body = {"scope": args.scope, "dry_run": args.dry_run, **given(file=args.file)}
+    body = given(**cli_body(COMPACT, args))
     answer = call(args.url, "POST", "/memory/learnings/compact", body)
     if print_json(args, answer):
         return 0

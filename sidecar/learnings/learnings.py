@@ -28,7 +28,15 @@ from sidecar.index.indexer import MAX_FILE_BYTES
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.learnings import compaction, entries
 from sidecar.learnings.index import FOLDER, LearningsIndex, is_learnings
-from sidecar.learnings.ranking import SCOPE_FACTORS, ScoredLearning, mmr, prominence
+from sidecar.learnings.ranking import (
+    PROMINENCE,
+    REFERENCE,
+    RELEVANCE,
+    SCOPE_FACTORS,
+    ScoredLearning,
+    mmr,
+    prominence,
+)
 from sidecar.learnings.sessions import LOCAL, Sessions
 from sidecar.notes.files import LEARNING, MemoryFile, today_utc
 from sidecar.notes.notes import Notes
@@ -43,8 +51,6 @@ log = logging.getLogger(__name__)
 SWEEP_EVERY_S = 60.0
 POOL = 50  # candidates the hybrid ranking hands to prominence and MMR
 FILL_SHARE = 0.5  # a hit only the dense leg found counts at most this much relevance
-RELEVANCE, PROMINENCE, REFERENCE = "relevance", "prominence", "reference"
-RANKINGS = ("default", RELEVANCE, PROMINENCE, REFERENCE)
 # Prominence orders only the hits at least this relevant (against the best): a lesson
 # reinforced a dozen times must not outrank the one that answers the question just for
 # sharing a word with it. The rest follow, by relevance.

@@ -4,14 +4,17 @@ check requests with them, the MCP tools take their schemas from them."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sidecar import ops
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import MAX_LABEL_CHARS, ApiError
 from sidecar.learnings import entries
-from sidecar.learnings.learnings import RANKINGS, SearchQuery
+from sidecar.learnings.ranking import RANKINGS
 from sidecar.retrieval.modes import MODES
+
+if TYPE_CHECKING:  # the capability loads the safety scanner: the command line reads these
+    from sidecar.learnings.learnings import SearchQuery
 
 _SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _RULE_LINE = re.compile(r"^---\s*$", re.MULTILINE)
@@ -143,6 +146,8 @@ def search_query(body: dict[str, Any], default_scope: str) -> SearchQuery:
 
 
 def search_args(a: dict[str, Any], default_scope: str) -> SearchQuery:
+    from sidecar.learnings.learnings import SearchQuery
+
     return SearchQuery(
         a["query"],
         a["scope"] or default_scope,

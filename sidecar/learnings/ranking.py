@@ -26,6 +26,8 @@ DECAY_FLOOR = 0.1
 # The reference's team and project factors: an agent's own learnings are closer to its
 # work than the crew's.
 SCOPE_FACTORS = {"agent": 1.5, "crew": 1.2}
+RELEVANCE, PROMINENCE, REFERENCE = "relevance", "prominence", "reference"
+RANKINGS = ("default", RELEVANCE, PROMINENCE, REFERENCE)  # a search's ``ranking``, to compare
 MMR_LAMBDA = 0.7  # share of the score in MMR; the rest penalises likeness to earlier hits
 
 

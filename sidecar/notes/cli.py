@@ -8,25 +8,25 @@ import sys
 import urllib.parse
 
 from sidecar.daemon_client import call, client_command, print_json
-from sidecar.disk.tiers import TIER_NAMES
+from sidecar.notes.ops import READ, WRITE
+from sidecar.ops import Op, add_args, cli_body
 
 FILES = "AGENT.md, CREW.md, daily/today, daily/YYYY-MM-DD.md, topics/<slug>.md (crew)"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("file", help=f"as search results name it: {FILES}")
-        p.add_argument("-S", "--scope", "--tier", dest="scope", choices=TIER_NAMES,
-                       default="agent", help="which tier's file (default agent)")  # fmt: skip
+    def common(p: argparse.ArgumentParser, op: Op) -> None:
+        add_args(p, op, "file", "-S --scope --tier", file=f"as search results name it: {FILES}",
+                 scope="which tier's file (default agent)")  # fmt: skip
 
     p = client_command(sub, "write", cmd_write, "write a note: the text from --text or stdin")
-    common(p)
+    common(p, WRITE)
     p.add_argument("--text", help="the text to write (default: read stdin)")
     p.add_argument("--append", action="store_true",
                    help="add to the end of the file instead of replacing it")  # fmt: skip
 
     p = client_command(sub, "read", cmd_read, "print a note, or some of its lines")
-    common(p)
+    common(p, READ)
     p.add_argument("--lines", type=line_range, metavar="A-B",
                    help="only lines A to B (1-based, inclusive; A- to the end)")  # fmt: skip
 
@@ -63,8 +63,8 @@ def cmd_write(args: argparse.Namespace) -> int:
         raise SystemExit(f"sidecar: nothing to write (the text is empty): {args.file} is "
                          "unchanged, as a replace with nothing would erase it; give the "
                          "text with --text or on stdin")  # fmt: skip
-    body = {"scope": args.scope, "file": args.file, "content": content,
-            "mode": "append" if args.append else "replace"}  # fmt: skip
+    mode = "append" if args.append else "replace"
+    body = {**cli_body(WRITE, args), "content": content, "mode": mode}
     answer = call(args.url, "POST", "/memory/write", body)
     if print_json(args, answer):
         return 0
@@ -77,7 +77,7 @@ def cmd_write(args: argparse.Namespace) -> int:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    params: dict[str, object] = {"scope": args.scope, "file": args.file}
+    params = cli_body(READ, args)
     if args.lines is not None:
         params["start_line"], end = args.lines
         if end is not None:
