@@ -68,12 +68,12 @@ class InProcessRetriever:
             from sidecar.retrieval import fusion
 
             fusion.ALPHA = float(alpha)  # this process only: one evaluation run
-        from sidecar.index import chunking
+        from sidecar.index import chunking, packing
 
         if target:
-            chunking._TARGET = float(target)
+            packing._TARGET = float(target)
         if lead_in_cost:
-            chunking._LEAD_IN_COST = float(lead_in_cost)
+            packing._LEAD_IN_COST = float(lead_in_cost)
         if context_chars != "":
             chunking.CONTEXT_CHARS = int(context_chars)
         self.sparse_weight = SPARSE_CONTEXT_WEIGHT

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sidecar import strict_yaml
-from sidecar.index.chunking import _flat_front_matter, parse_front_matter
+from sidecar.index.front_matter import _flat_front_matter, parse_front_matter
 
 KEYS = ["title", "date", "tags", "on", "No", "y", "_x", "Key_2", "null", "a-b", "1st", "é"]
 TRICKY = [

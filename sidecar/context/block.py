@@ -93,22 +93,36 @@ def _recalled_line(event: Recalled) -> tuple[str, Accounting]:
     return text + "\n", Accounting("RECALLED MEMORY", f"journal:{event.id}", 0, blocked=blocked)
 
 
+class _Filling:
+    """One block being filled: every entry offered is accounted (with what of it was
+    placed) and takes its room; a block with nothing placed is left out, frame and all."""
+
+    def __init__(self, head: str, tail: str, room: int, out: MemoryBlock) -> None:
+        self.head, self.tail, self.out = head, tail, out
+        self.room = room - len(head) - len(tail)
+        self.parts: list[str] = []
+
+    def place(self, text: str, acct: Accounting) -> None:
+        acct.chars = len(text)
+        self.out.sections.append(acct)
+        self.parts.append(text)
+        self.room -= len(text)
+
+    def text(self) -> str:
+        body = "".join(self.parts)
+        return self.head + body + self.tail if body else ""
+
+
 def _fill_recalled(events: list[Recalled], room: int, out: MemoryBlock) -> str:
     """Whole entries, best first, while they fit; the rest are dropped and marked so."""
-    head, tail = f"<recalled-memory>\n{RECALLED_PREAMBLE}", "</recalled-memory>\n"
-    room -= len(head) + len(tail)
-    parts: list[str] = []
+    fill = _Filling(f"<recalled-memory>\n{RECALLED_PREAMBLE}", "</recalled-memory>\n", room, out)
     for event in events:
         text, acct = _recalled_line(event)
-        if len(text) > room:
+        if len(text) > fill.room:
             acct.truncated = True
             text = ""
-        acct.chars = len(text)
-        out.sections.append(acct)
-        parts.append(text)
-        room -= len(text)
-    body = "".join(parts)
-    return head + body + tail if body else ""
+        fill.place(text, acct)
+    return fill.text()
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,38 +287,32 @@ def _fill_block(name: str, rendered: Rendered, room: int, out: MemoryBlock) -> s
     """Sections in order while they fit; the first that does not is cut, with a marker
     saying what is missing, and the rest are dropped. A block too small for any of its
     text is left out, accounted as truncated."""
-    head, tail = f"[{name}]\n{PREAMBLE}", f"[END {name}]\n"
-    room -= len(head) + len(tail)
+    fill = _Filling(f"[{name}]\n{PREAMBLE}", f"[END {name}]\n", room, out)
     markers = [
         _whole_marker(s.label, len(rendered) - k - 1) for k, (s, _, _) in enumerate(rendered)
     ]
     # When not everything fits, room for the longest marker is kept back, so that the cut,
     # wherever it falls, can say what is missing.
-    fits = sum(len(t) for _, t, _ in rendered) <= room
+    fits = sum(len(t) for _, t, _ in rendered) <= fill.room
     reserve = max(map(len, markers), default=0) if not fits else 0
-    room -= reserve
-    parts: list[str] = []
+    fill.room -= reserve
     full = False  # a section was cut: the ones after it are dropped
     for k, (section, text, acct) in enumerate(rendered):
-        if full or len(text) > room:
+        if full or len(text) > fill.room:
             if not full:
-                room += reserve
+                fill.room += reserve
                 later = len(rendered) - k - 1
                 header = f"--- {section.title} ---\n"
                 what = _unshown(section.label, later, whole=False)
-                cut = _truncate(text[len(header) :], room - len(header) - 1, what)
+                cut = _truncate(text[len(header) :], fill.room - len(header) - 1, what)
                 marker = markers[k]
-                text = f"{header}{cut}\n" if cut else marker if len(marker) <= room else ""
+                text = f"{header}{cut}\n" if cut else marker if len(marker) <= fill.room else ""
                 full = True
             else:
                 text = ""
             acct.truncated = True
-        acct.chars = len(text)
-        out.sections.append(acct)
-        parts.append(text)
-        room -= len(text)
-    body = "".join(parts)
-    return head + body + tail if body else ""
+        fill.place(text, acct)
+    return fill.text()
 
 
 def assemble(
