@@ -104,13 +104,8 @@ destructive_command (given, not forbidden, narrated or described)
         shell, root login) or packages fetched from a bare IP.
     47. ``privilege_grant``: a user put in an admin group, or packages fetched over
         plain HTTP, on a line aimed at the agent.
-addressed orders (:mod:`.rules_addressed`): an unsafe act in a text that speaks to the agent
-    48. ``addressed_destroy``: data, tests, a repository or history destroyed.
-    49. ``addressed_remote_code``: code fetched from the network and run.
-    50. ``addressed_safeguard_off``: a review, approval, check or log switched off.
-    51. ``addressed_send_out``: secrets or a person's data shown, sent or copied out.
-    52. ``secret_disclosed``: the same as a bare imperative, into the chat or a public place.
-    53. ``addressed_take_over``: a new identity or privileges, or the text's wish obeyed.
+addressed orders
+    48-53. an unsafe act in a text that speaks to the agent (:mod:`.rules_addressed`).
 
 Speed: Python's ``re`` costs 10-50 ms per pass over 2 MB, so no rule scans the
 whole text with a regex. Each rule names literal anchors (``b"curl"``,
@@ -130,10 +125,10 @@ import enum
 import re
 from dataclasses import dataclass
 
-from sidecar.safety import rules_destroy as destroy
 from sidecar.safety import rules_intent as intent
 from sidecar.safety import rules_orders as orders
 from sidecar.safety.rules_addressed import ADDRESSED_RULES
+from sidecar.safety.rules_destroy import DESTRUCTIVE_RULES
 from sidecar.safety.rules_intent import IntentCheck
 from sidecar.safety.rules_orders import Order
 
@@ -967,17 +962,6 @@ PERSISTENCE_RULES: tuple[Rule, ...] = (
         "systemd_download_exec",
         UnitDownload(_RUNS_AT_BOOT, _UNIT_DOWNLOAD, _DOWNLOAD_TARGET, _EXEC_LINE),
     ),
-)
-DESTRUCTIVE_RULES: tuple[Rule, ...] = (
-    ("destructive_command", "delete_home_or_memory", intent.DELETE_HOME),
-    ("destructive_command", "remote_script_exec", intent.REMOTE_EXEC),
-    ("destructive_command", "force_push_main", intent.FORCE_PUSH),
-    ("destructive_command", "drop_production_database", intent.DROP_PRODUCTION),
-    ("destructive_command", "disable_firewall", intent.DISABLE_FIREWALL),
-    ("destructive_command", "world_writable", intent.WORLD_WRITABLE),
-    ("destructive_command", "destroy_data", destroy.DESTROY),
-    ("destructive_command", "root_or_source_hijack", destroy.ROOT_OR_SOURCE),
-    ("destructive_command", "privilege_grant", destroy.PRIVILEGE),
 )
 _BASE_RULES = INVISIBLE_RULES + QUOTED_INNER[:-1] + EXFIL_RULES[:5] + PERSISTENCE_RULES
 CONTENT_RULES = (

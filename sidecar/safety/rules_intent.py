@@ -141,7 +141,7 @@ QUOTED = Quoted(
     re.compile(
         r"\b(?:like|such\s+as|e\.?g\.?|i\.e\.?|says?|said|saying|wrote|writes|reads?|string|"
         r"strings|phrases?|patterns?|text|examples?|payloads?|quote[sd]?|called|named|titled|"
-        r"flags?|flagged|detects?|detected|blocks?|blocked|contains?|containing|includes?|"
+        r"flags?|flagged|detects?|detected|blocks?|blocked|contain(?:s|ed|ing)?|includes?|"
         r"matches|matching|injections?|attacks?|attackers?|paper|assert\w*|scan|message|"
         r"commit|title|tooltip|errors?|logs?|literal|classic|common|typical|try|tried|tries|"
         r"asked|asks|told|replied|answered|typed|entered|submitted)\b[^.!?\n]*\Z",
