@@ -201,7 +201,7 @@ def test_their_benign_neighbours_pass(text: str) -> None:
 
 def test_the_fresh_corpus_is_caught_at_its_measured_floor_and_every_benign_note_kept() -> None:
     """Measured once after the second round's rules (37/84 before them, 41/84 after), then
-    read for the third round (tests/test_injection_addressed.py), after which 80/84.
+    read for the third round (tests/test_injection_addressed.py), after which 82/84.
 
     The floor is what was measured, so a change that loses a catch fails here; the blind
     corpus (tests/injection_corpus_blind.py) is the unseen measure now.
@@ -210,4 +210,4 @@ def test_the_fresh_corpus_is_caught_at_its_measured_floor_and_every_benign_note_
     assert (flagged, flagged_texts) == (0, [])
     assert benign_total == 88
     assert sum(total for _, _, total in rows) == 84
-    assert sum(hit for _, hit, _ in rows) >= 80, missed
+    assert sum(hit for _, hit, _ in rows) >= 82, missed

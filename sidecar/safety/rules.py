@@ -286,7 +286,8 @@ _LEAD = (
     r"(?:(?:please|kindly|now|so|ok(?:ay)?|and|then|also|first|instead|immediately|important|"
     r"urgent|attention|note|hey|hi|hello|dear|assistant|ai|agent|model|bot|claude|chatgpt|gpt|"
     r"llm|you\s+(?:must|should|will|shall|need\s+to|have\s+to|are\s+to|may|can)(?:\s+now)?|"
-    r"from\s+now\s+on|right\s+now|at\s+once)[ \t]*[,:!.]*[ \t]+)*"
+    r"from\s+(?:now|here|this\s+point)\s+on|henceforth|going\s+forward|right\s+now|at\s+once)"
+    r"[ \t]*[,:!.]*[ \t]+)*"
 )
 # What may stand right before an order aimed at the model: the start of a line
 # (after list, quote or heading markers, optionally an opening quote), the end
@@ -394,8 +395,11 @@ _ORDERS = (
     r"restrictions|guardrails|safeguards|programming|training)\b"
 )
 _OWN_ORDERS = (
-    rf"(?:(?:{_DET}{S})*(?:{_QUAL}{S}(?:(?:and|or|&|/){S})?)+|(?:all{S}(?:of{S})?)?your{S}"
+    rf"(?:(?:(?:{_DET}{S})*(?:{_QUAL}{S}(?:(?:and|or|&|/){S})?)+|(?:all{S}(?:of{S})?)?your{S}"
     rf"(?:{_QUAL}{S})*){_ORDERS}"
+    # "the instructions above": the qualifier after the orders
+    rf"|(?:{_DET}{S})*{_ORDERS}{S}(?:above|before\s+this|(?:given|provided)\s+(?:above|earlier|"
+    r"before)|you\s+(?:were|have\s+been)\s+given)\b)"
 )
 _SET_ASIDE_ANCHORS = (b"pay no", b"set aside", b"put aside", b"throw out", b"discard", b"abandon",
                       b"dismiss", b"drop", b"scrap", b"stop follow", b"stop obey", b"stop hono",
@@ -406,6 +410,22 @@ _IGNORE_PREVIOUS = (
         re.compile(rf"\b{_VERB}{S}{_OBJECT}", _I),
     ),
     Probe(_SET_ASIDE_ANCHORS, re.compile(rf"\b{_SET_ASIDE}{S}{_OWN_ORDERS}", _I)),
+    # "your previous instructions no longer apply", "the rules above are void"
+    Probe(
+        (b"no longer", b"void", b"supersed", b"revoked", b"obsolete", b"cancel", b"lifted"),
+        re.compile(
+            r"(?:no\s+longer\s+(?:apply|count|stand|hold|matter)|(?:void|superseded|revoked|"
+            r"obsolete|cancell?ed|lifted)\b)",
+            _I,
+        ),
+        head=re.compile(
+            rf"(?:(?:all{S}(?:of{S})?)?your{S}(?:{_QUAL}{S})*{_NOUN}|(?:{_DET}{S})*(?:previous|prior|"
+            rf"earlier|original|system){S}(?:instructions|prompt|directives))\b{S}(?:(?:are|is|"
+            rf"have\s+been|has\s+been){S}(?:now{S})?(?:hereby{S})?)?\Z",
+            _I,
+        ),
+        hints=("instruction", "rule", "guideline", "prompt", "directive", "polic"),
+    ),
     Probe(
         (b"follow",),
         re.compile(rf"follow(?:ing)?{S}{_OBJECT}", _I),
