@@ -50,6 +50,8 @@ _DESTROY = re.compile(
     r"|\bgit\s+reset\s+--hard\b|\bpush\s+(?:\S+\s+){0,3}?(?:--force|-f)(?![\w-])|\bforce[\s-]push\w*",
     _I,
 )
+# Right after the act: a throwaway resource ("namespace scratch-$USER"), which is housekeeping.
+_THROWAWAY = re.compile(r"\s+[\w$.-]*(?:scratch|tmp|temp|throwaway|sandbox)[\w$.-]*", _I)
 DESTROY = Order(
     anchors=(
         b"delet",
@@ -69,6 +71,7 @@ DESTROY = Order(
     act=_DESTROY,
     addressed=_TO_AGENT,
     imperative=False,
+    spared=_THROWAWAY,
 )
 
 # --- code fetched from the network and run ------------------------------------------------------
