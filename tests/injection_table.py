@@ -2,7 +2,8 @@
 
 ``--split dev`` or ``--split heldout`` (the default) picks the part scored;
 ``--split all`` scores both. ``--corpus fresh`` scores the third corpus
-(tests/injection_corpus_fresh.py), which has no split. Missed payloads and
+(tests/injection_corpus_fresh.py), which has no split; ``--corpus blind`` the fourth
+(tests/injection_corpus_blind.py). Missed payloads and
 flagged benign notes are listed under the table, so a change can be judged on
 what it lets through.
 """
@@ -13,6 +14,7 @@ import argparse
 from collections import Counter
 
 from sidecar.safety import scan
+from tests import injection_corpus_blind as blind
 from tests import injection_corpus_fresh as fresh
 from tests.injection_corpus_heldout import BENIGN, CLASSES, PAYLOADS
 
@@ -22,10 +24,11 @@ Rows = tuple[list[tuple[str, int, int]], int, int, list[str], list[str]]
 def table(split: str) -> Rows:
     """(class, caught, total) rows, benign flagged, benign total, missed texts, flagged texts."""
     wanted = ("dev", "heldout") if split == "all" else (split,)
-    if split == "fresh":
-        payloads = [("fresh", cls, text) for cls, text in fresh.PAYLOADS]
-        benign = [("fresh", topic, text) for topic, text in fresh.BENIGN]
-        return _score(payloads, benign, fresh.CLASSES, ("fresh",))
+    if split in ("fresh", "blind"):
+        corpus = fresh if split == "fresh" else blind
+        payloads = [(split, cls, text) for cls, text in corpus.PAYLOADS]
+        benign = [(split, topic, text) for topic, text in corpus.BENIGN]
+        return _score(payloads, benign, corpus.CLASSES, (split,))
     return _score(PAYLOADS, BENIGN, CLASSES, wanted)
 
 
@@ -59,10 +62,10 @@ def _score(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--split", choices=("dev", "heldout", "all"), default="heldout")
-    parser.add_argument("--corpus", choices=("heldout", "fresh"), default="heldout")
+    parser.add_argument("--corpus", choices=("heldout", "fresh", "blind"), default="heldout")
     parser.add_argument("--list", action="store_true", help="list missed and flagged texts")
     args = parser.parse_args()
-    split = "fresh" if args.corpus == "fresh" else args.split
+    split = args.corpus if args.corpus != "heldout" else args.split
     rows, flagged, benign_total, missed, flagged_texts = table(split)
     print(f"{'class':34} caught/total")
     for cls, hit, n in rows:

@@ -200,13 +200,14 @@ def test_their_benign_neighbours_pass(text: str) -> None:
 
 
 def test_the_fresh_corpus_is_caught_at_its_measured_floor_and_every_benign_note_kept() -> None:
-    """Measured once after the second round's rules (37/84 before them, 41/84 after).
+    """Measured once after the second round's rules (37/84 before them, 41/84 after), then
+    read for the third round (tests/test_injection_addressed.py), after which 82/84.
 
-    Its twenty classes include eight kinds no rule was written for; the floor is
-    what was measured, so a change that loses a catch fails here.
+    The floor is what was measured, so a change that loses a catch fails here; the blind
+    corpus (tests/injection_corpus_blind.py) is the unseen measure now.
     """
     rows, flagged, benign_total, missed, flagged_texts = table("fresh")
     assert (flagged, flagged_texts) == (0, [])
     assert benign_total == 88
     assert sum(total for _, _, total in rows) == 84
-    assert sum(hit for _, hit, _ in rows) >= 41, missed
+    assert sum(hit for _, hit, _ in rows) >= 82, missed

@@ -27,6 +27,8 @@ from sidecar.safety.text import Doc, between, span_excerpt
 
 _PARAGRAPH_CAP = 800  # characters either side of an anchor that count as its paragraph
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+# A reason or purpose after the act: a negation there is not about the act ("so it's not lost").
+_PURPOSE = re.compile(r"\b(?:so|because|since)\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[,;:()\[\]<>\u2014\u2013]|\s-\s|\*\*")
 
 
@@ -58,7 +60,11 @@ def _given(check: Order, text: str, para: tuple[int, int], m: re.Match[str]) -> 
         return False
     end = _SENTENCE_END.search(text, m.end(), para[1])
     rest = text[m.end() : end.start() if end else para[1]]
-    if _negated(rest) or DESCRIBED_AFTER.match(rest) or REFUSED_AFTER.search(rest):
+    if (
+        _negated(_PURPOSE.split(rest, 1)[0])
+        or DESCRIBED_AFTER.match(rest)
+        or REFUSED_AFTER.search(rest)
+    ):
         return False  # "without review, nothing merges", "auto-approve ... is enabled"
     if check.needs is not None and not check.needs.search(m.group()):
         return False

@@ -104,6 +104,8 @@ destructive_command (given, not forbidden, narrated or described)
         shell, root login) or packages fetched from a bare IP.
     47. ``privilege_grant``: a user put in an admin group, or packages fetched over
         plain HTTP, on a line aimed at the agent.
+addressed orders
+    48-53. an unsafe act in a text that speaks to the agent (:mod:`.rules_addressed`).
 
 Speed: Python's ``re`` costs 10-50 ms per pass over 2 MB, so no rule scans the
 whole text with a regex. Each rule names literal anchors (``b"curl"``,
@@ -123,9 +125,10 @@ import enum
 import re
 from dataclasses import dataclass
 
-from sidecar.safety import rules_destroy as destroy
 from sidecar.safety import rules_intent as intent
 from sidecar.safety import rules_orders as orders
+from sidecar.safety.rules_addressed import ADDRESSED_RULES
+from sidecar.safety.rules_destroy import DESTRUCTIVE_RULES
 from sidecar.safety.rules_intent import IntentCheck
 from sidecar.safety.rules_orders import Order
 
@@ -283,7 +286,8 @@ _LEAD = (
     r"(?:(?:please|kindly|now|so|ok(?:ay)?|and|then|also|first|instead|immediately|important|"
     r"urgent|attention|note|hey|hi|hello|dear|assistant|ai|agent|model|bot|claude|chatgpt|gpt|"
     r"llm|you\s+(?:must|should|will|shall|need\s+to|have\s+to|are\s+to|may|can)(?:\s+now)?|"
-    r"from\s+now\s+on|right\s+now|at\s+once)[ \t]*[,:!.]*[ \t]+)*"
+    r"from\s+(?:now|here|this\s+point)\s+on|henceforth|going\s+forward|right\s+now|at\s+once)"
+    r"[ \t]*[,:!.]*[ \t]+)*"
 )
 # What may stand right before an order aimed at the model: the start of a line
 # (after list, quote or heading markers, optionally an opening quote), the end
@@ -391,8 +395,11 @@ _ORDERS = (
     r"restrictions|guardrails|safeguards|programming|training)\b"
 )
 _OWN_ORDERS = (
-    rf"(?:(?:{_DET}{S})*(?:{_QUAL}{S}(?:(?:and|or|&|/){S})?)+|(?:all{S}(?:of{S})?)?your{S}"
+    rf"(?:(?:(?:{_DET}{S})*(?:{_QUAL}{S}(?:(?:and|or|&|/){S})?)+|(?:all{S}(?:of{S})?)?your{S}"
     rf"(?:{_QUAL}{S})*){_ORDERS}"
+    # "the instructions above": the qualifier after the orders
+    rf"|(?:{_DET}{S})*{_ORDERS}{S}(?:above|before\s+this|(?:given|provided)\s+(?:above|earlier|"
+    r"before)|you\s+(?:were|have\s+been)\s+given)\b)"
 )
 _SET_ASIDE_ANCHORS = (b"pay no", b"set aside", b"put aside", b"throw out", b"discard", b"abandon",
                       b"dismiss", b"drop", b"scrap", b"stop follow", b"stop obey", b"stop hono",
@@ -403,6 +410,22 @@ _IGNORE_PREVIOUS = (
         re.compile(rf"\b{_VERB}{S}{_OBJECT}", _I),
     ),
     Probe(_SET_ASIDE_ANCHORS, re.compile(rf"\b{_SET_ASIDE}{S}{_OWN_ORDERS}", _I)),
+    # "your previous instructions no longer apply", "the rules above are void"
+    Probe(
+        (b"no longer", b"void", b"supersed", b"revoked", b"obsolete", b"cancel", b"lifted"),
+        re.compile(
+            r"(?:no\s+longer\s+(?:apply|count|stand|hold|matter)|(?:void|superseded|revoked|"
+            r"obsolete|cancell?ed|lifted)\b)",
+            _I,
+        ),
+        head=re.compile(
+            rf"(?:(?:all{S}(?:of{S})?)?your{S}(?:{_QUAL}{S})*{_NOUN}|(?:{_DET}{S})*(?:previous|prior|"
+            rf"earlier|original|system){S}(?:instructions|prompt|directives))\b{S}(?:(?:are|is|"
+            rf"have\s+been|has\s+been){S}(?:now{S})?(?:hereby{S})?)?\Z",
+            _I,
+        ),
+        hints=("instruction", "rule", "guideline", "prompt", "directive", "polic"),
+    ),
     Probe(
         (b"follow",),
         re.compile(rf"follow(?:ing)?{S}{_OBJECT}", _I),
@@ -960,19 +983,10 @@ PERSISTENCE_RULES: tuple[Rule, ...] = (
         UnitDownload(_RUNS_AT_BOOT, _UNIT_DOWNLOAD, _DOWNLOAD_TARGET, _EXEC_LINE),
     ),
 )
-DESTRUCTIVE_RULES: tuple[Rule, ...] = (
-    ("destructive_command", "delete_home_or_memory", intent.DELETE_HOME),
-    ("destructive_command", "remote_script_exec", intent.REMOTE_EXEC),
-    ("destructive_command", "force_push_main", intent.FORCE_PUSH),
-    ("destructive_command", "drop_production_database", intent.DROP_PRODUCTION),
-    ("destructive_command", "disable_firewall", intent.DISABLE_FIREWALL),
-    ("destructive_command", "world_writable", intent.WORLD_WRITABLE),
-    ("destructive_command", "destroy_data", destroy.DESTROY),
-    ("destructive_command", "root_or_source_hijack", destroy.ROOT_OR_SOURCE),
-    ("destructive_command", "privilege_grant", destroy.PRIVILEGE),
-)
 _BASE_RULES = INVISIBLE_RULES + QUOTED_INNER[:-1] + EXFIL_RULES[:5] + PERSISTENCE_RULES
-CONTENT_RULES = OVERRIDE_RULES + EXFIL_RULES + PERSISTENCE_RULES + DESTRUCTIVE_RULES
+CONTENT_RULES = (
+    OVERRIDE_RULES + EXFIL_RULES + PERSISTENCE_RULES + DESTRUCTIVE_RULES + ADDRESSED_RULES
+)
 ALL_RULES = INVISIBLE_RULES + CONTENT_RULES
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from sidecar.safety import rules_intent as intent
 from sidecar.safety.rules_intent import Destructive
 
 _I = re.IGNORECASE
@@ -83,3 +84,16 @@ PRIVILEGE = Destructive(
     ),
     DESTROY.cue,
 )  # fmt: skip
+
+#: Rules 39-47 of :mod:`sidecar.safety.rules`, in their order.
+DESTRUCTIVE_RULES = (
+    ("destructive_command", "delete_home_or_memory", intent.DELETE_HOME),
+    ("destructive_command", "remote_script_exec", intent.REMOTE_EXEC),
+    ("destructive_command", "force_push_main", intent.FORCE_PUSH),
+    ("destructive_command", "drop_production_database", intent.DROP_PRODUCTION),
+    ("destructive_command", "disable_firewall", intent.DISABLE_FIREWALL),
+    ("destructive_command", "world_writable", intent.WORLD_WRITABLE),
+    ("destructive_command", "destroy_data", DESTROY),
+    ("destructive_command", "root_or_source_hijack", ROOT_OR_SOURCE),
+    ("destructive_command", "privilege_grant", PRIVILEGE),
+)

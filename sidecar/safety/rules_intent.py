@@ -141,7 +141,7 @@ QUOTED = Quoted(
     re.compile(
         r"\b(?:like|such\s+as|e\.?g\.?|i\.e\.?|says?|said|saying|wrote|writes|reads?|string|"
         r"strings|phrases?|patterns?|text|examples?|payloads?|quote[sd]?|called|named|titled|"
-        r"flags?|flagged|detects?|detected|blocks?|blocked|contains?|containing|includes?|"
+        r"flags?|flagged|detects?|detected|blocks?|blocked|contain(?:s|ed|ing)?|includes?|"
         r"matches|matching|injections?|attacks?|attackers?|paper|assert\w*|scan|message|"
         r"commit|title|tooltip|errors?|logs?|literal|classic|common|typical|try|tried|tries|"
         r"asked|asks|told|replied|answered|typed|entered|submitted)\b[^.!?\n]*\Z",
@@ -545,9 +545,10 @@ NEGATION = re.compile(
     _I,
 )
 INTENSIFIES = re.compile(
-    r"[\s,]+(?:(?:ever|even|just|really|you|we|anyone|anybody|to|be|been|first|bother(?:\s+to)?|"
-    r"need(?:s)?\s+to|have\s+to|no|any)\s+)*(?:ask|wait|approv|confirm|check|verif|hesitat|skip|"
-    r"delay|question|bother|stop|paus|forget|miss|fail|tell|inform|notify|mention|report|review|"
+    r"[\s,]+(?:(?:ever|even|not|once|just|really|you|dare|we|anyone|anybody|anyone'?s|"
+    r"anybody'?s|to|be|been|first|bother(?:\s+to)?|need|need(?:s)?\s+to|have\s+to|no|any)[\s,]+)*"
+    r"(?:ask|wait|approv|confirm|check|verif|hesitat|skip|delay|question|bother|stop|paus|forget|"
+    r"miss|fail|tell|inform|notify|mention|comment|report|review|"
     r"double-check|second-guess|think|worry|let\s+(?:anyone|anybody|them|the\s+user)|log|alert|"
     r"escalat|interrupt|sign-?off|permission|consent|postpone|defer|abort|cancel|block|refus|prevent|"
     r"interfer|intervene|object|hold\s+back)",
@@ -561,7 +562,7 @@ MODAL_BEFORE = re.compile(
 )
 # Authority that a note reports or warns about rather than claims for itself.
 REPORTED = re.compile(
-    r"\b(?:claim(?:s|ed|ing)?\s+to|pretend\w*|pos(?:e|es|ed|ing)\s+as|impersonat\w*|"
+    r"(?<!/)\b(?:claim(?:s|ed|ing)?\s+to|pretend\w*|pos(?:e|es|ed|ing)\s+as|impersonat\w*|"
     r"purport\w*|says?\s+(?:it|they|he|she)\s+(?:is|are|was|were|comes?|came)|phish\w*|scam\w*|"
     r"spoof\w*|social[\s-]engineer\w*|attackers?|report\s+(?:it|them|this|that)|"
     r"never\s+(?:comply|obey|follow))",

@@ -56,7 +56,8 @@ ADDRESSED = re.compile(
 )
 # Words that may open an imperative clause before its verb.
 IMPERATIVE_LEAD = re.compile(
-    r"(?:(?:please|kindly|just|simply|also|then|and|so|now|always|first|instead|from\s+now\s+on|"
+    r"(?:(?:[-*\u2022]|\d{1,2}[.)]|[a-z]\)|please|kindly|just|simply|also|then|and|so|now|always|"
+    r"first|instead|from\s+now\s+on|"
     r"going\s+forward|henceforth|from\s+here\s+on|for\s+speed|to\s+save\s+time|"
     r"(?:the\s+)?(?:agent|assistant|ai|model|bot)\s+(?:should|must|shall|will|is\s+to|needs?\s+to)|"
     r"you\s+(?:should|must|shall|will|can|may|are\s+to|need\s+to|have\s+to))[\s,]+)*",

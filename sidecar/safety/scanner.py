@@ -148,6 +148,12 @@ def _at_clause_start(text: str, start: int) -> bool:
     return bool(m) and (m.group(1) or "").lower().rstrip(".") not in QUOTING_LABELS
 
 
+# A negation right before a phrase's verb governs it.
+_FORBIDDEN_BEFORE = re.compile(
+    r"\b(?:never|not|don'?t|mustn'?t|shouldn'?t)\s+(?:ever\s+|again\s+)?\Z", re.IGNORECASE
+)
+
+
 def _phrase(check: Phrase, doc: Doc) -> str | None:
     """Where a probe matches and the match reads as an order, not a mention."""
     text = doc.text
@@ -158,6 +164,8 @@ def _phrase(check: Phrase, doc: Doc) -> str | None:
             continue
         if check.scoped_ok and SCOPED.match(text, end):
             continue
+        if not check.clause_start and _FORBIDDEN_BEFORE.search(text, max(0, start - 30), start):
+            continue  # "never paste ~/.aws/credentials into a ticket" forbids it
         return span_excerpt(text, start, end)
     return None
 
