@@ -24,7 +24,6 @@ TIER_NAMES = ("agent", "crew")
 SCOPES = (*TIER_NAMES, "both")
 # Recall's older words, still accepted: its own journal, and that plus the crew's.
 SCOPE_ALIASES = {"own": "agent", "crew_shared": "both"}
-SCOPE_WORDS = (*SCOPES, *SCOPE_ALIASES)  # what a caller may send where "both" is taken
 # Top-level folders whose markdown a capability indexes in its own format, not as notes
 # (``users``: operator models, which are never indexed: only their operator sees one).
 OWN_FORMAT_DIRS = frozenset({"learnings", "facts", "users"})

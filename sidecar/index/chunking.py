@@ -114,7 +114,7 @@ def chunk_markdown(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedFile:
             text = "\n".join(lines[s_lo:s_hi]).strip()
             chunks.append(Chunk(s_lo + 1, s_hi, crumb, text))
             continue
-        for a, b in pack(lines, stripped, cum, s_lo, s_hi, max_chars):
+        for a, b in pack(stripped, cum, s_lo, s_hi, max_chars):
             if b - a == 1 and len(lines[a]) > max_chars:
                 chunks.extend(
                     Chunk(a + 1, a + 1, crumb, piece)

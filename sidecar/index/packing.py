@@ -96,9 +96,9 @@ def _units(
 
 
 def pack(
-    lines: list[str], stripped: list[str], cum: list[int], lo: int, hi: int, max_chars: int
+    stripped: list[str], cum: list[int], lo: int, hi: int, max_chars: int
 ) -> list[tuple[int, int]]:
-    """Group lines[lo:hi] into ranges of at most max_chars, cutting only between units.
+    """Group lines [lo, hi) into ranges of at most max_chars, cutting only between units.
 
     Chunks aim at a fixed target size (``_TARGET`` of the cap) rather than being
     filled greedily, which would leave a short tail with little context. Cutting right

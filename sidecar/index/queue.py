@@ -26,7 +26,7 @@ REBUILD = "rebuild"  # replace the whole tier index in one transaction
 OPTIMIZE = "optimize"  # merge FTS5 segments
 WRITE = "write"  # an API write and its reindex, as one job (one per file at a time)
 HEAL = "heal"  # the index is unusable (corrupt, gone): start it afresh and rebuild
-BUILD = "build"  # the next step of a cold build (indexes.py), after the jobs queued meanwhile
+BUILD = "build"  # the next step of a cold build (jobs.py), after the jobs queued meanwhile
 
 
 @dataclass(frozen=True, slots=True)

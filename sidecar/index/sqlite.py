@@ -181,7 +181,7 @@ class Database:
         with self.write_lock, immediate(self.writer) as conn:
             yield conn
 
-    def reset(self, reopened: Callable[[], None] = lambda: None) -> None:
+    def reset(self, reopened: Callable[[], None]) -> None:
         """Delete the file and start an empty one in its place. ``reopened`` runs once the
         new file is there, before any reader may reconnect to it."""
         with self.write_lock:

@@ -35,6 +35,7 @@ from sidecar.index.store import (
     QuerySyntaxError,
     StoreStats,
     diff_chunks,
+    metadata_json,
     text_key,
 )
 from sidecar.stores.pg_connect import Conn, Connections, StoreUnavailable, describe
@@ -313,7 +314,7 @@ class PostgresStore:
                 st.size,
                 st.mtime_ns,
                 st.sha256,
-                json.dumps(item.metadata, default=str, skipkeys=True),
+                metadata_json(item.metadata),
                 now,
             ),
         )
