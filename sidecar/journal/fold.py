@@ -14,6 +14,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 from sidecar.disk import jsonl
@@ -26,12 +27,13 @@ from sidecar.journal.events import (
     payload_text,
     should_embed,
 )
-from sidecar.journal.index_schema import INSERT_EVENT
+from sidecar.journal.index_schema import INSERT_EVENT, INSERTED
 
 log = logging.getLogger(__name__)
 
 BATCH = 500
 _RELATIONS = ("similar", "supports", "contradicts")
+_VALUES = itemgetter(*INSERTED)  # a row's values in INSERT_EVENT's order
 
 
 class BadRecord(Exception):
@@ -125,7 +127,7 @@ def insert_events(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> int:
         return 0
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
     before = conn.total_changes
-    conn.executemany(INSERT_EVENT, rows)
+    conn.executemany(INSERT_EVENT, map(_VALUES, rows))
     added = conn.total_changes - before
     if added:
         conn.execute(
