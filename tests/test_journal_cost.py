@@ -85,6 +85,30 @@ async def test_a_rebuild_folds_an_event_within_its_call_budget(settings: Setting
     assert total <= CALLS_PER_EVENT * EVENTS, f"{total / EVENTS:.0f} calls an event"
 
 
+async def test_reading_events_builds_no_dict_a_row(settings: Settings) -> None:
+    """Recall, listing and consolidation read rows of ``events``: each a ``Row`` made from
+    the values by position, one call a row."""
+    svc, client = await served(settings)
+    try:
+        events = [{"type": "tool.call", "summary": f"step {n}"} for n in range(EVENTS)]
+        await record(client, events=events)
+    finally:
+        await client.close()
+        await svc.stop()
+    index = JournalIndex(Path(settings.agent_dir) / "journal.sqlite")
+    try:
+        index.latest(1)  # the reader's connection: not counted
+        profile = cProfile.Profile()
+        profile.enable()
+        rows = index.latest(EVENTS)
+        profile.disable()
+    finally:
+        index.close()
+    assert [r.summary for r in rows] == [f"step {n}" for n in reversed(range(EVENTS))]
+    total: int = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+    assert total <= EVENTS + 20, f"{total} calls for {EVENTS} rows"
+
+
 @pytest.mark.parametrize("bad", ["\x00", "\u202e", "\u200b", "\ud800", "\u2028", "\u2029", "a\tb"])
 def test_a_label_with_an_unseen_character_is_still_refused(bad: str) -> None:
     with pytest.raises(ApiError) as caught:
