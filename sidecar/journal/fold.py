@@ -14,6 +14,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 from sidecar.disk import jsonl
@@ -26,12 +27,13 @@ from sidecar.journal.events import (
     payload_text,
     should_embed,
 )
-from sidecar.journal.index_schema import INSERT_EVENT
+from sidecar.journal.index_schema import INSERT_EVENT, INSERTED
 
 log = logging.getLogger(__name__)
 
 BATCH = 500
 _RELATIONS = ("similar", "supports", "contradicts")
+_VALUES = itemgetter(*INSERTED)  # a row's values in INSERT_EVENT's order
 
 
 class BadRecord(Exception):
@@ -125,7 +127,7 @@ def insert_events(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> int:
         return 0
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
     before = conn.total_changes
-    conn.executemany(INSERT_EVENT, rows)
+    conn.executemany(INSERT_EVENT, map(_VALUES, rows))
     added = conn.total_changes - before
     if added:
         conn.execute(
@@ -173,8 +175,8 @@ def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[dict[str, An
     priority = record.get("priority")
     if priority is not None and not (isinstance(priority, str) and priority in PRIORITY_FLOORS):
         priority = default("priority", "is not pin, high or permanent", None, "none")
-    valid_until = epoch(record.get("valid_until"))
-    if valid_until is None:
+    valid_until = record.get("valid_until")
+    if valid_until is not None and (valid_until := epoch(valid_until)) is None:
         default("valid_until", "is not a timestamp from 1970 to 9999", None, "none")
     supersedes = record.get("supersedes")
     if supersedes is not None and not _text(supersedes):
@@ -183,10 +185,13 @@ def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[dict[str, An
     for name, fallback in (("session_id", "default"), ("source", None), ("agent_id", None)):
         value = record.get(name)
         # What a request may send: 1-128 characters, no control, bidi or invisible ones.
-        labels[name] = value if _label(value) else default(
-            name, "is not a label (1 to 128 printable characters)", fallback,
-            str(fallback).lower(),
-        )  # fmt: skip
+        if value is None:  # absent: its default, with nothing to report or check
+            labels[name] = fallback
+        elif _label(value):
+            labels[name] = value
+        else:
+            labels[name] = default(name, "is not a label (1 to 128 printable characters)",
+                                   fallback, str(fallback).lower())  # fmt: skip
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     body = payload_text(payload)
     if not (_text(text) and _text(body)):
@@ -223,6 +228,8 @@ def _text(value: object) -> bool:
     encoder takes, which would fail the whole batch it is in."""
     if not isinstance(value, str):
         return False
+    if value.isascii():  # no surrogate, and no copy to find out
+        return True
     try:
         value.encode()
     except UnicodeEncodeError:

@@ -76,7 +76,8 @@ INSERTED = (
     "source", "agent_id", "base", "floor", "priority", "valid_until", "supersedes",
     "embeddable", "file", "line",
 )  # fmt: skip
+# Positional: sqlite3 binds a tuple at C speed, a name costs a lookup per value per row.
 INSERT_EVENT = (
     f"INSERT OR IGNORE INTO events ({', '.join(INSERTED)}) "
-    f"VALUES ({', '.join(':' + name for name in INSERTED)})"
+    f"VALUES ({', '.join('?' * len(INSERTED))})"
 )

@@ -106,6 +106,7 @@ class _Open:
     fd: int
     size: int  # what this process has written or read up to
     inode: int
+    whole: bool = False  # our own append ended it, so it ends in a newline: no read to check
 
 
 class Owner(Protocol):
@@ -236,7 +237,8 @@ class Appender:
             # file is opened again rather than written through a number since reused.
             opened = self._file(rel)
             size = opened.size = os.fstat(opened.fd).st_size
-        prefix, torn = b"", torn_line(opened.fd, size)
+            opened.whole = False
+        prefix, torn = b"", None if opened.whole else torn_line(opened.fd, size)
         if torn is not None:  # an outside edit left a partial line: ours start on a new one
             prefix = b"\n"
         accepted: list[Append] = []
@@ -266,7 +268,7 @@ class Appender:
         for item in accepted:
             item.start, item.inode = pos, opened.inode
             pos += len(item.data)
-        opened.size = pos
+        opened.size, opened.whole = pos, data.endswith(b"\n")
         return accepted
 
     def close(self) -> None:
