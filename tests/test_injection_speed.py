@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sidecar.safety import scan
 from sidecar.safety.rules import ALL_RULES, _anchors_of
-from sidecar.safety.text import Doc, _scanned
+from sidecar.safety.text import Doc, occurrences
 from tests.injection_corpus import BENIGN, PAYLOADS
 
 
@@ -21,7 +21,7 @@ def test_the_word_search_of_a_long_text_finds_every_offset_a_scan_finds() -> Non
     assert len(doc.text) > 50_000  # long enough to be searched through its words
     anchors = _anchors_of(ALL_RULES) | {b"aa", b"ignorignore", b" aa", b"ore ", b"a: ", b"-rf"}
     for anchor in sorted(anchors):
-        assert doc._search(anchor) == _scanned(doc.skeleton, anchor), anchor
+        assert doc._search(anchor) == occurrences(doc.skeleton, anchor), anchor
 
 
 def test_a_payload_deep_in_a_long_text_is_still_found() -> None:

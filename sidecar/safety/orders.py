@@ -23,7 +23,7 @@ from sidecar.safety.rules_orders import (
     VERB_BEFORE,
     Order,
 )
-from sidecar.safety.text import Doc, between, span_excerpt
+from sidecar.safety.text import Doc, between, occurrences, span_excerpt
 
 _PARAGRAPH_CAP = 800  # characters either side of an anchor that count as its paragraph
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
@@ -86,14 +86,6 @@ def _given(check: Order, text: str, para: tuple[int, int], m: re.Match[str]) -> 
     return bool(VERB_BEFORE.fullmatch(clause) or VERB_BEFORE.fullmatch(sentence.lstrip()))
 
 
-def _all(text: str, mark: str) -> list[int]:
-    out, i = [], text.find(mark)
-    while i >= 0:
-        out.append(i)
-        i = text.find(mark, i + 1)
-    return out
-
-
 def order_excerpt(check: Order, doc: Doc) -> str | None:
     """The first act in the text that is given to the agent as an order (see ``Order``)."""
     text = doc.text
@@ -101,7 +93,7 @@ def order_excerpt(check: Order, doc: Doc) -> str | None:
     if check.marks and doc.non_ascii:
         found = [m for m in check.marks if m in doc.non_ascii_lower]
         if found:
-            spots = sorted({*spots, *(i for m in found for i in _all(text, m))})
+            spots = sorted({*spots, *(i for m in found for i in occurrences(text, m))})
     seen: set[str] = set()  # a paragraph repeated in one text is read once
     i = 0
     while i < len(spots):

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from functools import cached_property
+from typing import AnyStr
 
 from sidecar.safety.rules import FILLERS, INVISIBLE_ANY, INVISIBLE_LEADS, VS, WORD_ANCHORS
 
@@ -190,11 +191,12 @@ _WORD = re.compile(rb"[a-z]+")
 _VOCABULARY_WORTH = 16384  # below this many characters, scanning the text is cheaper
 
 
-def _scanned(skeleton: bytes, anchor: bytes) -> list[int]:
-    found, i = [], skeleton.find(anchor)
+def occurrences(haystack: AnyStr, needle: AnyStr) -> list[int]:
+    """Every offset of ``needle``, overlapping ones included."""
+    found, i = [], haystack.find(needle)
     while i >= 0:
         found.append(i)
-        i = skeleton.find(anchor, i + 1)
+        i = haystack.find(needle, i + 1)
     return found
 
 
@@ -276,7 +278,7 @@ class Doc:
         skeleton = self.skeleton
         run = _longest_run(anchor)
         if run is None:
-            return _scanned(skeleton, anchor)
+            return occurrences(skeleton, anchor)
         part, k = run
         vocabulary, index, starts = self._vocabulary, self._word_index, set()
         j = vocabulary.find(part)
@@ -302,7 +304,7 @@ class Doc:
         if key is not None and key not in self.word_starts:
             found = []  # no word starts like this word anchor: nothing to find
         elif len(self.skeleton) < _VOCABULARY_WORTH:
-            found = _scanned(self.skeleton, anchor)
+            found = occurrences(self.skeleton, anchor)
         else:
             found = self._search(anchor)
         if found:
