@@ -57,6 +57,25 @@ class Capability(Protocol):
         return {}
 
 
+class MaintenanceStep(Protocol):
+    """One kind of history a capability keeps (daily logs, journal days), tended by the
+    lifecycle engine (``sidecar.lifecycle``). The capability that owns the files owns
+    the step; the engine runs the steps of a tier one at a time, never concurrently."""
+
+    name: str  # "daily", "journal": its key in status, metrics and the maintain answer
+
+    async def maintain(self, tier: str, now: float, dry_run: bool) -> dict[str, Any]:
+        """One pass over ``tier``'s history as of ``now`` (epoch seconds): archive, trim
+        or consolidate what is due, crash-safe (the new file durable before what it
+        replaces goes). ``dry_run``: change nothing, answer what would be done. The
+        answer always has ``active_bytes`` and ``archived_bytes`` after the pass."""
+        ...
+
+    async def usage(self, tier: str) -> dict[str, int]:
+        """``active_bytes`` and ``archived_bytes`` of this kind in ``tier`` now."""
+        ...
+
+
 class Tasks:
     """A capability's background work: tasks that run until ``cancel`` (timers, loops),
     and one-off jobs, which ``finish`` waits for."""
@@ -113,6 +132,22 @@ class Hooks:
     """Top-level folder -> how a file written there through ``notes.commit`` is indexed,
     instead of into the notes index (on the index writer thread). Set by learnings (its
     own index) and operators (operator models are never indexed)."""
+
+    maintenance: list[MaintenanceStep] = field(default_factory=list)
+    """Steps of the lifecycle engine, in the order they run. Added at construction by
+    the capability that owns the files (the daily logs by ``lifecycle``, the journal's
+    days by ``journal``); run by the engine (``lifecycle``)."""
+
+    make_room: list[Callable[[str], Awaitable[bool]]] = field(default_factory=list)
+    """(tier) -> whether room was made: a write was refused because the active history
+    of the tier is at its cap. Fired by notes and the journal before they answer 422;
+    heard by the lifecycle engine, which runs the tier's maintenance now. A write that
+    gets True tries once more."""
+
+    session_ended: list[Callable[[str, dict[str, Any]], None]] = field(default_factory=list)
+    """(tier, session): a session ended and its own steps (reinforcement, promotion of
+    its working notes, its summary episode) are durable. Fired once per session by
+    ``sessions``; heard by learnings' extraction, which queues an LLM job for it."""
 
     def tell_recorded(self, tier: str, records: list[dict[str, Any]]) -> None:
         """The events are recorded whatever a listener makes of them."""

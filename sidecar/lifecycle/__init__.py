@@ -1,0 +1,1 @@
+"""Lifecycle: the maintenance engine that keeps each tier bounded (archive, retain, consolidate)."""
