@@ -16,15 +16,13 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.crew.client import LeadClient
-from sidecar.disk.tiers import decode_text, read_confined, walk_markdown
+from sidecar.disk.tiers import read_confined
 from sidecar.errors import ApiError
-from sidecar.index.indexer import MAX_FILE_BYTES
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.learnings import compaction, entries
 from sidecar.learnings.index import FOLDER, LearningsIndex, is_learnings
@@ -38,6 +36,7 @@ from sidecar.learnings.ranking import (
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
+from sidecar.learnings.standing import read_standing, standing
 from sidecar.notes.files import LEARNING, MemoryFile, today_utc
 from sidecar.notes.notes import Notes
 from sidecar.retrieval.embeddings import Embeddings
@@ -363,10 +362,10 @@ class Learnings(Capability):
             for path in sorted(index.snapshot.by_line):
                 out += [{**meta, "tier": name, "file": path}
                         for meta in index.snapshot.by_line[path].values()
-                        if _standing(path, meta)]  # fmt: skip
+                        if standing(path, meta)]  # fmt: skip
         if "crew" not in self.tiers and self.lead is not None:
             crew = await asyncio.get_running_loop().run_in_executor(
-                None, _read_standing, self.settings.crew_dir
+                None, read_standing, self.settings.crew_dir
             )
             out += [{**meta, "tier": "crew"} for meta in crew]
         return out
@@ -392,28 +391,6 @@ class Learnings(Capability):
                     f"default metadata); /memory/status?scope={name} names file and line"
                 )
         return Health(reasons)
-
-
-def _standing(path: str, meta: dict[str, Any]) -> bool:
-    """An institutional directive still in force."""
-    archived = path.startswith(f"{FOLDER}/archive/")
-    return (
-        bool(meta["institutional"])
-        and meta["type"] == "directive"
-        and (meta["status"] == "active" and not archived)
-    )
-
-
-def _read_standing(root: Path) -> list[dict[str, Any]]:
-    """The institutional directives in a tier's learnings files, read without an index."""
-    out: list[dict[str, Any]] = []
-    for rel, _ in sorted(walk_markdown(root, FOLDER)):
-        got = read_confined(root, rel, MAX_FILE_BYTES)
-        if got is None:
-            continue
-        found, _ = entries.parse(rel, decode_text(got[0]))
-        out += [{**e.meta(), "file": rel} for e in found if _standing(rel, e.meta())]
-    return out
 
 
 def _relevances(results: list[Result]) -> list[float]:

@@ -1,0 +1,36 @@
+"""Institutional directives: the learnings every memory block loads without a search.
+
+Kept apart from the capability so that a block built without the daemon (``sidecar
+context --offline``, a harness hook with the daemon down) reads them the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sidecar.disk.tiers import decode_text, read_confined, walk_markdown
+from sidecar.index.indexer import MAX_FILE_BYTES
+from sidecar.learnings import entries
+from sidecar.learnings.index import FOLDER
+
+
+def standing(path: str, meta: dict[str, Any]) -> bool:
+    """An institutional directive still in force."""
+    archived = path.startswith(f"{FOLDER}/archive/")
+    return (
+        bool(meta["institutional"])
+        and meta["type"] == "directive"
+        and (meta["status"] == "active" and not archived)
+    )
+
+
+def read_standing(root: Path) -> list[dict[str, Any]]:
+    """The institutional directives in a tier's learnings files, read without an index."""
+    out: list[dict[str, Any]] = []
+    for rel, _ in sorted(walk_markdown(root, FOLDER)):
+        got = read_confined(root, rel, MAX_FILE_BYTES)
+        if got is None:
+            continue
+        found, _ = entries.parse(rel, decode_text(got[0]))
+        out += [{**e.meta(), "file": rel} for e in found if standing(rel, e.meta())]
+    return out
