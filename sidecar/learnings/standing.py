@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.disk.tiers import decode_text, read_confined, walk_markdown
-from sidecar.index.indexer import MAX_FILE_BYTES
 from sidecar.learnings import entries
-from sidecar.learnings.index import FOLDER
+
+FOLDER = "learnings"  # in each tier's root
+# As the index reads them (the index's own cap; a test holds the two equal): this module
+# stays light, for a block built without the daemon.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 def standing(path: str, meta: dict[str, Any]) -> bool:
