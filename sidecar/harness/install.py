@@ -115,6 +115,7 @@ def apply(path: Path, install: bool) -> bool:
     if not install and not path.exists():
         return False
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_file(path.parent, path.name, build)
     except OSError as exc:
         raise InstallError(f"cannot write {path}: {exc}") from None
