@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from sidecar.harness.claude_code import EVENTS
+from sidecar.harness.client import DEFAULT_URL
 
 HARNESSES = ("claude-code",)
 
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     events = p.add_subparsers(dest="hook_event", required=True)
     for name, harness_name in EVENTS.items():
         e = events.add_parser(name, help=f"Claude Code's {harness_name} hook")
-        url = os.environ.get("SIDECAR_URL", "http://127.0.0.1:9119")
+        url = os.environ.get("SIDECAR_URL", DEFAULT_URL)
         e.add_argument("--url", default=url, help="the local daemon (env SIDECAR_URL)")
         if name == "session-start":
             e.add_argument("--user-id", default=os.environ.get("SIDECAR_USER_ID"),
