@@ -12,7 +12,7 @@ import pytest
 
 from sidecar.cli import main
 from sidecar.harness.claude_code import EVENTS
-from sidecar.harness.install import command
+from sidecar.harness.install import INSTALLED, command
 
 THEIRS: dict[str, Any] = {
     "model": "opus",
@@ -55,8 +55,9 @@ def test_install_merges_with_the_users_hooks_once_and_uninstall_restores_them(
     assert settings["model"] == "opus" and settings["permissions"] == THEIRS["permissions"]
     assert settings["hooks"]["Notification"] == THEIRS["hooks"]["Notification"]
     assert commands(settings, "PostToolUse") == ["npx prettier --write", command("post-tool-use")]
-    for event, name in EVENTS.items():
-        assert command(event) in commands(settings, name)
+    for event in INSTALLED:
+        assert command(event) in commands(settings, EVENTS[event])
+    assert "Stop" not in settings["hooks"]  # it ends every answer, not the session
     ours = settings["hooks"]["PostToolUse"][1]
     assert ours == {"matcher": "*", "hooks": [
         {"type": "command", "command": f"{sys.executable} -m sidecar hook post-tool-use",
@@ -87,7 +88,9 @@ def test_install_creates_the_file_and_uninstall_of_nothing_changes_nothing(
     path = settings_file(tmp_path, None)
     assert install(tmp_path, "--uninstall") == 0 and not path.exists()
     assert install(tmp_path) == 0
-    assert sorted(json.loads(path.read_text())["hooks"]) == sorted(EVENTS.values())
+    assert sorted(json.loads(path.read_text())["hooks"]) == sorted(
+        ["SessionStart", "UserPromptSubmit", "PostToolUse", "SessionEnd"]
+    )
     assert install(tmp_path, "--uninstall") == 0
     assert json.loads(path.read_text()) == {}
     assert "uninstalled from" in capsys.readouterr().out

@@ -26,9 +26,8 @@ AGENT_DIR = "~/.memory"
 CREW_DIR = "/crew/shared/.memory"
 MIN_BUDGET, MAX_BUDGET = 1000, 200_000  # as GET /memory/context takes
 NOTICE = (
-    "[MEMORY OFFLINE] Built from the memory files while the sidecar daemon was "
-    "unreachable: no search hits, recalled events or facts, and the memory tools may fail "
-    "until it is back.\n"
+    "[MEMORY OFFLINE] Built from the memory files without the sidecar daemon: no search "
+    "hits, recalled events or facts, and the memory tools fail while the daemon is down.\n"
 )
 
 

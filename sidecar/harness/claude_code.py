@@ -14,6 +14,8 @@ agent working, so it must stay empty).
 | post-tool-use   | PostToolUse        | a ``tool.result`` event                              |
 | stop            | Stop               | POST /memory/session/end                             |
 | session-end     | SessionEnd         | POST /memory/session/end                             |
+
+``install.py`` leaves Claude Code's Stop out (it ends every answer, not the session).
 """
 
 from __future__ import annotations

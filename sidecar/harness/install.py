@@ -22,6 +22,12 @@ from sidecar.harness.claude_code import EVENTS
 TIMEOUT_S = 5  # the harness's own limit; a hook gives up on the daemon well before
 # Tool events match on the tool's name ("*": all); the others take no matcher.
 MATCHERS = {"PostToolUse": "*"}
+# Claude Code's Stop comes at the end of every answer, not of the session: ending the
+# session there would close it after its first turn, and the turns after that would never
+# be summarised or learned from (an end runs once). SessionEnd ends it, and a session the
+# harness leaves without one ends when idle. ``sidecar hook stop`` stays for a harness
+# whose stop is final.
+INSTALLED = tuple(event for event in EVENTS if event != "stop")
 _OURS = re.compile(r"(?:^|[\s/])(?:sidecar|-m sidecar) hook (?:" + "|".join(EVENTS) + r")\b")
 
 
@@ -84,7 +90,8 @@ def _without_ours(groups: list[Any]) -> list[Any]:
 def change(settings: dict[str, Any], install: bool) -> dict[str, Any]:
     """The settings with the sidecar's hooks in (once each) or out."""
     hooks = dict(settings.get("hooks", {}))
-    for event, name in EVENTS.items():
+    for event in INSTALLED if install else EVENTS:
+        name = EVENTS[event]
         groups = hooks.get(name, [])
         if install and _group(event) in groups:
             continue
