@@ -310,3 +310,16 @@ def test_the_hook_log_stays_bounded(down: dict[str, str], monkeypatch: pytest.Mo
     in_process("stop", payload("stop.json"), monkeypatch, capsys)
     assert log.with_name(log.name + ".1").stat().st_size == MAX_LOG_BYTES + 1
     assert [line["event"] for line in log_lines(log)] == ["Stop"]
+
+
+def test_offline_learnings_that_do_not_parse_are_logged(
+    down: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, value in down.items():
+        monkeypatch.setenv(name, value)
+    broken = Path(down["SIDECAR_CREW_DIR"]) / "learnings" / "broken.md"
+    broken.write_text("---\nid: [unclosed\n")
+    code, out = in_process("session-start", payload("session_start.json"), monkeypatch, capsys)
+    assert code == 0 and "Never deploy to production on a Friday" in context_of(out, "SessionStart")
+    (_, problem) = log_lines(Path(down["SIDECAR_HOOK_LOG"]))
+    assert problem["message"].startswith("not read as written: crew learnings/broken.md:1:")

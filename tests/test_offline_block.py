@@ -3,6 +3,7 @@ needs its indexes, scanned the same way, within the same budget, and marked offl
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -87,12 +88,20 @@ def test_the_operator_model_and_a_forged_offline_line(tmp_path: Path) -> None:
     assert "Ada wants" not in offline.build(agent, crew, 15_000).text
 
 
-def test_a_learnings_file_that_does_not_parse_leaves_the_others(tmp_path: Path) -> None:
+def test_a_learnings_file_that_does_not_parse_is_reported_and_leaves_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     agent, crew = tmp_path / "agent", tmp_path / "crew"
     lay_down(agent, crew)
     (agent / "learnings" / "broken.md").write_text("---\nid: [unclosed\ntype: directive\n")
     (agent / "learnings" / "odd.md").write_bytes(b"---\nid: x\n---\n\xff\xfe not utf-8\n")
-    assert "No Friday deploys." in offline.build(agent, crew).text
+    problems: list[str] = []
+    assert "No Friday deploys." in offline.build(agent, crew, problems=problems).text
+    assert problems and all(p.startswith("agent learnings/broken.md:1: ") for p in problems)
+    monkeypatch.setenv("SIDECAR_AGENT_DIR", str(agent))
+    monkeypatch.setenv("SIDECAR_CREW_DIR", str(crew))
+    assert main(["context", "--offline", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["problems"] == problems
 
 
 @pytest.mark.parametrize(

@@ -51,12 +51,17 @@ def _offline(args: argparse.Namespace) -> int:
         raise SystemExit("sidecar: --offline builds no search section: leave out --query")
     from sidecar.context import offline
 
+    problems: list[str] = []
     try:
-        block = offline.build(*offline.tier_dirs(), args.budget, args.user_id, args.workspace_id)
+        block = offline.build(*offline.tier_dirs(), args.budget, args.user_id,
+                              args.workspace_id, problems)  # fmt: skip
     except ValueError as exc:
         raise SystemExit(f"sidecar: {exc}") from None
     if args.json:
-        print(json.dumps({**block.to_json(), "offline": True}, indent=2, ensure_ascii=False))
+        body = {**block.to_json(), "offline": True, "problems": problems}
+        print(json.dumps(body, indent=2, ensure_ascii=False))
     else:
         sys.stdout.write(block.text)
+        for problem in problems:
+            print(f"sidecar: not read as written: {problem}", file=sys.stderr)
     return 0

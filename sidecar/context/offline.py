@@ -45,8 +45,10 @@ def build(
     budget: int = DEFAULT_BUDGET,
     user_id: str | None = None,
     workspace_id: str | None = None,
+    problems: list[str] | None = None,
 ) -> MemoryBlock:
-    """The block from the files, within ``budget`` characters, notice included.
+    """The block from the files, within ``budget`` characters, notice included; what did
+    not parse in the learnings files goes to ``problems`` (the entries that did are shown).
 
     Raises ValueError for a budget out of range or an operator id the daemon would
     refuse, with a sentence the caller can show."""
@@ -62,11 +64,12 @@ def build(
             except ApiError as exc:
                 raise ValueError(exc.detail) from None
     today = datetime.now(UTC).date()
-    standing = [
-        {**meta, "tier": tier}
-        for tier, root in (("agent", agent_dir), ("crew", crew_dir))
-        for meta in read_standing(root)
-    ]
+    standing = []
+    for tier, root in (("agent", agent_dir), ("crew", crew_dir)):
+        wrong: list[str] = []
+        standing += [{**meta, "tier": tier} for meta in read_standing(root, wrong)]
+        if problems is not None:
+            problems += [f"{tier} {line}" for line in wrong]
     out = assemble(
         sources.agent_sections(agent_dir, today),
         sources.crew_sections(crew_dir, today),

@@ -128,12 +128,16 @@ def _query(fields: dict[str, Any]) -> str:
 def _offline(hook: Hook) -> str:
     from sidecar.context import offline
 
+    problems: list[str] = []
     try:
-        return offline.build(*offline.tier_dirs(), hook.budget, hook.user_id,
-                             hook.workspace_id).text  # fmt: skip
+        text = offline.build(*offline.tier_dirs(), hook.budget, hook.user_id,
+                             hook.workspace_id, problems).text  # fmt: skip
     except (OSError, ValueError) as exc:
         log("SessionStart", hook.session_id, f"no memory block: the files gave none ({exc})")
         return ""
+    if problems:
+        log("SessionStart", hook.session_id, "not read as written: " + "; ".join(problems))
+    return text
 
 
 def user_prompt(hook: Hook) -> str:

@@ -27,13 +27,16 @@ def standing(path: str, meta: dict[str, Any]) -> bool:
     )
 
 
-def read_standing(root: Path) -> list[dict[str, Any]]:
-    """The institutional directives in a tier's learnings files, read without an index."""
+def read_standing(root: Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
+    """The institutional directives in a tier's learnings files, read without an index;
+    what was wrong with their blocks goes to ``problems`` (``file:line: why``) if given."""
     out: list[dict[str, Any]] = []
     for rel, _ in sorted(walk_markdown(root, FOLDER)):
         got = read_confined(root, rel, MAX_FILE_BYTES)
         if got is None:
             continue
-        found, _ = entries.parse(rel, decode_text(got[0]))
+        found, wrong = entries.parse(rel, decode_text(got[0]))
+        if problems is not None:
+            problems += [f"{rel}:{p.line}: {p.error}" for p in wrong]
         out += [{**e.meta(), "file": rel} for e in found if standing(rel, e.meta())]
     return out
