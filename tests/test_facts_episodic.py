@@ -4,8 +4,10 @@ HTTP API against the stand-in LLM server, with history laid down days in the pas
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import sys
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -173,6 +175,12 @@ async def test_applied_facts_support_their_episodes_in_the_journal(
         ]
         resp = await client.get(f"/memory/facts/{fact['id']}/history")
         assert (await resp.json())["versions"][0]["evidence"] == event
+        cli = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "sidecar", "facts", "history", fact["id"],
+            "--url", str(client.make_url("")).rstrip("/"), stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, _ = await cli.communicate()
+        assert cli.returncode == 0 and f"evidence: journal event {event}" in out.decode()
         lines = (settings.agent_dir / facts_log.LOG).read_text().splitlines()
         marker = json.loads(lines[-1])
         assert marker["event"] == event and sorted(marker["supports"]) == sorted(cited)

@@ -470,8 +470,7 @@ class Journal(Capability):
         self.background.wake_embed.set()
 
     async def latest(self, scope: str, limit: int, episodic: bool = False) -> list[dict[str, Any]]:
-        """The tier's last recorded events, newest first, as the listing shows them
-        (``episodic``: only those the embedding policy takes)."""
+        """The tier's last recorded events (``episodic``: of those embedded), newest first."""
         tj = self._tier(scope)
         await self._ready(tj)
         assert tj.index is not None
