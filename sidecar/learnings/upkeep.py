@@ -37,10 +37,6 @@ SETTLE_S = 0.5  # quiet time after a file's last change before it is compacted
 Key = tuple[str, str]  # (tier, file)
 
 
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(errors="surrogatepass"), digest_size=16).hexdigest()
-
-
 class Upkeep:
     def __init__(
         self,
@@ -83,8 +79,8 @@ class Upkeep:
     async def _after_change(self, tier: str, rel: str) -> None:
         try:
             async with self._lock(tier, rel):
-                text = await self._read_text(self.tiers[tier], rel)
-                if text is not None and self._settled.get((tier, rel)) != _digest(text):
+                got = await self._read(self.tiers[tier], rel)
+                if got is not None and self._settled.get((tier, rel)) != got[1]:
                     done = await self._compact_file(tier, self.tiers[tier], rel, False)
                     if done is not None:
                         self.runs[tier] = self.runs.get(tier, 0) + 1
@@ -157,13 +153,14 @@ class Upkeep:
     async def _compact_file(
         self, scope: str, index: LearningsIndex, rel: str, dry_run: bool
     ) -> dict[str, Any] | None:
-        current = await self._read_text(index, rel)
-        if current is None:
+        got = await self._read(index, rel)
+        if got is None:
             return None
+        current, digest = got
         loop = asyncio.get_running_loop()  # planning a large file takes a while: off the loop
         p = await loop.run_in_executor(None, compaction.plan, rel, current, today_utc())
         if not p.changes:
-            self._settled[(scope, rel)] = _digest(current)
+            self._settled[(scope, rel)] = digest
             return None
         if dry_run:
             return p.to_json()
@@ -177,9 +174,17 @@ class Upkeep:
         await self.notes.commit(MemoryFile(scope, rel, LEARNING), build)
         return p.to_json()
 
-    async def _read_text(self, index: LearningsIndex, rel: str) -> str | None:
-        got = await asyncio.get_running_loop().run_in_executor(None, read_confined, index.root, rel)
-        return None if got is None else entries.decode(got[0])
+    async def _read(self, index: LearningsIndex, rel: str) -> tuple[str, str] | None:
+        """The file's text and its digest (off the loop); None if it is not there."""
+        return await asyncio.get_running_loop().run_in_executor(None, _text_and_digest,
+                                                                index, rel)  # fmt: skip
+
+
+def _text_and_digest(index: LearningsIndex, rel: str) -> tuple[str, str] | None:
+    got = read_confined(index.root, rel)
+    if got is None:
+        return None
+    return entries.decode(got[0]), hashlib.blake2b(got[0], digest_size=16).hexdigest()
 
 
 def _compactable(rel: str) -> bool:
