@@ -161,6 +161,9 @@ def test_fifty_tool_uses_become_fifty_events_in_their_session(
     reads = [e for e in events if e["payload"]["tool"] == "Read"]
     assert reads[0]["summary"] == "Read /work/app/migrations/0042_orders_index.py"
     assert "outcome" not in reads[0]["payload"]  # a read's output is the file: not copied
+    journal = daemon.agent / "journal"  # type: ignore[attr-defined]
+    on_disk = {r["id"]: r for p in journal.glob("*.jsonl") for r in map(json.loads, p.open())}
+    assert on_disk[reads[0]["id"]]["importance"] == tool_use.HIGH_VOLUME_IMPORTANCE
     bash = next(e for e in events if e["payload"]["tool"] == "Bash")
     assert bash["severity"] == "info" and "lock timeout on table orders" in bash["summary"]
     assert all(len(json.dumps(e["payload"]).encode()) <= tool_use.MAX_PAYLOAD_BYTES

@@ -18,6 +18,9 @@ SUMMARY_CHARS = 300
 INPUT_CHARS = 600
 # Tools whose output is what they read or found: the event says what was looked at.
 HIGH_VOLUME = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "WebSearch", "TodoWrite"})
+# Their events rank as the journal ranks telemetry: dozens of reads a session must not
+# crowd a correction or a failure out of recall.
+HIGH_VOLUME_IMPORTANCE = 0.1
 # The input field that says what a tool acted on, for the tools that have one.
 _SUBJECT = {
     "Bash": "command",
@@ -111,12 +114,15 @@ def event(tool: str, tool_input: Any, response: Any, tool_use_id: str | None) ->
         payload["input"] = redact(_compact(tool_input))[:INPUT_CHARS]
         payload["outcome"] = gist
         _fit(payload)
-    return {
+    out = {
         "type": "tool.result",
         "summary": _one_line(summary, SUMMARY_CHARS),
         "severity": "warn" if bad else "info",
         "payload": payload,
     }
+    if tool in HIGH_VOLUME and not bad:
+        out["importance"] = HIGH_VOLUME_IMPORTANCE
+    return out
 
 
 def _fit(payload: dict[str, Any]) -> None:
