@@ -328,3 +328,6 @@ def _lesson_figures(result: BenchResult, data: dict[str, Any], les: dict[str, An
             ],
         )
     )
+    result.notes.append(
+        "lessons: the bare BM25 row indexes every entry, retired ones too (it knows no status)"
+    )
