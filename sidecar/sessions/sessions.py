@@ -147,6 +147,8 @@ class Sessions(Capability):
                 raise ApiError(409, "session_operator", f"session {sid!r} was started for "
                                "another operator; start a new session for this one")  # fmt: skip
             started = session is None
+            if session is not None:
+                session.last_seen = max(session.last_seen, time.time())
             if session is None:
                 now = time.time()
                 record = {"kind": "started", "session_id": sid, "at": iso(now),
@@ -231,11 +233,11 @@ class Sessions(Capability):
             SCOPE, Filters(session_id=sid, include_expired=True, include_superseded=True),
             None, EPISODES_READ,
         )  # fmt: skip
-        events = [e for e in mine["events"] if e.get("source") != SOURCE]
+        events = [e for e in mine["events"] if e.get("source") != SOURCE and e["type"] != SUMMARY]
         written = {e["type"]: e["id"] for e in mine["events"] if e.get("source") == SOURCE}
         changed = await self._changed(s)
         wanted: list[dict[str, Any]] = []
-        episodes = [e for e in events if e["type"] not in (NOTE, SUMMARY)] or events
+        episodes = [e for e in events if e["type"] != NOTE] or events  # notes: if all it has
         if episodes and "summary.generated" not in written:
             texts = [f"{e['type']}: {e['summary']}" for e in episodes]
             text, how = await self.working.summarise(texts)
