@@ -31,6 +31,7 @@ from bench import (
     dense,
     facts,
     freshness,
+    heldout,
     hooks,
     hybrid_speed,
     indexing,
@@ -70,6 +71,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
+    heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
     hooks.NAME: (hooks.run, "harness hooks: latency with process start, daemon up and down"),
     pg_store.NAME: (
         pg_store.run,
