@@ -112,7 +112,13 @@ def listing(daemon: SidecarProcess, session: str, kind: str) -> list[dict[str, A
 # -- with the daemon up --------------------------------------------------------------------
 
 
-def test_session_start_answers_the_memory_block_as_additional_context(
+def session_log(daemon: SidecarProcess, session: str) -> list[dict[str, Any]]:
+    path = daemon.agent / "sessions" / "log.jsonl"  # type: ignore[attr-defined]
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [r for r in map(json.loads, lines) if r.get("session_id") == session]
+
+
+def test_session_start_opens_the_session_and_answers_its_block_as_additional_context(
     daemon: SidecarProcess, env: dict[str, str]
 ) -> None:
     code, out = run_hook("session-start", payload("session_start.json"), env)
@@ -120,6 +126,7 @@ def test_session_start_answers_the_memory_block_as_additional_context(
     assert code == 0
     assert "index it CONCURRENTLY" in text and "Never deploy to production on a Friday" in text
     assert NOTICE not in text  # the daemon's block, not the files'
+    assert [r["kind"] for r in session_log(daemon, SESSION)][:1] == ["started"]
 
 
 def test_user_prompt_is_recorded_and_past_events_come_back_within_the_budget(
@@ -186,11 +193,21 @@ def test_a_secret_in_a_tool_use_never_reaches_the_journal_files(
     assert "AWS_SECRET_ACCESS_KEY=[REDACTED]" in event["payload"]["outcome"]
 
 
-def test_stop_and_session_end_end_the_session(daemon: SidecarProcess, env: dict[str, str]) -> None:
-    for event in ("stop", "session-end"):
-        body = payload(EVENT_FILES[event], session_id=f"ending-{event}")
-        assert run_hook(event, body, env) == (0, "")  # nothing the harness could misread
-    assert not log_lines(Path(env["SIDECAR_HOOK_LOG"]))  # the daemon took both
+@pytest.mark.parametrize("event", ["session-end", "stop"])
+def test_a_session_round_trip_ends_with_its_summary(
+    daemon: SidecarProcess, env: dict[str, str], event: str
+) -> None:
+    session = f"round-trip-{event}"
+    started = run_hook("session-start", payload("session_start.json", session_id=session), env)
+    context_of(started[1], "SessionStart")
+    run_hook("user-prompt", payload("user_prompt.json", session_id=session), env)
+    run_hook("post-tool-use", payload("post_tool_use_bash.json", session_id=session), env)
+    body = payload(EVENT_FILES[event], session_id=session)
+    assert run_hook(event, body, env) == (0, "")  # nothing the harness could misread
+    assert [r["kind"] for r in session_log(daemon, session)][-1] == "ended"
+    (summary,) = listing(daemon, session, "summary.generated")
+    assert summary["session_id"] == session
+    assert not log_lines(Path(env["SIDECAR_HOOK_LOG"]))  # the daemon took every hook
 
 
 # -- with the daemon down, slow or refusing ------------------------------------------------

@@ -106,23 +106,11 @@ def session_start(hook: Hook) -> str:
         if value := getattr(hook, name):
             body[name] = value
     try:
-        try:
-            text = hook.client.request("POST", "/memory/session/start", body)["context"]
-        except Refused as exc:
-            if exc.status != 404:  # a daemon from before sessions: its block is the same
-                raise
-            query = {k: v for k, v in body.items() if k != "session_id"}
-            text = hook.client.request("GET", "/memory/context?" + _query(query))["text"]
+        text = hook.client.request("POST", "/memory/session/start", body)["context"]
     except (Unavailable, KeyError, TypeError) as exc:
         log("SessionStart", hook.session_id, f"memory block built offline: {exc}")
         text = _offline(hook)
     return context_output("SessionStart", text) if text else ""
-
-
-def _query(fields: dict[str, Any]) -> str:
-    from urllib.parse import urlencode
-
-    return urlencode(fields)
 
 
 def _offline(hook: Hook) -> str:
