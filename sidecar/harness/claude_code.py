@@ -57,7 +57,6 @@ class BadPayload(ValueError):
 class Hook:
     """One hook run: the payload, the daemon, and who the session belongs to."""
 
-    event: str
     payload: dict[str, Any]
     client: Client
     user_id: str | None = None

@@ -60,7 +60,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
                 raise
             log(name, None, f"{exc}; the session starts without Claude Code's id")
             payload = {}  # the agent still gets its memory
-        hook = cc.Hook(args.hook_event, payload, Client(args.url),
+        hook = cc.Hook(payload, Client(args.url),
                        getattr(args, "user_id", None), getattr(args, "workspace_id", None),
                        getattr(args, "budget", 15_000))  # fmt: skip
         session_id = hook.session_id
