@@ -9,6 +9,7 @@ and exiting (``python -c pass``), measured in the same run: a hook's floor.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -45,11 +46,12 @@ def _timed(argv: list[str], data: bytes, env: dict[str, str]) -> float:
 def _hooks(env: dict[str, str], n: int, what: str) -> dict[str, Latency]:
     """Each event's samples, and the bare start's, taken in turns: on a shared machine
     the load moves, and the ratio must compare like with like."""
-    payloads = {event: (PAYLOADS / name).read_bytes() for event, name in EVENTS.items()}
+    payloads = {event: json.loads((PAYLOADS / name).read_text()) for event, name in EVENTS.items()}
     took: dict[str, list[float]] = {"bare": [], **{event: [] for event in EVENTS}}
-    for _ in range(n):
+    for k in range(n):
         took["bare"].append(_timed([sys.executable, "-c", "pass"], b"", env))
-        for event, data in payloads.items():
+        for event, body in payloads.items():  # a new session each round, as in real use
+            data = json.dumps({**body, "session_id": f"bench-{what}-{k}"}).encode()
             argv = [sys.executable, "-m", "sidecar", "hook", event]
             took[event].append(_timed(argv, data, env))
     out = {name: Latency.of_seconds(samples) for name, samples in took.items()}
@@ -68,7 +70,7 @@ def run(ctx: Context) -> BenchResult:
                 "SIDECAR_HOOK_LOG": str(tmp / "hooks.log")}  # fmt: skip
         with ctx.daemon(agent, tmp, crew) as daemon:
             daemon.wait_indexed(DAILY_FILES + 1, timeout=300)
-            up = _hooks({**base, "SIDECAR_URL": daemon.url}, n, "daemon up")
+            up = _hooks({**base, "SIDECAR_URL": daemon.url}, n, "up")
         down = _hooks({**base, "SIDECAR_URL": f"http://127.0.0.1:{free_port()}"}, n, "down")
         logged = (tmp / "hooks.log").read_text().count("\n")
     budget = at_most(BUDGET_MS, f"<= {BUDGET_MS:.0f} ms")

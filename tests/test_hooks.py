@@ -210,6 +210,21 @@ def test_a_session_round_trip_ends_with_its_summary(
     assert not log_lines(Path(env["SIDECAR_HOOK_LOG"]))  # the daemon took every hook
 
 
+def test_a_resumed_session_that_had_ended_still_gets_the_daemons_block(
+    daemon: SidecarProcess, env: dict[str, str]
+) -> None:
+    """Claude Code's --resume starts again under the old id, after its SessionEnd."""
+    body = payload("session_start.json", session_id="resumed", source="resume")
+    context_of(run_hook("session-start", body, env)[1], "SessionStart")
+    run_hook("session-end", payload("session_end.json", session_id="resumed"), env)
+    code, out = run_hook("session-start", body, env)
+    text = context_of(out, "SessionStart")
+    assert code == 0 and "index it CONCURRENTLY" in text and NOTICE not in text
+    (line,) = log_lines(Path(env["SIDECAR_HOOK_LOG"]))
+    assert line["message"].startswith("the session had ended")
+    assert [r["kind"] for r in session_log(daemon, "resumed")].count("ended") == 1
+
+
 # -- with the daemon down, slow or refusing ------------------------------------------------
 
 

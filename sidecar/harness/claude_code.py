@@ -105,11 +105,27 @@ def session_start(hook: Hook) -> str:
         if value := getattr(hook, name):
             body[name] = value
     try:
-        text = hook.client.request("POST", "/memory/session/start", body)["context"]
+        try:
+            text = hook.client.request("POST", "/memory/session/start", body)["context"]
+        except Refused as exc:
+            if exc.error != "session_ended":
+                raise
+            text = _resumed(hook, body)
     except (Unavailable, KeyError, TypeError) as exc:
         log("SessionStart", hook.session_id, f"memory block built offline: {exc}")
         text = _offline(hook)
     return context_output("SessionStart", text) if text else ""
+
+
+def _resumed(hook: Hook, body: dict[str, Any]) -> str:
+    """Claude Code resumes a session under its old id (``--resume``), and that session may
+    have ended: an end runs once, so it stays ended, and its block comes from
+    ``GET /memory/context`` (which opens nothing)."""
+    from urllib.parse import urlencode
+
+    log("SessionStart", hook.session_id, "the session had ended: its block comes from "
+        "/memory/context; what it records now is kept, but no second end reads it")  # fmt: skip
+    return str(hook.client.request("GET", "/memory/context?" + urlencode(body))["text"])
 
 
 def _offline(hook: Hook) -> str:

@@ -33,7 +33,7 @@ class Refused(Unavailable):
 
     def __init__(self, status: int, error: str, detail: str) -> None:
         super().__init__(f"HTTP {status} {error}: {detail}")
-        self.status = status
+        self.status, self.error = status, error
 
 
 class Client:
