@@ -25,7 +25,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "or install the hooks in its settings")  # fmt: skip
     events = p.add_subparsers(dest="hook_event", required=True)
     for name, harness_name in EVENTS.items():
-        e = events.add_parser(name, help=f"Claude Code's {harness_name} hook")
+        about = f"Claude Code's {harness_name} hook"
+        if name == "stop":  # see install.INSTALLED
+            about = "end the session (not installed for Claude Code: its Stop ends every answer)"
+        e = events.add_parser(name, help=about)
         url = os.environ.get("SIDECAR_URL", DEFAULT_URL)
         e.add_argument("--url", default=url, help="the local daemon (env SIDECAR_URL)")
         if name == "session-start":
