@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 LEDGER = "extraction/ledger.jsonl"
 # Sessions with fewer events teach too little for the call's fixed cost: measured with
 # ``python -m bench --only extraction`` (README, "Learning extraction").
-MIN_EVENTS = 8
+MIN_EVENTS = 10
 MAX_READ = 500  # events of one session read from the journal
 MAX_WAITING = 10_000  # sessions waiting in memory; past it they wait in the ledger
 RETRY_AFTER_S = 60.0
