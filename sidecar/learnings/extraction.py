@@ -151,7 +151,8 @@ class Extraction(Capability):
         self.waiting: OrderedDict[Key, dict[str, Any]] = OrderedDict()
         self.attempts: dict[Key, int] = {}
         self.last_error: str | None = None
-        self.deferred = 0  # sessions past MAX_WAITING, left in the ledger for the next start
+        self.deferred = 0  # sessions that came past MAX_WAITING: they wait in the ledger
+        self._overflow = False  # some do now: taken from the ledger when the queue drains
         self.tasks = Tasks()
         self._wake = asyncio.Event()
 
@@ -169,9 +170,7 @@ class Extraction(Capability):
             log.warning("learning extraction is off: no LLM configured (--llm-url); ended "
                         "sessions teach nothing by themselves")  # fmt: skip
             return
-        for name, ledger in self.ledgers.items():  # cut short or deferred last time
-            for sid, session in ledger.waiting.items():
-                self._wait((name, sid), session)
+        self._refill()  # cut short, or past the bound, last time
         self.tasks.run(self._worker(), "extraction-worker")
         self._wake.set()
 
@@ -209,7 +208,8 @@ class Extraction(Capability):
     def _wait(self, key: Key, session: dict[str, Any]) -> None:
         if len(self.waiting) >= MAX_WAITING:
             self.deferred += 1
-            log.warning("extraction deferred to the next start", extra={"session": key[1]})
+            self._overflow = True
+            log.warning("extraction deferred: the queue is full", extra={"session": key[1]})
             return
         self.waiting[key] = session
 
@@ -218,10 +218,21 @@ class Extraction(Capability):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), RETRY_AFTER_S)
             self._wake.clear()
-            for key in list(self.waiting):
-                session = self.waiting[key]
+            while self.waiting:
+                key, session = next(iter(self.waiting.items()))
                 if not await self._job_or_report(key, session):
+                    self.waiting.move_to_end(key)  # the others first; it is tried again later
                     break
+                if not self.waiting and self._overflow:
+                    self._refill()
+
+    def _refill(self) -> None:
+        """Take what waits in the ledgers (the fold keeps it) into the queue, to its bound."""
+        self._overflow = False
+        for name, ledger in self.ledgers.items():
+            for sid, session in ledger.waiting.items():
+                if (name, sid) not in self.waiting:
+                    self._wait((name, sid), session)
 
     async def _job_or_report(self, key: Key, session: dict[str, Any]) -> bool:
         tier, sid = key
