@@ -320,6 +320,19 @@ async def test_a_session_is_extracted_once_and_a_cut_short_job_runs_again_withou
     assert len(stub.requests) == 2 and learned.reinforcement_count == 0
 
 
+async def test_a_learning_applied_again_from_its_session_is_not_written_twice(
+    served: Any, settings: Settings
+) -> None:
+    """What a re-run job meets when its learning was not among those the prompt showed."""
+    _, _, svc = served
+    fields = ep.plan({"learnings": [item("new")]}, []).actions[0].fields
+    assert await svc.extraction.apply([ep.Action("new", "agent", fields=fields)], "s1") == []
+    again = [ep.Action("new", "agent", fields={**fields, "text": LESSON.upper()})]
+    assert await svc.extraction.apply(again, "s1") == ["deploys: already written from this session"]
+    (learned,) = learnings_of(settings.agent_dir)
+    assert learned.source == "session:s1" and learned.text == LESSON
+
+
 async def test_without_an_llm_extraction_is_off_and_says_so(
     client: TestClient, service: MemoryService
 ) -> None:

@@ -373,12 +373,8 @@ class Extraction(Capability):
         index = self.learnings.tiers[tier]
         files = {path for path, metas in index.snapshot.by_line.items()
                  if any(m.get("source") == source for m in metas.values())}  # fmt: skip
-        mine = entries.words(text)
         for rel in sorted(files):
-            got = await self._run(read_confined, index.root, rel)
-            found, _ = entries.parse(rel, decode_text(got[0] if got else b""))
-            if any(e.source == source and entries.jaccard(mine, entries.words(e.text))
-                   > NEAR_DUPLICATE for e in found):  # fmt: skip
+            if await self._run(_says, index.root, rel, source, text):
                 return True
         return False
 
@@ -435,3 +431,13 @@ class Extraction(Capability):
                     for n, ledger in self.ledgers.items() if ledger.bad_lines]  # fmt: skip
         state = {"state": self._state(), "model": self.llm.model_id, "waiting": len(self.waiting)}
         return Health(reasons, {"extraction": state})
+
+
+def _says(root: Path, rel: str, source: str, text: str) -> bool:
+    """Whether an entry of ``rel`` from ``source`` says ``text`` (on a thread: a file is
+    read and parsed)."""
+    got = read_confined(root, rel)
+    found, _ = entries.parse(rel, decode_text(got[0] if got else b""))
+    mine = entries.words(text)
+    return any(e.source == source and entries.jaccard(mine, entries.words(e.text)) > NEAR_DUPLICATE
+               for e in found)  # fmt: skip
