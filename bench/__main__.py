@@ -32,6 +32,7 @@ from bench import (
     extraction,
     facts,
     freshness,
+    heldout,
     hybrid_speed,
     indexing,
     injection,
@@ -71,6 +72,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
     extraction.NAME: (extraction.run, "learning extraction: LLM tokens per ended session"),
+    heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",
