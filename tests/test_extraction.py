@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections import deque
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -180,6 +181,43 @@ async def test_a_scripted_session_teaches_a_learning_with_its_session_as_source(
     assert [h["id"] for h in hits] == [learned.id]
     status = (await (await client.get("/memory/status?scope=agent")).json())["extraction"]
     assert status["extracted"] == 1 and status["prompt_tokens"] > 0 and status["state"] == "on"
+
+
+async def test_sessions_end_to_end_learn_reinforce_and_show_the_lesson_at_the_next_start(
+    served: Any, settings: Settings
+) -> None:
+    """Through the real session API: events in, a learning out, the second session's lesson
+    the same learning (no copy), and the third start's memory block carries it."""
+    client, stub, svc = served
+    answers = deque([{"learnings": [item("new")]},
+                     {"learnings": [item("reinforce", existing="{id:VPN}")]}])  # fmt: skip
+
+    def model(prompt: str) -> dict[str, Any]:  # the end's summary asks first, then extraction
+        if "Known learnings:" in prompt:
+            return answers.popleft()
+        return {"summary": "Deployed to staging once the VPN was up; the user set a rule."}
+
+    stub.default = model
+    for n, sid in enumerate(("e1", "e2")):
+        resp = await client.post("/memory/session/start",
+                                 json={"session_id": sid, "task": "deploy to staging"})  # fmt: skip
+        assert resp.status == 200, await resp.json()
+        await record_session(client, sid, scripted_session(3 - n))
+        resp = await client.post("/memory/session/end", json={"session_id": sid})
+        ended = await resp.json()
+        assert resp.status == 200 and ended["summary_id"], ended
+        await done(svc, n + 1)
+    (learned,) = learnings_of(settings.agent_dir)
+    assert learned.source == "session:e1" and learned.reinforcement_count == 1
+    # e2's start showed it the learning, so its end reinforced it; the answer does not again.
+    last = json.loads((settings.agent_dir / LEDGER).read_text().splitlines()[-1])
+    assert last["notes"] == [f"{learned.id}: already reinforced by this session (it was shown it)"]
+    first = stub.requests[1]["messages"][1]["content"]  # extraction of e1
+    assert "Session summary: Deployed to staging once the VPN was up" in first
+    assert first.count("[episode ") == 40
+    resp = await client.post("/memory/session/start",
+                             json={"session_id": "e3", "task": "deploy to staging"})  # fmt: skip
+    assert LESSON in (await resp.json())["context"]
 
 
 async def test_the_same_lesson_from_a_second_session_reinforces_it(

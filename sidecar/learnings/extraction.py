@@ -36,6 +36,7 @@ from sidecar.learnings import entries
 from sidecar.learnings import extraction_prompt as ep
 from sidecar.learnings.compaction import NEAR_DUPLICATE
 from sidecar.learnings.learnings import Learnings, SearchQuery
+from sidecar.learnings.sessions import CREW, LOCAL
 from sidecar.llm.client import LLMClient, LLMError, ask
 from sidecar.notes.files import LEARNING, MemoryFile
 
@@ -193,7 +194,7 @@ class Extraction(Capability):
 
     async def _queue(self, tier: str, sid: str, session: dict[str, Any]) -> None:
         kept = {k: session.get(k) for k in ("agent_id", "operator", "started_at", "ended_at",
-                                            "events", "summary_id")}  # fmt: skip
+                                            "events", "summary_id", "memory_updated")}  # fmt: skip
         record = {"kind": "queued", "session_id": sid, "at": time.time(), "session": kept}
         try:
             await self._run(self.ledgers[tier].append, record)
@@ -266,7 +267,9 @@ class Extraction(Capability):
         ledger = self.ledgers[tier]
         events = await self.session_events(tier, sid, MAX_READ)
         summary_id = session.get("summary_id")
-        worked = [e for e in events if e["id"] != summary_id]
+        own = {summary_id, session.get("memory_updated")}  # written by the end itself
+        events = [e for e in events if e["id"] != session.get("memory_updated")]
+        worked = [e for e in events if e["id"] not in own]
         if len(worked) < MIN_EVENTS:
             record = {"kind": "skipped", "session_id": sid, "at": time.time(),
                       "events": len(worked), "reason": f"under {MIN_EVENTS} events"}  # fmt: skip
@@ -322,7 +325,7 @@ class Extraction(Capability):
                     a.tier = "agent"
         for a in actions:
             if a.tier in local:
-                note = await self._apply_one(a, sid)
+                note = await self._apply_one(a, sid, LOCAL)
                 if note:
                     notes.append(note)
         return notes
@@ -341,11 +344,15 @@ class Extraction(Capability):
             if a.kind == "new" and not {"text", "type", "importance", "file"} <= set(a.fields):
                 raise ApiError(400, "bad_actions", "a new learning needs text, type, "
                                "importance and file")  # fmt: skip
-        notes = [n for a in actions if (n := await self._apply_one(a, body["session_id"]))]
+        sid = body["session_id"]
+        notes = [n for a in actions if (n := await self._apply_one(a, sid, CREW))]
         return {"applied": len(actions), "notes": notes}
 
-    async def _apply_one(self, a: ep.Action, sid: str) -> str | None:
+    async def _apply_one(self, a: ep.Action, sid: str, caller: str) -> str | None:
+        """``caller``: whose session it is (this sidecar's, or a member's through the crew
+        address), as reinforcement namespaces them."""
         source = f"session:{sid}"
+        shown = self.learnings.sessions.reinforced(caller, sid, a.tier)
         try:
             if a.kind == "new":
                 if await self._already(a.tier, source, a.fields["text"]):
@@ -353,6 +360,8 @@ class Extraction(Capability):
                 await self.learnings.learn({**a.fields, "scope": a.tier, "source": source})
             elif a.kind == "reinforce" and self._source_of(a.tier, str(a.target)) == source:
                 return f"{a.target}: written by this session, which does not reinforce it"
+            elif a.kind == "reinforce" and a.target in shown:
+                return f"{a.target}: already reinforced by this session (it was shown it)"
             elif a.kind == "reinforce":
                 _, _, error = await self.learnings.sessions.reinforce(a.tier, {str(a.target)})
                 if error is not None:

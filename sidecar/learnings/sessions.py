@@ -97,6 +97,11 @@ class Sessions:
                 await self.lead.request("POST", "/memory/session/end", {"session_id": session_id})
         return {"session_id": session_id, "reinforced": reinforced}
 
+    def reinforced(self, caller: str, session_id: str, tier: str) -> set[str]:
+        """The entries of ``tier`` an ended session has reinforced (of the last
+        ``ENDED_KEPT``): what else reinforces for a session does not do it twice."""
+        return self._ended.get((caller, session_id), {}).get(tier, set())
+
     def _remember(self, key: Key, tier: str, ids: set[str]) -> None:
         done = self._ended.setdefault(key, {})
         done.setdefault(tier, set()).update(ids)
