@@ -3,9 +3,10 @@
 Files in ``learnings/`` are the source of truth; each tier's index (``index.py``) is
 kept in step by jobs in the notes' FIFO queue, so a learnings file and a note are never
 indexed out of order. Writes (``memory.learn``, reinforcement, compaction) go through
-the notes' durable write path (``Notes.commit``). Ranking is ``ranking.py``; what
-compaction does to a file is ``compaction.py``, and when it runs ``upkeep.py``;
-sessions and their reinforcement are ``sessions.py``.
+the notes' durable write path (``Notes.commit``). Ranking is ``ranking.py``, and how
+hits are ordered and shown ``hits.py``; what compaction does to a file is
+``compaction.py``, and when it runs ``upkeep.py``; sessions and their reinforcement are
+``sessions.py``; learnings extracted from ended sessions, ``extraction.py``.
 """
 
 from __future__ import annotations
