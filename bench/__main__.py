@@ -29,6 +29,7 @@ from bench import (
     crew,
     crossval,
     dense,
+    extraction,
     facts,
     freshness,
     heldout,
@@ -71,6 +72,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
+    extraction.NAME: (extraction.run, "learning extraction: LLM tokens per ended session"),
     heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
     hooks.NAME: (hooks.run, "harness hooks: latency with process start, daemon up and down"),
     pg_store.NAME: (
