@@ -101,7 +101,6 @@ class OllamaStub:
             rows[0][0] = "0.5"  # type: ignore[call-overload]
         return _json(200, {"model": model, "embeddings": rows, "prompt_eval_count": len(texts)})
 
-
     def openai_reply(self, body: dict[str, Any], auth: str | None) -> tuple[int, bytes]:
         """The same vectors in OpenAI's shape (``data`` rows with their ``index``)."""
         if self.api_key and auth != f"Bearer {self.api_key}":

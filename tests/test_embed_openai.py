@@ -143,6 +143,7 @@ async def test_a_daemon_embeds_through_the_server_and_degrades_visibly(
         assert health["retrieval"] == "sparse-only"
         assert any("returned 0 embeddings for 1 texts" in r for r in health["reasons"])
         stub.mode = "ok"
+
         async def hybrid() -> bool:
             return svc.embeddings.retrieval() == "hybrid"
 
