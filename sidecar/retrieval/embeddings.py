@@ -13,6 +13,7 @@ import contextlib
 import functools
 import logging
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,14 @@ log = logging.getLogger(__name__)
 # Embedders served from elsewhere: one that is away at start is asked again until it answers.
 REMOTE = ("ollama", "openai", "lead")
 MEMBER_BATCH = 4  # a member's request of at most this many texts is a query, not indexing
+MEMBER_NICE = 10
+
+
+def _yield_cpu() -> None:
+    """Lower this thread's priority (Linux nice is per thread): the lead's own searches
+    come before the work it does for its members."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), MEMBER_NICE)
 
 
 class Embeddings(Capability):
@@ -45,8 +54,11 @@ class Embeddings(Capability):
         # Query embeddings get their own thread: a slow or hung embedder must not hold
         # the search threads that BM25-only searches and status need.
         self._queries = ThreadPoolExecutor(1, thread_name_prefix="sidecar-query-embed")
-        # A lead's members' queries get a third: the lead's own never queue behind them.
-        self._members = ThreadPoolExecutor(1, thread_name_prefix="sidecar-member-embed")
+        # A lead's members' queries get a third: the lead's own never queue behind them,
+        # and win the CPU when both want it.
+        self._members = ThreadPoolExecutor(
+            1, thread_name_prefix="sidecar-member-embed", initializer=_yield_cpu
+        )
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None  # why there is no embedder, if one was wanted
         self.vectors: VectorSync | None = None

@@ -4,8 +4,8 @@ One protocol serves two uses: an external embedding server shared by a whole
 machine (``--embedder openai``), and a crew member borrowing its lead's model
 over the crew port (``--embedder lead``), which is why a member needs no model
 of its own. Stdlib and synchronous like the Ollama adapter: it runs on the
-daemon's embedding threads, and every failure becomes an ``EmbedderError`` that
-says what to do.
+daemon's embedding threads, each with a kept-alive connection of its own, and
+every failure becomes an ``EmbedderError`` that says what to do.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -74,6 +75,7 @@ class OpenAIEmbedder:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._local = threading.local()  # one kept-alive connection per calling thread
         self._where = f"the crew lead at {self.url}" if lead else f"the embedding server at {url}"
 
     @property
@@ -109,7 +111,8 @@ class OpenAIEmbedder:
         return normalize(np.concatenate(batches))
 
     def close(self) -> None:
-        """Nothing to release: connections live only for one request."""
+        """Close the calling thread's connection; other threads' close with their thread."""
+        self._drop()
 
     def _embed_batch(self, texts: list[str], timeout: float) -> np.ndarray:
         limit = _REPLY_BYTES_PER_TEXT * len(texts) + 4096
@@ -119,26 +122,52 @@ class OpenAIEmbedder:
         return self._parse(body, len(texts))
 
     def _post(self, payload: dict[str, Any], timeout: float, limit: int) -> tuple[int, bytes]:
-        conn_type = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        conn = conn_type(self._host, self._port, timeout=timeout)
-        try:
-            conn.request("POST", self._path, json.dumps(payload).encode(), self._headers)
-            resp = conn.getresponse()
-            body = resp.read(limit + 1)
-        except TimeoutError as exc:
-            raise EmbedderError(f"{self._where} did not answer within {timeout:g}s") from exc
-        except (OSError, http.client.HTTPException) as exc:
-            raise EmbedderError(
-                f"cannot reach {self._where} ({exc.__class__.__name__}: {exc}); is it running?"
-            ) from exc
-        finally:
+        """One request on this thread's kept-alive connection (a query then costs no new
+        handshake); a connection the server closed meanwhile is replaced once."""
+        data = json.dumps(payload).encode()
+        for attempt in (1, 2):
+            conn, fresh = self._connection(timeout)
+            try:
+                conn.request("POST", self._path, data, self._headers)
+                resp = conn.getresponse()
+                body = resp.read(limit + 1)
+            except TimeoutError as exc:
+                self._drop()
+                raise EmbedderError(f"{self._where} did not answer within {timeout:g}s") from exc
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                if attempt == 1 and not fresh:
+                    continue  # the server closed an idle kept-alive connection
+                raise EmbedderError(
+                    f"cannot reach {self._where} ({exc.__class__.__name__}: {exc}); is it running?"
+                ) from exc
+            if len(body) > limit or resp.will_close:
+                self._drop()  # unread bytes would corrupt the next answer on it
+            if len(body) > limit:
+                raise EmbedderError(
+                    f"{self._where} sent more than {limit} bytes for {len(payload['input'])} "
+                    "texts; is that URL an embedding server?"
+                )
+            return resp.status, body
+        raise AssertionError("unreachable")
+
+    def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's connection, its timeout set for this call; and whether it is new."""
+        conn = getattr(self._local, "conn", None)
+        fresh = conn is None
+        if conn is None:
+            conn_type = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            conn = self._local.conn = conn_type(self._host, self._port, timeout=timeout)
+        conn.timeout = timeout
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        return conn, fresh
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
             conn.close()
-        if len(body) > limit:
-            raise EmbedderError(
-                f"{self._where} sent more than {limit} bytes for {len(payload['input'])} "
-                "texts; is that URL an embedding server?"
-            )
-        return resp.status, body
+            self._local.conn = None
 
     def _http_error(self, status: int, body: bytes) -> EmbedderError:
         try:
