@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.crew import MAX_INPUT_CHARS, create_crew_app
 from sidecar.config import Settings
-from sidecar.retrieval.embedders.openai import MAX_INPUTS
+from sidecar.retrieval.embedders.base import MAX_INPUTS
 from sidecar.service import MemoryService
 from tests.ollama_stub import OllamaStub
 from tests.sidecar_process import SidecarProcess, free_port, wait_for

@@ -407,6 +407,7 @@ import asyncio, sys, tempfile
 from pathlib import Path
 from sidecar.config import Settings
 from sidecar.service import MemoryService
+import sidecar.api.crew, sidecar.api.http  # the apps a daemon serves, the crew port's too
 
 async def main():
     root = Path(tempfile.mkdtemp())

@@ -22,7 +22,7 @@ from sidecar.errors import ApiError
 from sidecar.journal.ops import recall_query
 from sidecar.learnings.ops import search_query
 from sidecar.learnings.sessions import CREW
-from sidecar.retrieval.embedders.openai import MAX_INPUTS
+from sidecar.retrieval.embedders.base import MAX_INPUTS
 from sidecar.retrieval.ops import SEARCH
 from sidecar.service import MemoryService
 from sidecar.sessions.ops import END

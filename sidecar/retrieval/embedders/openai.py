@@ -19,7 +19,12 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from sidecar.retrieval.embedders.base import EmbedderError, EmbedderRefused, normalize
+from sidecar.retrieval.embedders.base import (
+    MAX_INPUTS,
+    EmbedderError,
+    EmbedderRefused,
+    normalize,
+)
 
 if TYPE_CHECKING:
     from sidecar.retrieval.embedders.base import Vectors
@@ -27,7 +32,6 @@ if TYPE_CHECKING:
 BATCH_TIMEOUT = 30.0  # an indexing batch: a busy server may take a while
 QUERY_TIMEOUT = 0.5  # one text (a search's query, a probe): a search waits for it
 DEFAULT_BATCH_SIZE = 64  # texts per request; the lead accepts up to MAX_INPUTS
-MAX_INPUTS = 256  # the most texts the lead embeds in one request
 MAX_DIM = 8192  # wider vectors than any embedding model makes mean a broken reply
 _REPLY_BYTES_PER_TEXT = 32 * MAX_DIM  # JSON numbers of the widest vector, generously
 _ERROR_BODY_LIMIT = 300
