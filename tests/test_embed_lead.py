@@ -18,6 +18,7 @@ from sidecar.api.crew import MAX_INPUT_CHARS, create_crew_app
 from sidecar.config import Settings
 from sidecar.retrieval.embedders.base import MAX_INPUTS
 from sidecar.service import MemoryService
+from tests.conftest import eventually
 from tests.ollama_stub import OllamaStub
 from tests.sidecar_process import SidecarProcess, free_port, wait_for
 
@@ -83,6 +84,23 @@ async def test_bad_or_unauthenticated_requests_are_refused_with_a_reason(
     answer = await resp.json()
     assert (resp.status, answer["error"]) == (status, error) and answer["detail"]
     assert len(stub.requests) == seen  # nothing reached the model
+
+
+async def test_what_the_leads_model_refuses_or_fails_is_said_to_the_member(
+    crew_port: tuple[TestClient, OllamaStub],
+) -> None:
+    client, stub = crew_port
+    stub.refuse_word = "zebrafish"  # the model answers NaN for it: about these texts
+    texts = ["the zebrafish tank", *(f"note {i}" for i in range(10))]  # a batch
+    resp = await client.post("/v1/embeddings", json={"input": texts}, headers=AUTH)
+    body = await resp.json()
+    assert (resp.status, body["error"]) == (400, "embedding_refused") and "NaN" in body["detail"]
+    stub.mode = "wrong_count"  # the model itself is broken: the lead has no embedder now
+    for _ in range(2):
+        resp = await client.post("/v1/embeddings", json={"input": ["x"]}, headers=AUTH)
+        body = await resp.json()
+        assert (resp.status, body["error"]) == (503, "embedder_unavailable")
+        assert "returned 0 embeddings for 1 texts" in body["detail"]
 
 
 async def test_a_lead_without_an_embedder_answers_503(service: MemoryService) -> None:
@@ -178,3 +196,41 @@ def test_a_member_borrows_the_leads_model_falls_back_and_catches_up(tmp_path: Pa
         finally:
             member.kill()
             lead.kill()
+
+
+async def test_a_member_started_before_its_lead_is_sparse_until_the_lead_answers(
+    tmp_path: Path, settings: Settings
+) -> None:
+    port = free_port()
+    (tmp_path / "member").mkdir()
+    (tmp_path / "member" / "AGENT.md").write_text("- the crane is blue\n")
+    member = MemoryService(Settings(
+        agent_dir=tmp_path / "member", crew_dir=settings.crew_dir, reconcile_interval=3600,
+        embedder="lead", lead_url=f"http://127.0.0.1:{port}", crew_token=TOKEN, embed_retry=0.05,
+    ))  # fmt: skip
+    await member.start()
+    try:
+        health = await member.health()
+        assert (health["status"], health["retrieval"]) == ("degraded", "sparse-only")
+        assert any("embedder unavailable" in r and "crew lead" in r for r in health["reasons"])
+        with OllamaStub() as stub:
+            lead = MemoryService(dataclasses.replace(
+                settings, embedder="ollama", ollama_url=stub.url))  # fmt: skip
+            await lead.start()
+            server = TestServer(create_crew_app(lead, TOKEN), host="127.0.0.1", port=port)
+            await server.start_server()
+            try:
+
+                async def embedded() -> bool:
+                    status = await member.embeddings.status("agent")
+                    return bool(status["embeddings"].get("state") == "ready")
+
+                await eventually(embedded, "the member's vectors, once its lead answers")
+                status = await member.embeddings.status("agent")
+                assert status["embeddings"]["model"] == LEAD_MODEL
+                assert (await member.health())["retrieval"] == "hybrid"
+            finally:
+                await server.close()
+                await lead.stop()
+    finally:
+        await member.stop()
