@@ -50,6 +50,7 @@ class OllamaStub:
         # A batch holding this word fails the way Ollama does when a model yields NaN.
         self.refuse_word: str | None = None
         self.api_key: str | None = None  # /v1/embeddings wants this bearer key when set
+        self.connections = 0  # TCP connections accepted: kept-alive ones count once
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -130,6 +131,11 @@ def _json(status: int, obj: dict[str, Any]) -> tuple[int, bytes]:
 def _handler_for(stub: OllamaStub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            with stub._lock:
+                stub.connections += 1
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))

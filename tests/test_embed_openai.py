@@ -48,6 +48,15 @@ def test_the_request_and_vectors_follow_the_openai_protocol(
     assert embedder.probe() == 64 and embedder.model_id == f"openai:{MODEL}:64"
 
 
+def test_a_thread_keeps_its_connection_alive(stub: OllamaStub, embedder: OpenAIEmbedder) -> None:
+    for text in ("one query", "another", "and a third"):
+        embedder.embed([text])
+    assert (len(stub.requests), stub.connections) == (3, 1)
+    embedder.close()
+    embedder.embed(["after close"])
+    assert stub.connections == 2
+
+
 def test_rows_are_placed_by_their_index(stub: OllamaStub, embedder: OpenAIEmbedder) -> None:
     stub.mode = "shuffled"
     texts = ["alpha beta", "gamma delta", "epsilon"]
@@ -149,5 +158,12 @@ async def test_a_daemon_embeds_through_the_server_and_degrades_visibly(
 
         await eventually(hybrid, "the retry's probe")
         assert (await svc.health())["status"] == "ok"
+        stub.mode = "hang"  # a slow server: the query waits half a second, not the batch's 30
+        body = (await svc.search.search("crane", "agent", 5)).to_json()
+        assert body["mode"] == "sparse" and "did not answer within 0.5s" in body["degraded"][0]
+        assert body["results"] and stub.hanging.is_set()
+        stub.release.set()
+        stub.mode = "ok"
+        await eventually(hybrid, "the retry's probe after the slow answer")
     finally:
         await svc.stop()
