@@ -1,9 +1,10 @@
 """The dense side of retrieval: which embedder is loaded, the vectors kept in step with
-the indexes in the background, and query embeddings.
+the indexes in the background, query embeddings, and on a lead the embeddings it
+makes for members that borrow its model.
 
 Without an embedder the daemon is sparse-only (BM25) and says why, at start, in
-status and in health; an Ollama server that is not up yet is asked again until
-it answers, and hybrid search then starts by itself.
+status and in health; a server (Ollama, OpenAI-compatible, the crew lead) that is
+not up yet is asked again until it answers, and hybrid search then starts by itself.
 """
 
 from __future__ import annotations
