@@ -477,6 +477,13 @@ class Journal(Capability):
         assert tj.index is not None
         return [row.to_json() for row in await self.on_reader(tj.index.latest, limit)]
 
+    async def last_recorded(self, scope: str, kind: str) -> float:
+        """When the tier last recorded an event of type ``kind`` (0: never)."""
+        tj = self._tier(scope)
+        await self._ready(tj)
+        assert tj.index is not None
+        return float(await self.on_reader(tj.index.last_recorded, kind))
+
     async def rebuild(self, scope: str) -> None:
         names = ["agent", "crew"] if scope == "both" else [scope]
         for name in names:

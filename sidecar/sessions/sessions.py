@@ -26,7 +26,7 @@ from sidecar.context.builder import ContextBuilder
 from sidecar.errors import ApiError
 from sidecar.journal.events import iso, uuid7
 from sidecar.journal.index import Filters
-from sidecar.journal.journal import Journal
+from sidecar.journal.journal import MEMORY_UPDATED, Journal
 from sidecar.learnings.learnings import Learnings
 from sidecar.learnings.sessions import SESSION_IDLE_S
 from sidecar.operators import identity
@@ -245,20 +245,22 @@ class Sessions(Capability):
                            "source": SOURCE, "payload": {"session_summary": True,
                                                          "events": len(events),
                                                          "summarised_by": how}})  # fmt: skip
-        if changed and "memory.updated" not in written:
-            wanted.append({"type": "memory.updated", "session_id": sid, "source": SOURCE,
+        if changed and MEMORY_UPDATED not in written:
+            wanted.append({"type": MEMORY_UPDATED, "session_id": sid, "source": SOURCE,
                            "summary": f"Session {sid} updated memory: {', '.join(changed)}.",
                            "payload": {"changed": changed}})  # fmt: skip
         if wanted:
             ids = (await self.journal.record(SCOPE, {"events": wanted}))["ids"]
             written |= {w["type"]: i for w, i in zip(wanted, ids, strict=True)}
         return {"summary_id": written.get("summary.generated"), "events": len(events),
-                "memory_updated": written.get("memory.updated")}  # fmt: skip
+                "memory_updated": written.get(MEMORY_UPDATED)}  # fmt: skip
 
     async def _changed(self, s: Session) -> list[str]:
-        """What memory the session changed: notes written while it was open (a served
-        tier's notes index changed since its start), its promoted working notes."""
+        """What memory the session changed: its promoted working notes, and notes written
+        while it was open (a served tier's notes index changed since it started and since
+        the last ``memory.updated``, which another session's end may have recorded)."""
         changed = []
+        since = max(s.started_at, await self.journal.last_recorded(SCOPE, MEMORY_UPDATED))
         if s.steps.get("promoted", {}).get("promoted"):
             changed.append("working notes promoted")
         for name, state in self.journal.indexes.tiers.items():
@@ -267,7 +269,7 @@ class Sessions(Capability):
             except Exception as exc:  # the index is being rebuilt: the notes are unknown
                 log.warning("notes index unreadable", extra={"tier": name, "error": str(exc)})
                 continue
-            if (stats.indexed_at or 0.0) > s.started_at:
+            if (stats.indexed_at or 0.0) > since:
                 changed.append(f"{name} notes written")
         return changed
 
