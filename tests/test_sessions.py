@@ -6,11 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
+from mcp import Client
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
@@ -18,6 +21,7 @@ from sidecar.journal.events import check_event, iso
 from sidecar.journal.index import Filters
 from sidecar.journal.log import day_file
 from sidecar.service import MemoryService
+from sidecar.sessions.tools import END, START
 from tests.llm_stub import LLMStub
 from tests.sidecar_process import SidecarProcess
 
@@ -325,7 +329,8 @@ def test_a_session_open_when_the_daemon_is_killed_ends_once_after_the_restart(
     agent, crew = tmp_path / "agent", tmp_path / "crew"
     daemon = SidecarProcess(agent, crew).start()
     try:
-        sid = daemon.request("POST", "/memory/session/start", {"task": "rotate keys"})["session_id"]
+        started = json.loads(cli(daemon, "start", "--task", "rotate keys", "--json"))
+        sid = started["session_id"]
         for n in range(3):
             daemon.request("POST", "/memory/journal", {"type": "tool.call", "session_id": sid,
                                                        "summary": f"rotated key {n}"})  # fmt: skip
@@ -340,9 +345,33 @@ def test_a_session_open_when_the_daemon_is_killed_ends_once_after_the_restart(
         assert (ended["ended"], ended["events"], len(ended["promoted"])) == (True, 4, 1)
         twice = daemon.request("POST", "/memory/session/end", {"session_id": sid})
         assert twice["already_ended"] is True and twice["summary_id"] == ended["summary_id"]
+        assert "had already ended" in cli(daemon, "end", sid)
     finally:
         daemon.kill()
     records = [json.loads(line) for f in sorted((agent / "journal").glob("*.jsonl"))
                for line in f.read_text().splitlines()]  # fmt: skip
     summaries = [r for r in records if r.get("type") == "summary.generated"]
     assert [s["id"] for s in summaries] == [ended["summary_id"]]
+
+
+def cli(daemon: SidecarProcess, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "sidecar", "session", *args, "--url", daemon.url],
+                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    return done.stdout
+
+
+async def test_a_session_over_mcp(service: MemoryService) -> None:
+    app = create_app(service)
+    async with TestServer(app, host="127.0.0.1") as srv, Client(str(srv.make_url("/mcp"))) as mcp:
+        started = await mcp.call_tool(START, {"task": "deploy api v3", "session_id": "mcp-1"})
+        assert not started.is_error
+        assert started.structured_content["session_id"] == "mcp-1"
+        assert "Started session mcp-1" in started.content[0].text
+        await mcp.call_tool("memory.record", {"type": "tool.call", "summary": "helm upgrade",
+                                              "session_id": "mcp-1"})  # fmt: skip
+        ended = await mcp.call_tool(END, {"session_id": "mcp-1"})
+        assert ended.structured_content["events"] == 1
+        again = await mcp.call_tool(END, {"session_id": "mcp-1"})
+        assert "already ended" in again.content[0].text
+        bad = await mcp.call_tool(START, {"session_id": "a\x07b"})
+        assert bad.is_error
