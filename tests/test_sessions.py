@@ -375,3 +375,25 @@ async def test_a_session_over_mcp(service: MemoryService) -> None:
         assert "already ended" in again.content[0].text
         bad = await mcp.call_tool(START, {"session_id": "a\x07b"})
         assert bad.is_error
+
+
+async def test_an_idle_end_that_fails_degrades_health_until_one_succeeds(
+    service: MemoryService, client: TestClient, settings: Settings
+) -> None:
+    sid = (await post(client, "/memory/session/start", task="t"))["session_id"]
+    await post(client, "/memory/journal", 201, type="tool.call", summary="ls", session_id=sid)
+    log_file = settings.agent_dir / "sessions" / "log.jsonl"
+    kept = log_file.read_bytes()
+    log_file.unlink()
+    log_file.mkdir()  # the log cannot be appended to
+    later = time.time() + 3600
+    assert await service.sessions.end_idle(later) == [sid]
+    health = await (await client.get("/healthz")).json()
+    assert health["status"] == "degraded" and health["sessions"]["last_error"]
+    assert any(r.startswith(f"sessions: ending session '{sid}' failed") for r in health["reasons"])
+    log_file.rmdir()
+    log_file.write_bytes(kept)
+    assert await service.sessions.end_idle(later) == [sid]  # tried again, and done
+    health = await (await client.get("/healthz")).json()
+    assert health["sessions"]["last_error"] is None and "reasons" not in health
+    assert len(await journal(service, sid, "summary.generated")) == 1

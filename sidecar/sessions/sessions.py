@@ -64,6 +64,7 @@ class Sessions(Capability):
         self.hooks = hooks  # hears recorded (a session's activity); fires session_ended
         self.sessions: dict[str, Session] = {}
         self.problems: list[str] = []
+        self.last_error: str | None = None  # the last idle end that failed, till one succeeds
         self.idle_s = SESSION_IDLE_S
         self.tasks = Tasks()
         self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-sessions")
@@ -89,8 +90,9 @@ class Sessions(Capability):
         self._files.shutdown()
 
     async def health(self) -> Health:
-        return Health([], {"sessions": {"open": self._open_count(),
-                                        "problems": len(self.problems)}})  # fmt: skip
+        reasons = [f"sessions: {self.last_error}"] if self.last_error else []
+        return Health(reasons, {"sessions": {"open": self._open_count(),
+                                             "last_error": self.last_error}})  # fmt: skip
 
     async def status(self, scope: str) -> dict[str, Any]:
         if scope != SCOPE:
@@ -290,11 +292,14 @@ class Sessions(Capability):
         now = time.time() if now is None else now
         idle = [s.session_id for s in list(self.sessions.values())
                 if s.ended is None and now - s.last_seen >= self.idle_s]  # fmt: skip
+        failed = None
         for sid in idle:
             try:
                 await self.end(sid)
             except Exception as exc:
                 log.error("session end failed", extra={"session": sid, "error": str(exc)})
+                failed = f"ending session {sid!r} failed ({exc}); it is tried again"
+        self.last_error = failed
         return idle
 
 
