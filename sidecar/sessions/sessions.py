@@ -26,7 +26,8 @@ from sidecar.context.builder import ContextBuilder
 from sidecar.errors import ApiError
 from sidecar.journal.events import iso, uuid7
 from sidecar.journal.index import Filters
-from sidecar.journal.journal import MEMORY_UPDATED, Journal
+from sidecar.journal.journal import Journal
+from sidecar.journal.nudge import MEMORY_UPDATED
 from sidecar.learnings.learnings import Learnings
 from sidecar.learnings.sessions import SESSION_IDLE_S
 from sidecar.operators import identity
