@@ -184,27 +184,29 @@ async def test_idle_sessions_end_by_themselves_after_a_restart(
     """Left open by a daemon that died three hours ago: the first sweep ends it; one
     started five minutes ago stays open."""
     agent, _ = tier_dirs
-    old, recent = "run-old", "run-recent"
+    old, recent, busy = "run-old", "run-recent", "run-busy"
     lay_down(agent, [
         {"kind": "started", "session_id": old, "at": iso(time.time() - 3 * 3600), "task": "t"},
+        {"kind": "started", "session_id": busy, "at": iso(time.time() - 3 * 3600)},
         {"kind": "started", "session_id": recent, "at": iso(time.time() - 300)},
         {"kind": "step", "session_id": "nobody", "step": "promoted", "at": iso(time.time())},
         {"kind": "started", "session_id": "bad\x07id", "at": iso(time.time())},
     ])  # fmt: skip
     (agent / "sessions" / "log.jsonl").open("a").write("{torn\n")
     past_events(agent, old, 3, ["opened the runbook", "restarted the api pods"])
+    past_events(agent, busy, 0.1, ["still at it"])  # recorded before the daemon died
     svc = MemoryService(settings)
     await svc.start()
     told: list[dict[str, Any]] = []
     svc.hooks.session_ended.append(lambda tier, s: told.append(s))
     try:
         status = await svc.status("agent")
-        assert status["sessions"]["open"] == 2
+        assert status["sessions"]["open"] == 3
         problems = status["sessions"]["problems"]
         assert [p.split(": ", 1)[0] for p in problems] == [
-            "sessions/log.jsonl line 3",
             "sessions/log.jsonl line 4",
             "sessions/log.jsonl line 5",
+            "sessions/log.jsonl line 6",
         ]
         assert "no 'started' line" in problems[0] and "printable" in problems[1]
         assert "not JSON" in problems[2]
@@ -213,7 +215,8 @@ async def test_idle_sessions_end_by_themselves_after_a_restart(
         assert "restarted the api pods" in episode["summary"]
         assert [t["session_id"] for t in told] == [old] and told[0]["events"] == 2
         assert await svc.sessions.end_idle() == []
-        assert (await svc.status("agent"))["sessions"]["open"] == 1
+        assert (await svc.status("agent"))["sessions"]["open"] == 2  # recent, and busy
+        assert sorted(await svc.sessions.end_idle(time.time() + 3600)) == [busy, recent]
     finally:
         await svc.stop()
 

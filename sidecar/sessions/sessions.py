@@ -24,7 +24,7 @@ from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.context.builder import ContextBuilder
 from sidecar.errors import ApiError
-from sidecar.journal.events import iso, uuid7
+from sidecar.journal.events import epoch, iso, uuid7
 from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.journal.nudge import MEMORY_UPDATED
@@ -288,11 +288,25 @@ class Sessions(Capability):
             except Exception:
                 log.exception("a listener to ended sessions failed")
 
+    async def _active(self, s: Session, now: float) -> bool:
+        """Whether the journal holds an event of the session within ``idle_s`` (one
+        recorded before a restart, which the log does not see): its clock moves up to it."""
+        recent = Filters(session_id=s.session_id, since=now - self.idle_s, include_expired=True,
+                         include_superseded=True)  # fmt: skip
+        try:
+            events = (await self.journal.listing(SCOPE, recent, None, EPISODES_READ))["events"]
+        except ApiError:  # the journal is not ready: the session waits for the next sweep
+            return True
+        seen = [t for e in events if (t := epoch(e.get("recorded_at"))) is not None]
+        s.last_seen = max([s.last_seen, *seen])
+        return now - s.last_seen < self.idle_s
+
     async def end_idle(self, now: float | None = None) -> list[str]:
         """End every open session idle for ``idle_s``; one that fails is tried next sweep."""
         now = time.time() if now is None else now
         idle = [s.session_id for s in list(self.sessions.values())
                 if s.ended is None and now - s.last_seen >= self.idle_s]  # fmt: skip
+        idle = [sid for sid in idle if not await self._active(self.sessions[sid], now)]
         failed = None
         for sid in idle:
             try:
