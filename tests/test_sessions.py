@@ -112,6 +112,8 @@ async def test_a_scripted_session_ends_once_with_every_step(
         "task": "deploy api v3",
     }
     assert told_session["operator"] and WHO["user_id"] not in json.dumps(told_session)
+    assert episode["payload"]["operator"] == told_session["operator"] == session_log(
+        settings)[0]["operator"]  # fmt: skip
     before = await journal(service, sid)
 
     again = await post(client, "/memory/session/end", session_id=sid)

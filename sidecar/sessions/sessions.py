@@ -239,6 +239,7 @@ class Sessions(Capability):
         events = [e for e in mine["events"] if e.get("source") != SOURCE and e["type"] != SUMMARY]
         written = {e["type"]: e["id"] for e in mine["events"] if e.get("source") == SOURCE}
         changed = await self._changed(s)
+        who = {"operator": s.operator} if s.operator else {}  # the keyed name, never the ids
         wanted: list[dict[str, Any]] = []
         episodes = [e for e in events if e["type"] != NOTE] or events  # notes: if all it has
         if episodes and "summary.generated" not in written:
@@ -247,11 +248,11 @@ class Sessions(Capability):
             wanted.append({"type": "summary.generated", "summary": text, "session_id": sid,
                            "source": SOURCE, "payload": {"session_summary": True,
                                                          "events": len(events),
-                                                         "summarised_by": how}})  # fmt: skip
+                                                         "summarised_by": how, **who}})  # fmt: skip
         if changed and MEMORY_UPDATED not in written:
             wanted.append({"type": MEMORY_UPDATED, "session_id": sid, "source": SOURCE,
                            "summary": f"Session {sid} updated memory: {', '.join(changed)}.",
-                           "payload": {"changed": changed}})  # fmt: skip
+                           "payload": {"changed": changed, **who}})  # fmt: skip
         if wanted:
             ids = (await self.journal.record(SCOPE, {"events": wanted}))["ids"]
             written |= {w["type"]: i for w, i in zip(wanted, ids, strict=True)}
