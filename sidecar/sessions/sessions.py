@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -69,7 +70,8 @@ class Sessions(Capability):
         self.idle_s = SESSION_IDLE_S
         self.tasks = Tasks()
         self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-sessions")
-        self._ending: dict[str, asyncio.Lock] = {}
+        # One start or end of a session at a time, kept while a request holds or awaits it.
+        self._ending: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._log_lock = asyncio.Lock()
         hooks.recorded.append(self._recorded)
         operators.sessions_of = self.sessions_of  # distill reads only the operator's own
