@@ -43,6 +43,7 @@ from bench import (
     pg_store,
     prompt_block,
     retrieval,
+    sessions,
     writes,
 )
 from bench.context import REPO, Context
@@ -69,6 +70,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
+    sessions.NAME: (sessions.run, "a session's start (with its block) and end (40 events)"),
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",

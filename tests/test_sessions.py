@@ -402,3 +402,34 @@ async def test_an_idle_end_that_fails_degrades_health_until_one_succeeds(
     health = await (await client.get("/healthz")).json()
     assert health["sessions"]["last_error"] is None and "reasons" not in health
     assert len(await journal(service, sid, "summary.generated")) == 1
+
+
+async def test_unfit_values_in_the_log_read_as_their_defaults(
+    settings: Settings, tier_dirs: tuple[Path, Path]
+) -> None:
+    agent, _ = tier_dirs
+    now = time.time()
+    lay_down(agent, [
+        {"kind": "started", "session_id": "edited", "at": iso(now - 60), "operator": "a\x07b"},
+        {"kind": "ended", "session_id": "edited", "at": iso(now), "events": "many",
+         "summary_id": 7, "memory_updated": ["x"]},
+        {"kind": "started", "session_id": "half", "at": iso(now - 60)},
+        {"kind": "step", "session_id": "half", "step": "reinforced", "at": iso(now),
+         "reinforced": "lots"},
+        {"kind": "step", "session_id": "half", "step": "promoted", "at": iso(now),
+         "promoted": {"not": "a list"}},
+        {"kind": "step", "session_id": "half", "step": "summarised", "at": iso(now),
+         "events": True, "summary_id": None},
+    ])  # fmt: skip
+    svc = MemoryService(settings)
+    await svc.start()
+    try:
+        assert svc.sessions.sessions["edited"].operator is None  # not a label: no operator
+        edited = await svc.sessions.end("edited")
+        assert (edited["already_ended"], edited["events"], edited["summary_id"],
+                edited["memory_updated"]) == (True, 0, None, None)  # fmt: skip
+        half = await svc.sessions.end("half")
+        assert (half["reinforced"], half["promoted"], half["events"]) == ({}, [], 0)
+        assert half["ended"] and session_log(settings)[-1]["kind"] == "ended"
+    finally:
+        await svc.stop()

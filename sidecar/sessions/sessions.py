@@ -140,14 +140,13 @@ class Sessions(Capability):
         if workspace is not None and user is None:
             raise ApiError(400, "bad_user_id", "'workspace_id' needs 'user_id': a session "
                            "works with one operator, named by both")  # fmt: skip
+        self._refuse_ended(sid)  # before the block, whose learnings would count as used
         # The block is built first: a request it refuses starts nothing.
         block = await self.context.build(a["budget"], a["task"], user, workspace, sid)
         operator = await self._operator(user, workspace) if user and workspace else None
         async with self._ending.setdefault(sid, asyncio.Lock()):
+            self._refuse_ended(sid)
             session = self.sessions.get(sid)
-            if session is not None and session.ended is not None:
-                raise ApiError(409, "session_ended", f"session {sid!r} has ended; start a new "
-                               "one (leave out session_id and one is assigned)")  # fmt: skip
             if session is not None and operator is not None and session.operator != operator:
                 raise ApiError(409, "session_operator", f"session {sid!r} was started for "
                                "another operator; start a new session for this one")  # fmt: skip
@@ -165,6 +164,12 @@ class Sessions(Capability):
                 log.info("session started", extra={"session": sid})
         return {"session_id": sid, "started": started, "started_at": iso(session.started_at),
                 "context": block.text}  # fmt: skip
+
+    def _refuse_ended(self, sid: str) -> None:
+        session = self.sessions.get(sid)
+        if session is not None and session.ended is not None:
+            raise ApiError(409, "session_ended", f"session {sid!r} has ended; start a new "
+                           "one (leave out session_id and one is assigned)")  # fmt: skip
 
     async def _operator(self, user: str, workspace: str) -> str:
         """The operator's non-reversible key: the name of their model file."""
@@ -208,18 +213,20 @@ class Sessions(Capability):
             await self._step(s, "promoted", {"promoted": [p["id"] for p in promoted]})
         if "summarised" not in s.steps:
             await self._step(s, "summarised", await self._summarise(s))
-        done = s.steps["summarised"]
+        done = _ended_fields(s.steps["summarised"])
         now = time.time()
-        ended = {"kind": "ended", "session_id": sid, "at": iso(now),
-                 "summary_id": done.get("summary_id"), "events": done.get("events", 0),
-                 "memory_updated": done.get("memory_updated")}  # fmt: skip
+        ended = {"kind": "ended", "session_id": sid, "at": iso(now), "events": done["events"],
+                 "summary_id": done["summary_id"],
+                 "memory_updated": done["memory_updated"]}  # fmt: skip
         await self._append([ended])
         s.ended = ended
         self._tell(s, now)
         log.info("session ended", extra={"session": sid, "events": ended["events"]})
+        reinforced = s.steps["reinforced"].get("reinforced")
+        promoted = s.steps["promoted"].get("promoted")
         return {"session_id": sid, "started": True, "ended": True, "already_ended": False,
-                "reinforced": s.steps["reinforced"].get("reinforced", {}),
-                "promoted": s.steps["promoted"].get("promoted", []),
+                "reinforced": reinforced if isinstance(reinforced, dict) else {},
+                "promoted": promoted if isinstance(promoted, list) else [],
                 **_ended_fields(ended)}  # fmt: skip
 
     async def _step(self, s: Session, step: str, fields: dict[str, Any]) -> None:
@@ -322,9 +329,15 @@ class Sessions(Capability):
 
 
 def _ended_fields(ended: dict[str, Any]) -> dict[str, Any]:
+    """What the log says of an end; a value a hand edit left unfit reads as its default."""
+    events = ended.get("events")
     return {
         "ended_at": ended.get("at"),
-        "summary_id": ended.get("summary_id"),
-        "events": ended.get("events", 0),
-        "memory_updated": ended.get("memory_updated"),
+        "summary_id": _id(ended.get("summary_id")),
+        "events": events if isinstance(events, int) and not isinstance(events, bool) else 0,
+        "memory_updated": _id(ended.get("memory_updated")),
     }
+
+
+def _id(value: object) -> str | None:
+    return value if isinstance(value, str) else None
