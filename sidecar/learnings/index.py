@@ -20,17 +20,25 @@ from sidecar.index import indexer
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import FileState, IndexedFile
 from sidecar.learnings import entries
+from sidecar.learnings.standing import FOLDER
 from sidecar.stores.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
 
-FOLDER = "learnings"
 ARCHIVE = "learnings/archive"
 INDEX_FILENAME = "learnings.sqlite"
 MAX_PROBLEMS_LISTED = 50
 # The parser's version, kept with what it read from each file: what an older one stored
 # (an alias bomb's problem expanded to 72 MB, a count of 400 digits) is read again.
 PARSED_BY = 2
+
+
+@dataclass(slots=True)
+class Change:
+    """What a learnings job reports to the index worker (``indexes.Change``)."""
+
+    changed: bool
+    index_error: Exception | None = None
 
 
 def is_learnings(rel: str) -> bool:
