@@ -433,3 +433,17 @@ async def test_unfit_values_in_the_log_read_as_their_defaults(
         assert half["ended"] and session_log(settings)[-1]["kind"] == "ended"
     finally:
         await svc.stop()
+
+
+async def test_a_session_searching_learnings_is_not_idle(
+    client: TestClient, service: MemoryService
+) -> None:
+    await post(client, "/memory/learnings", 201, text="Run migrations before the rollout.",
+               type="procedural", file="deploys")  # fmt: skip
+    sid = (await post(client, "/memory/session/start"))["session_id"]
+    service.sessions.sessions[sid].last_seen -= 3 * 3600  # no event for three hours
+    hits = await post(client, "/memory/learnings/search", query="migrations rollout",
+                      session_id=sid)  # fmt: skip
+    assert hits["hits"]  # the search named the session, and it was shown a learning
+    assert await service.sessions.end_idle() == []
+    assert await service.sessions.end_idle(time.time() + 3600) == [sid]

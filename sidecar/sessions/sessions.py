@@ -30,7 +30,7 @@ from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.journal.nudge import MEMORY_UPDATED
 from sidecar.learnings.learnings import Learnings
-from sidecar.learnings.sessions import SESSION_IDLE_S
+from sidecar.learnings.sessions import LOCAL, SESSION_IDLE_S
 from sidecar.operators import identity
 from sidecar.operators.operators import Operators
 from sidecar.sessions import log as session_log
@@ -299,8 +299,12 @@ class Sessions(Capability):
                 log.exception("a listener to ended sessions failed")
 
     async def _active(self, s: Session, now: float) -> bool:
-        """Whether the journal holds an event of the session within ``idle_s`` (one
-        recorded before a restart, which the log does not see): its clock moves up to it."""
+        """Whether the session was searching learnings within ``idle_s``, or the journal
+        holds an event of it that recent (one recorded before a restart, which the log does
+        not see): its clock moves up to it."""
+        searched = self.learnings.sessions.open.get((LOCAL, s.session_id))
+        if searched is not None:  # on the monotonic clock, which a search last set
+            s.last_seen = max(s.last_seen, time.time() - (time.monotonic() - searched.last_seen))
         recent = Filters(session_id=s.session_id, since=now - self.idle_s, include_expired=True,
                          include_superseded=True)  # fmt: skip
         try:
