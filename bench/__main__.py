@@ -47,6 +47,7 @@ from bench import (
     pg_store,
     prompt_block,
     retrieval,
+    sessions,
     writes,
 )
 from bench.context import REPO, Context
@@ -77,6 +78,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     extraction.NAME: (extraction.run, "learning extraction: LLM tokens per ended session"),
     heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
     hooks.NAME: (hooks.run, "harness hooks: latency with process start, daemon up and down"),
+    sessions.NAME: (sessions.run, "a session's start (with its block) and end (40 events)"),
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",
