@@ -44,6 +44,9 @@ SOURCE = "sessions"  # the source of the episodes an end writes
 SWEEP_EVERY_S = 60.0
 EPISODES_READ = 500  # a session's events its summary reads, the latest first
 MAX_PROBLEMS = 20
+# Sessions ended this recently are told again at start: killed between writing ``ended``
+# and a listener keeping the news (extraction's ledger), the daemon would never tell it.
+RETELL_S = 24 * 3600.0
 
 
 class Sessions(Capability):
@@ -83,6 +86,11 @@ class Sessions(Capability):
         self._report(problems)
 
     async def start(self) -> None:
+        now = time.time()
+        for s in self.sessions.values():
+            ended_at = epoch((s.ended or {}).get("at"))
+            if ended_at is not None and now - ended_at <= RETELL_S:
+                self._tell(s, ended_at)  # a listener that kept it already ignores it
         self.tasks.run(self._timer(), "sessions-idle")
 
     async def stop(self) -> None:
