@@ -33,6 +33,8 @@ from sidecar.journal import routes as journal_routes
 from sidecar.journal.journal import Journal
 from sidecar.learnings import routes as learnings_routes
 from sidecar.learnings.learnings import Learnings
+from sidecar.lifecycle import routes as lifecycle_routes
+from sidecar.lifecycle.engine import Lifecycle
 from sidecar.llm.client import LLMClient
 from sidecar.llm.factory import make_client
 from sidecar.notes import routes as notes_routes
@@ -134,6 +136,7 @@ class MemoryService:
         self.operators = Operators(settings, self.indexes, self.notes, self.journal, llm, hooks)
         self.working = Working(settings, self.journal, llm, hooks)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working, hooks)
+        self.lifecycle = Lifecycle(settings, self.indexes, hooks)
         has_crew = settings.role == "lead" or self.lead is not None or reader is not None
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew
@@ -150,6 +153,7 @@ class MemoryService:
             # Embeds its events; recalled events' reference records are written at stop.
             self.journal,
             self.facts,  # reads the journal's tiers at open, hears its recorded events
+            self.lifecycle,  # tends the history of everything above, once it is open
             self.working,  # its sleep pass records summaries in the journal
             self.context,  # the memory block reads all of the above
         )
@@ -167,6 +171,7 @@ class MemoryService:
         journal_routes.add_routes(app, self.journal)
         learnings_routes.add_routes(app, self.learnings)
         facts_routes.add_routes(app, self.facts)
+        lifecycle_routes.add_routes(app, self.lifecycle)
         working_routes.add_routes(app, self.working)
         operators_routes.add_routes(app, self.operators)
         context_routes.add_routes(app, self.context)

@@ -20,12 +20,13 @@ from sidecar.context import cli as context_cli
 from sidecar.facts import cli as facts_cli
 from sidecar.journal import cli as journal_cli
 from sidecar.learnings import cli as learnings_cli
+from sidecar.lifecycle import cli as lifecycle_cli
 from sidecar.notes import cli as notes_cli
 from sidecar.retrieval import cli as retrieval_cli
 
 # In the order ``sidecar --help`` lists their commands.
 REGISTRARS = (serve, retrieval_cli, notes_cli, mcp, context_cli, doctor, journal_cli,
-              learnings_cli, facts_cli, demo)  # fmt: skip
+              learnings_cli, facts_cli, lifecycle_cli, demo)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

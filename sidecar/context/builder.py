@@ -15,6 +15,7 @@ from typing import Any
 from sidecar.capability import Capability
 from sidecar.config import Settings
 from sidecar.context import block
+from sidecar.disk.tiers import is_archived
 from sidecar.errors import ApiError
 from sidecar.facts.facts import Facts
 from sidecar.journal.index import Filters
@@ -106,7 +107,7 @@ class ContextBuilder(Capability):
                     r.hit.text,
                 )
                 for r in results
-                if (r.source, r.hit.path) not in shown
+                if (r.source, r.hit.path) not in shown and not is_archived(r.hit.path)
             ]
         nudge = await self.journal.nudge(session_id)
         known = await self.facts.for_block(query)

@@ -27,6 +27,9 @@ SCOPE_ALIASES = {"own": "agent", "crew_shared": "both"}
 # Top-level folders whose markdown a capability indexes in its own format, not as notes
 # (``users``: operator models, which are never indexed: only their operator sees one).
 OWN_FORMAT_DIRS = frozenset({"learnings", "facts", "users"})
+# Where the lifecycle engine moves history out of the active tier: still notes (read and
+# searched), but outside the tier's cap and the memory block.
+ARCHIVE_DIR = "archive"
 
 
 # Control characters other than tab, newline and a CR ending a line: no note needs them,
@@ -196,6 +199,10 @@ def read_confined(
 def is_note(rel: str) -> bool:
     """Whether a tier-relative path is a note (not in a folder with its own format)."""
     return rel.split("/", 1)[0] not in OWN_FORMAT_DIRS
+
+
+def is_archived(rel: str) -> bool:
+    return rel.startswith(ARCHIVE_DIR + "/")
 
 
 def walk_markdown(root: Path, sub: str = "") -> Iterator[tuple[str, os.stat_result]]:

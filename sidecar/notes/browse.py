@@ -32,6 +32,7 @@ from sidecar.disk.tiers import (
     TooLarge,
     UnsafePath,
     decode_text,
+    is_archived,
     read_regular,
     walk_markdown,
 )
@@ -103,6 +104,8 @@ def kind_of(scope: str, rel: str) -> str | None:
         return "journal"
     if rel == FACTS_MD:
         return "facts"
+    if is_archived(rel):  # history the lifecycle engine archived: read, never written
+        return "note" if rel.endswith(".md") else None
     try:
         target = files.resolve(scope, rel)
     except ApiError:
