@@ -24,12 +24,13 @@ from sidecar.errors import ApiError
 from sidecar.facts.tools import FACTS
 from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
+from sidecar.lifecycle.tools import MAINTAIN
 from sidecar.notes.tools import READ, WRITE
 from sidecar.ops import Op
 from sidecar.retrieval.tools import SEARCH
 from sidecar.working.tools import REMEMBER
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, MAINTAIN, REINDEX]
 
 
 class FakeBackend:
