@@ -155,10 +155,8 @@ async def test_start_archives_logs_past_the_window_exactly_once_and_they_stay_fo
         assert lc["next_run"] is not None
 
         metrics = await (await client.get("/metrics")).text()
-        assert (
-            f'sidecar_lifecycle_bytes{{kind="daily",state="archived",tier="agent"}} {float(on_disk)}'
-            in metrics
-        )  # noqa: E501
+        labels = 'kind="daily",state="archived",tier="agent"'
+        assert f"sidecar_lifecycle_bytes{{{labels}}} {float(on_disk)}" in metrics
         assert 'sidecar_lifecycle_runs_total{outcome="ok",step="daily",tier="agent"}' in metrics
 
         # A second pass finds nothing due and changes nothing.
