@@ -17,6 +17,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
 from sidecar.index.queue import TREE, JobKey
+from sidecar.lifecycle import months
+from sidecar.lifecycle.daily import ArchiveFull, _archive_month
 from sidecar.notes.files import today_utc
 from sidecar.service import MemoryService
 from tests.conftest import eventually
@@ -324,3 +326,73 @@ async def test_a_failing_step_is_a_health_reason_and_the_others_still_run(
         assert_exactly_once(agent, logs)
     finally:
         await svc.stop()
+
+
+def test_a_pass_after_a_crash_finishes_the_move_whatever_state_it_left(tmp_path: Path) -> None:
+    """The states a kill can leave between the month file's write and the logs' removal,
+    and a day written again after it was archived: each ends with every line once."""
+    root = tmp_path
+    (root / "daily").mkdir()
+    first = {"2025-03-01": b"- one\n", "2025-03-02": b"- two\n", "2025-03-03": b"- three\n"}
+    for day, data in first.items():
+        (root / "daily" / f"{day}.md").write_bytes(data)
+    done = _archive_month(root, "2025-03", first, 0, 1 << 30, dry_run=False)
+    assert done.counts["archived"] == 3 and not any((root / "daily").iterdir())
+    month = root / "archive" / "daily" / "2025-03.md"
+    archived = month.read_bytes()
+
+    # Killed after the durable write, before the removal: the same bytes are there.
+    (root / "daily" / "2025-03-01.md").write_bytes(b"- one\n")
+    # Appended to while it was being archived: the longer log wins.
+    (root / "daily" / "2025-03-02.md").write_bytes(b"- two\n- two and a half\n")
+    # Written again after it was archived: both are kept.
+    (root / "daily" / "2025-03-03.md").write_bytes(b"- three again\n")
+    again = {p.stem: p.read_bytes() for p in (root / "daily").iterdir()}
+    done = _archive_month(root, "2025-03", again, len(archived), 1 << 30, dry_run=False)
+    assert done.counts == {"archived": 0, "already_archived": 1, "replaced": 1, "merged": 1}
+    assert not any((root / "daily").iterdir())
+    lines = month.read_text().splitlines()
+    for line in ("- one", "- two", "- two and a half", "- three", "- three again"):
+        assert lines.count(line) == 1, line
+    parsed = months.parse(month.read_bytes(), "m")
+    assert parsed.days() == ["2025-03-01", "2025-03-02", "2025-03-03"]
+    assert parsed.problems == [] and not any(
+        s.edited for s in parsed.parts if isinstance(s, months.Section)
+    )
+
+    # The same state met twice (killed again before the removal) changes nothing more.
+    (root / "daily" / "2025-03-03.md").write_bytes(b"- three again\n")
+    before = month.read_bytes()
+    done = _archive_month(root, "2025-03", {"2025-03-03": b"- three again\n"}, 0, 1 << 30, False)
+    assert done.counts["already_archived"] == 1 and month.read_bytes() == before
+
+
+def test_the_archive_cap_stops_archival_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / "daily").mkdir()
+    (tmp_path / "daily" / "2025-03-01.md").write_bytes(b"- one\n")
+    with pytest.raises(ArchiveFull, match="--cap-archive-bytes"):
+        _archive_month(tmp_path, "2025-03", {"2025-03-01": b"- one\n"}, 0, 10, dry_run=False)
+    assert (tmp_path / "daily" / "2025-03-01.md").read_bytes() == b"- one\n"
+    assert not (tmp_path / "archive" / "daily" / "2025-03.md").exists()
+
+
+def test_a_section_edited_by_hand_is_read_as_it_is() -> None:
+    data = (
+        b"# title\n<!-- archived daily/2025-03-01.md bytes=6 -->\n## 2025-03-01\n\n- one, edited\n"
+        b"<!-- end daily/2025-03-01.md -->\ntrailing notes"
+    )
+    parsed = months.parse(data, "m")
+    (section,) = [p for p in parsed.parts if isinstance(p, months.Section)]
+    assert section.edited and section.content == b"- one, edited\n"
+    assert parsed.parts[-1] == b"trailing notes"
+    parsed.put(months.Section("2025-03-02", b"- two"))
+    out = parsed.render()  # the edited section is taken as it now reads
+    assert out.startswith(b"# title\n<!-- archived daily/2025-03-01.md bytes=14 -->\n")
+    assert (
+        b"<!-- end daily/2025-03-01.md -->\ntrailing notes\n<!-- archived daily/2025-03-02" in out
+    )
+    again = months.parse(out, "m")
+    assert [(p.day, p.content, p.edited) for p in again.parts if isinstance(p, months.Section)] == [
+        ("2025-03-01", b"- one, edited\n", False),
+        ("2025-03-02", b"- two", False),
+    ]
