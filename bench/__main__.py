@@ -38,6 +38,7 @@ from bench import (
     journal_speed,
     latency,
     learnings,
+    lifecycle,
     memory,
     pg_failover,
     pg_store,
@@ -69,6 +70,10 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
+    lifecycle.NAME: (
+        lifecycle.run,
+        "a year of daily logs archived; search with archive vs without",
+    ),
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",

@@ -137,6 +137,7 @@ class MemoryService:
         self.working = Working(settings, self.journal, llm, hooks)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working, hooks)
         self.lifecycle = Lifecycle(settings, self.indexes, hooks)
+        self.search.archives = self.lifecycle.archive.store  # searched when asked
         has_crew = settings.role == "lead" or self.lead is not None or reader is not None
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew

@@ -129,11 +129,15 @@ async def test_start_archives_logs_past_the_window_exactly_once_and_they_stay_fo
 
         old = day_name(60)
         word = f"w{old.replace('-', '')}n7"
-        found = await post(client, "/memory/search", query=word, scope="agent")
+        # An ordinary search leaves the archive out; asked, it finds the day there.
+        assert (await post(client, "/memory/search", query=word))["results"] == []
+        found = await post(client, "/memory/search", query=word, scope="agent", archive=True)
         hit = found["results"][0]
         assert hit["file"] == f"archive/daily/{old[:7]}.md" and hit["archived"] is True
-        recent = await post(client, "/memory/search", query=f"w{day_name(3).replace('-', '')}n7")
-        assert "archived" not in recent["results"][0]
+        recent = await post(client, "/memory/search", archive=True,
+                            query=f"w{day_name(3).replace('-', '')}n7 {word}")  # fmt: skip
+        flags = {r["file"]: r.get("archived", False) for r in recent["results"]}
+        assert flags == {f"daily/{day_name(3)}.md": False, hit["file"]: True}
         resp = await client.get("/memory/read", params={
             "scope": "agent", "file": hit["file"], "start_line": str(hit["start_line"]),
             "end_line": str(hit["end_line"])})  # fmt: skip
@@ -272,7 +276,7 @@ async def test_odd_files_are_reported_and_left_alone(lc_settings: Settings) -> N
         assert data.startswith(b"# by hand\n<!-- archived daily/2020-01-01.md bytes=5 -->")
         assert b"\xff\xfe not utf-8 quokka\n" in data  # bytes kept exactly
         assert_exactly_once(agent, logs)
-        found = await post(client, "/memory/search", query="zeppelin")
+        found = await post(client, "/memory/search", query="zeppelin", archive=True)
         assert found["results"][0]["file"] == "archive/daily/notes-by-hand.md"
         resp = await client.get(
             "/memory/read", params={"scope": "agent", "file": "archive/daily/notes-by-hand.md"}

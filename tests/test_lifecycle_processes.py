@@ -55,7 +55,8 @@ def test_a_year_of_history_is_archived_and_writes_are_accepted(tmp_path: Path) -
         # Found by search and read back, one log in ten (the archived ones, and the kept).
         for day in sorted(logs)[::10]:
             word = f"w{day.replace('-', '')}n123"
-            hits = daemon.search(word)
+            asked = {"query": word, "scope": "agent", "archive": True}
+            hits = daemon.request("POST", "/memory/search", asked)["results"]
             assert hits, day
             hit = hits[0]
             archived = hit["file"].startswith("archive/daily/")

@@ -15,7 +15,6 @@ from typing import Any
 from sidecar.capability import Capability
 from sidecar.config import Settings
 from sidecar.context import block
-from sidecar.disk.tiers import is_archived
 from sidecar.errors import ApiError
 from sidecar.facts.facts import Facts
 from sidecar.journal.index import Filters
@@ -107,7 +106,7 @@ class ContextBuilder(Capability):
                     r.hit.text,
                 )
                 for r in results
-                if (r.source, r.hit.path) not in shown and not is_archived(r.hit.path)
+                if (r.source, r.hit.path) not in shown
             ]
         nudge = await self.journal.nudge(session_id)
         known = await self.facts.for_block(query)

@@ -26,10 +26,10 @@ SCOPES = (*TIER_NAMES, "both")
 SCOPE_ALIASES = {"own": "agent", "crew_shared": "both"}
 # Top-level folders whose markdown a capability indexes in its own format, not as notes
 # (``users``: operator models, which are never indexed: only their operator sees one).
-OWN_FORMAT_DIRS = frozenset({"learnings", "facts", "users"})
-# Where the lifecycle engine moves history out of the active tier: still notes (read and
-# searched), but outside the tier's cap and the memory block.
+# ``archive``: history the lifecycle engine moved out of the active tier, indexed by it
+# apart, so it weighs on neither the tier's cap nor an ordinary search.
 ARCHIVE_DIR = "archive"
+OWN_FORMAT_DIRS = frozenset({"learnings", "facts", "users", ARCHIVE_DIR})
 
 
 # Control characters other than tab, newline and a CR ending a line: no note needs them,

@@ -36,6 +36,7 @@ from sidecar.disk.tiers import ARCHIVE_DIR, UnsafePath, decode_text, read_fd
 from sidecar.index.indexes import TierIndexes
 from sidecar.index.queue import TREE, JobKey
 from sidecar.lifecycle import months
+from sidecar.lifecycle.archive_index import ArchiveIndex
 from sidecar.lifecycle.months import Month, Section
 
 log = logging.getLogger(__name__)
@@ -75,10 +76,12 @@ class DailyStep:
         self,
         settings: Settings,
         indexes: TierIndexes,
+        archive: ArchiveIndex,
         executor: Executor,
         distiller: Distiller | None = None,
     ) -> None:
         self.settings, self.indexes, self.executor = settings, indexes, executor
+        self.archive = archive
         self.distiller = distiller
 
     def distillation(self) -> str:
@@ -152,9 +155,10 @@ class DailyStep:
         """Index the moves before the pass answers: a write waiting for room measures the
         tier by its index, so the index must no longer hold the logs that went."""
         with contextlib.suppress(RuntimeError):  # stopping: the next start reconciles
-            queue = self.indexes.queue
-            jobs = [queue.submit(JobKey(tier, TREE, d)) for d in (DAILY_DIR, MONTHS_DIR)]
-            await asyncio.gather(*jobs, return_exceptions=True)
+            await asyncio.gather(
+                self.indexes.queue.submit(JobKey(tier, TREE, DAILY_DIR)), return_exceptions=True
+            )
+        await self.archive.sync(tier)
 
 
 def _scan(root: Path, cutoff: date | None) -> Scan:

@@ -24,6 +24,7 @@ from sidecar.capability import Capability, Health, Hooks, MaintenanceStep, Tasks
 from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
+from sidecar.lifecycle.archive_index import ArchiveIndex
 from sidecar.lifecycle.daily import DailyStep, Distiller
 from sidecar.metrics import LIFECYCLE_BYTES, LIFECYCLE_LAST_RUN, LIFECYCLE_RUNS
 
@@ -58,8 +59,10 @@ class Lifecycle(Capability):
     ) -> None:
         self.settings = settings
         self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-lifecycle")
-        self.daily = DailyStep(settings, indexes, self._files, distiller)
+        self.archive = ArchiveIndex(settings.chunk_chars, self._files)
+        self.daily = DailyStep(settings, indexes, self.archive, self._files, distiller)
         hooks.maintenance.append(self.daily)
+        hooks.file_changed.append(self.archive.changed)
         hooks.make_room.append(self.make_room)
         self.steps: list[MaintenanceStep] = hooks.maintenance  # the journal adds its own
         self.indexes = indexes
@@ -67,7 +70,9 @@ class Lifecycle(Capability):
         self.tasks = Tasks()
 
     async def open(self) -> None:
-        self.runs = {name: TierRun(name) for name in self.indexes.tiers}  # open by now
+        tiers = self.indexes.tiers  # open by now
+        self.runs = {name: TierRun(name) for name in tiers}
+        await self.archive.open({name: state.tier.root for name, state in tiers.items()})
 
     async def start(self) -> None:
         self.tasks.run(self._schedule(), "lifecycle")
@@ -79,6 +84,7 @@ class Lifecycle(Capability):
                 await asyncio.gather(tr.running, return_exceptions=True)
 
     async def close(self) -> None:
+        await self.archive.close()
         self._files.shutdown()
 
     async def _schedule(self) -> None:
@@ -97,6 +103,7 @@ class Lifecycle(Capability):
                     log.exception("maintenance pass failed", extra={"tier": tr.name})
 
     async def _first(self, tr: TierRun) -> None:
+        await self.archive.sync(tr.name)  # what changed below archive/ while it was down
         try:
             answer = await self.run(tr.name, "start")
         except Exception:
@@ -215,6 +222,7 @@ class Lifecycle(Capability):
             "daily_retention_days": self.settings.daily_retention_days,
             "distillation": self.daily.distillation(),
             "kinds": kinds,
+            "archive_index": await self.archive.status(scope),
             "errors": dict(tr.errors),
         }
         if last is not None:
@@ -228,4 +236,6 @@ class Lifecycle(Capability):
             for tr in self.runs.values()
             for step, why in sorted(tr.errors.items())
         ]
+        reasons += [f"lifecycle: {tier}: archive index: {why}"
+                    for tier, why in sorted(self.archive.problems.items())]  # fmt: skip
         return Health(reasons)

@@ -28,6 +28,7 @@ from typing import Any
 from sidecar.capability import Hooks
 from sidecar.config import Settings
 from sidecar.disk.tiers import (
+    ARCHIVE_DIR,
     TIER_NAMES,
     TooLarge,
     UnsafePath,
@@ -122,7 +123,7 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
 def snapshot(root: Path, scope: str) -> Snapshot:
     """Every browsable file of a tier. Blocking: run it on a thread."""
     found: Snapshot = {}
-    for sub in ("", "learnings"):
+    for sub in ("", "learnings", ARCHIVE_DIR):
         for rel, st in walk_markdown(root, sub):
             if st.st_nlink == 1 and kind_of(scope, rel) is not None:
                 found[rel] = _stat_key(st)

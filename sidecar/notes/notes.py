@@ -17,15 +17,7 @@ from typing import Any
 
 from sidecar.capability import Capability, Health, Hooks
 from sidecar.config import Settings
-from sidecar.disk.tiers import (
-    ARCHIVE_DIR,
-    TooLarge,
-    UnsafePath,
-    decode_text,
-    is_archived,
-    read_regular,
-    walk_markdown,
-)
+from sidecar.disk.tiers import TooLarge, UnsafePath, decode_text, read_regular, walk_markdown
 from sidecar.errors import ApiError
 from sidecar.index import indexer
 from sidecar.index.chunking import split_lines
@@ -40,17 +32,15 @@ log = logging.getLogger(__name__)
 
 
 def _tier_bytes(state: TierState) -> int:
-    """The tier's active size for its cap: from the index, or from the files while the
-    index is unusable (a write must not wait for, or fail with, the index's rebuild).
-    What the lifecycle engine archived counts against the archive's own cap instead."""
-    root = state.tier.root
+    """The tier's size for its cap: from the index, or from the files while the index is
+    unusable (a write must not wait for, or fail with, the index's rebuild). Active bytes
+    only: ``archive/`` is in neither, and has a cap of its own."""
     if state.broken is None:
         try:
-            archived = sum(st.st_size for _, st in walk_markdown(root, ARCHIVE_DIR))
-            return max(0, state.store.total_bytes() - archived)
+            return state.store.total_bytes()
         except Exception as exc:  # the write job's index step will report it
             log.warning("tier size taken from the files", extra={"error": str(exc)})
-    return sum(st.st_size for rel, st in walk_markdown(root) if not is_archived(rel))
+    return sum(st.st_size for _, st in walk_markdown(state.tier.root))
 
 
 def refuse_injection(content: str) -> None:
