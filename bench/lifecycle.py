@@ -90,7 +90,7 @@ def run(ctx: Context) -> BenchResult:
                 queries = _queries(recent, writer, 200 if ctx.quick else 600)
                 timed = _interleaved(daemon, baseline, queries)
     run_ = lc["last_run"]
-    daily = lc["last"]["daily"]
+    daily = run_["steps"]["daily"]
     archived, bare_p = (Latency.of_seconds(timed[k]) for k in ("archive", "bare"))
     ratio = archived.p50 / bare_p.p50
     result.figures += [

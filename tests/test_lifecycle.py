@@ -152,7 +152,7 @@ async def test_start_archives_logs_past_the_window_exactly_once_and_they_stay_fo
         lc = await status(client)
         assert lc["last_run"]["reason"] == "start" and lc["errors"] == {}
         assert lc["distillation"].startswith("off: no LLM")
-        daily = lc["last"]["daily"]
+        daily = lc["last_run"]["steps"]["daily"]
         assert daily["archived"] == 44 and daily["problems"] == []
         on_disk = sum(p.stat().st_size for p in (agent / "archive" / "daily").iterdir())
         assert lc["kinds"]["daily"]["archived_bytes"] == on_disk
@@ -265,7 +265,7 @@ async def test_odd_files_are_reported_and_left_alone(lc_settings: Settings) -> N
     logs = lay_down(agent, range(40, 41))
     async with started(lc_settings) as (_svc, client):
         lc = await status(client)
-        problems = lc["last"]["daily"]["problems"]
+        problems = lc["last_run"]["steps"]["daily"]["problems"]
         assert any("daily/2025-02-30.md" in p and "left alone" in p for p in problems)
         assert any("notes-by-hand.md" in p for p in problems)
         assert any(f"{month}.md" in p and "no end marker" in p for p in problems)
@@ -318,8 +318,8 @@ async def test_a_failing_step_is_a_health_reason_and_the_others_still_run(
         assert health["status"] == "degraded"
         assert any("lifecycle: agent: broken: OSError" in r for r in health["reasons"])
         lc = (await svc.status("agent"))["lifecycle"]
-        assert lc["last"]["broken"]["error"].startswith("OSError")
-        daily = lc["last"]["daily"]
+        assert lc["last_run"]["steps"]["broken"]["error"].startswith("OSError")
+        daily = lc["last_run"]["steps"]["daily"]
         assert daily["archived"] == 3  # archived all the same
         assert any("distillation failed" in p for p in daily["problems"])
         assert lc["distillation"] == "on"

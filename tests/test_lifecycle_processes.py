@@ -105,7 +105,7 @@ def test_sigkills_during_maintenance_leave_every_line_exactly_once(tmp_path: Pat
     try:
         wait_for(lambda: first_pass_done(daemon), 60, "the final maintenance pass")
         lc = daemon.get("/memory/status?scope=agent")["lifecycle"]
-        assert lc["errors"] == {} and lc["last"]["daily"]["problems"] == []
+        assert lc["errors"] == {} and lc["last_run"]["steps"]["daily"]["problems"] == []
     finally:
         daemon.kill()
     assert sorted(p.name for p in (agent / "daily").iterdir()) == sorted(

@@ -226,8 +226,7 @@ class Lifecycle(Capability):
             "errors": dict(tr.errors),
         }
         if last is not None:
-            body["last_run"] = {k: v for k, v in last.items() if k not in ("tier", "steps")}
-            body["last"] = last["steps"]
+            body["last_run"] = {k: v for k, v in last.items() if k != "tier"}
         return {"lifecycle": body}
 
     async def health(self) -> Health:
