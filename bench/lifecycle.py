@@ -6,7 +6,8 @@ The logs are written by ``NoteWriter`` (a Zipf-like vocabulary) and indexed by a
 daemon that keeps them all (a retention longer than the year). A second daemon on the
 same folder starts with the default 30-day window: its first pass, timed by the engine
 itself, archives 370 logs on a warm index. Search p50 is then taken over HTTP against
-that tier (30 active logs and 12 MB of archive, searched by default) and against a copy
+that tier (30 active logs and 12 MB of archive, which an ordinary search leaves out: it
+is indexed apart, searched only with ``archive: true``) and against a copy
 of its active logs alone (the bare baseline), queries interleaved one by one so a busy
 machine slows both alike. Ordinary searches are about recent work: each query is a few
 words of a line from the last 30 days.
@@ -91,7 +92,7 @@ def run(ctx: Context) -> BenchResult:
                 timed = _interleaved(daemon, baseline, queries)
     run_ = lc["last_run"]
     daily = run_["steps"]["daily"]
-    archived, bare_p = (Latency.of_seconds(timed[k]) for k in ("archive", "bare"))
+    archived, asked, bare_p = (Latency.of_seconds(timed[k]) for k in ("archive", "asked", "bare"))
     ratio = archived.p50 / bare_p.p50
     result.figures += [
         Figure(f"maintenance pass, {daily['archived']} logs archived", run_["duration_s"], "s"),
@@ -101,17 +102,19 @@ def run(ctx: Context) -> BenchResult:
         Figure("search p50 with the archive", archived.p50, "ms"),
         Figure("search p50, same active tier, no archive", bare_p.p50, "ms"),
         Figure("search p50 ratio (archive / none)", ratio, "x", target=RATIO_TARGET),
+        Figure("search p50 asking for the archive too", asked.p50, "ms"),
     ]
     result.tables.append(
         Table(
             "search latency over HTTP",
             LATENCY_HEADERS,
-            [archived.row("with archive"), bare_p.row("no archive")],
+            [archived.row("with archive"), asked.row("archive: true"), bare_p.row("no archive")],
         )
     )
     result.notes.append(
         f"{days} logs of ~{LOG_BYTES // 1000} KB; retention {RETENTION} days; "
-        f"{len(queries)} queries from recent lines, interleaved; archive searched by default"
+        f"{len(queries)} queries from recent lines, interleaved; the archive is indexed apart and "
+        "searched only when asked (archive: true)"
     )
     return result
 
@@ -128,13 +131,17 @@ def _queries(recent: list[str], writer: NoteWriter, n: int) -> list[str]:
 
 
 def _interleaved(archive: Daemon, bare: Daemon, queries: list[str]) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {"archive": [], "bare": []}
-    daemons = {"archive": archive, "bare": bare}
+    """Each query on the tier with its archive (as searches ask by default, and asking for
+    the archive too) and on the bare tier, in a rotating order."""
+    legs = {"archive": (archive, False), "asked": (archive, True), "bare": (bare, False)}
+    samples: dict[str, list[float]] = {name: [] for name in legs}
+    order = list(legs)
     for i, q in enumerate(queries):
-        body = json.dumps({"query": q, "limit": 10, "scope": "agent"}).encode()
-        for name in ("archive", "bare") if i % 2 else ("bare", "archive"):
+        for name in order[i % 3 :] + order[: i % 3]:
+            daemon, asked = legs[name]
+            body = json.dumps({"query": q, "limit": 10, "scope": "agent", "archive": asked})
             started = time.perf_counter()
-            code, raw = daemons[name].client.raw("POST", "/memory/search", body)
+            code, raw = daemon.client.raw("POST", "/memory/search", body.encode())
             if i >= WARMUP:
                 samples[name].append(time.perf_counter() - started)
             assert code == 200, raw[:200]

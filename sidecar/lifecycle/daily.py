@@ -34,7 +34,7 @@ from sidecar.config import Settings
 from sidecar.disk import durable
 from sidecar.disk.tiers import ARCHIVE_DIR, UnsafePath, decode_text, read_fd
 from sidecar.index.indexes import TierIndexes
-from sidecar.index.queue import TREE, JobKey
+from sidecar.index.queue import OPTIMIZE, TREE, JobKey
 from sidecar.lifecycle import months
 from sidecar.lifecycle.archive_index import ArchiveIndex
 from sidecar.lifecycle.months import Month, Section
@@ -153,11 +153,14 @@ class DailyStep:
 
     async def _reindex(self, tier: str) -> None:
         """Index the moves before the pass answers: a write waiting for room measures the
-        tier by its index, so the index must no longer hold the logs that went."""
+        tier by its index, so the index must no longer hold the logs that went. Then merge
+        its segments: the rows of the logs that went would slow every search until then."""
         with contextlib.suppress(RuntimeError):  # stopping: the next start reconciles
+            queue = self.indexes.queue
             await asyncio.gather(
-                self.indexes.queue.submit(JobKey(tier, TREE, DAILY_DIR)), return_exceptions=True
+                queue.submit(JobKey(tier, TREE, DAILY_DIR)), return_exceptions=True
             )
+            queue.submit(JobKey(tier, OPTIMIZE))
         await self.archive.sync(tier)
 
 
