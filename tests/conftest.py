@@ -44,9 +44,11 @@ def tier_dirs(tmp_path: Path) -> tuple[Path, Path]:
 def settings(tier_dirs: tuple[Path, Path]) -> Settings:
     agent, crew = tier_dirs
     # Sparse-only unless a test is about dense retrieval: loading the model costs time.
+    # Daily logs of any date stay in daily/ unless a test is about archiving them.
     return Settings(
-        agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600, embedder="none"
-    )
+        agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600, embedder="none",
+        daily_retention_days=100_000,
+    )  # fmt: skip
 
 
 @pytest.fixture

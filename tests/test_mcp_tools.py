@@ -423,5 +423,6 @@ async def next_message(seen: asyncio.Queue[Any]) -> Any:
 def test_check_arguments_fills_defaults_without_touching_input() -> None:
     schema = next(t.input_schema for t in TOOLS if t.name == SEARCH)
     raw = {"query": "x"}
-    assert check_arguments(schema, raw) == {"query": "x", "scope": "agent", "limit": 10}
+    filled = {"query": "x", "scope": "agent", "limit": 10, "archive": False}
+    assert check_arguments(schema, raw) == filled
     assert raw == {"query": "x"}

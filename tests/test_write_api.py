@@ -193,8 +193,7 @@ async def test_caps_are_utf8_bytes(settings: Settings) -> None:
 
 
 async def test_tier_cap(settings: Settings, tier_dirs: tuple[Path, Path]) -> None:
-    # Today's log: history the lifecycle engine could archive would make room instead.
-    (tier_dirs[0] / "daily" / f"{today_utc().isoformat()}.md").write_text("a" * 900)
+    (tier_dirs[0] / "daily" / "2026-01-01.md").write_text("a" * 900)
     svc = MemoryService(Settings(**{**_fields(settings), "caps": Caps(tier=1000)}))
     await svc.start()
     try:
