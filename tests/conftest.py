@@ -18,6 +18,8 @@ from sidecar.service import MemoryService
 
 # Sidecar processes the tests start are sparse-only too, unless a test says otherwise.
 os.environ.setdefault("SIDECAR_EMBEDDER", "none")
+# ...and keep daily logs of any date in daily/, unless a test is about archiving them.
+os.environ.setdefault("SIDECAR_DAILY_RETENTION_DAYS", "100000")
 
 
 async def eventually(
