@@ -400,3 +400,18 @@ def test_a_section_edited_by_hand_is_read_as_it_is() -> None:
         ("2025-03-01", b"- one, edited\n", False),
         ("2025-03-02", b"- two", False),
     ]
+
+
+async def test_a_damaged_archive_index_is_rebuilt_from_the_files(lc_settings: Settings) -> None:
+    agent = lc_settings.agent_dir
+    logs = lay_down(agent, range(40, 43))
+    async with started(lc_settings) as (svc, client):
+        assert (await status(client))["archive_index"]["total_files"] == 1
+    (agent / ".archive-index.sqlite").write_bytes(b"not a database" * 100)
+    async with started(lc_settings) as (svc, client):
+        lc = await status(client)
+        assert lc["archive_index"]["state"] == "ready" and lc["archive_index"]["total_files"] == 1
+        word = f"w{min(logs).replace('-', '')}n3"
+        found = await post(client, "/memory/search", query=word, archive=True)
+        assert found["results"][0]["archived"] is True
+        assert (await svc.health())["status"] == "ok"

@@ -42,11 +42,16 @@ class ArchiveIndex:
         for tier, root in roots.items():
             try:
                 self.stores[tier] = await self._run(SQLiteStore, root / FILENAME)
+                continue
             except Exception as exc:  # a damaged file: start it afresh, it is derived
                 log.warning("archive index unusable; rebuilding it",
                             extra={"tier": tier, "error": str(exc)})  # fmt: skip
+            try:
                 await self._run(_remove, root / FILENAME)
                 self.stores[tier] = await self._run(SQLiteStore, root / FILENAME)
+            except Exception as exc:  # the daemon serves on; the archive is unsearched
+                self.problems[tier] = f"cannot open {root / FILENAME}: {exc}"
+                log.error("archive index unavailable", extra={"tier": tier, "error": str(exc)})
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
