@@ -4,6 +4,7 @@ writes that make room instead of dead-ending; odd files reported, never fatal.""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
@@ -415,3 +416,32 @@ async def test_a_damaged_archive_index_is_rebuilt_from_the_files(lc_settings: Se
         found = await post(client, "/memory/search", query=word, archive=True)
         assert found["results"][0]["archived"] is True
         assert (await svc.health())["status"] == "ok"
+
+
+async def test_one_pass_at_a_time_a_second_request_joins_it(lc_settings: Settings) -> None:
+    agent = lc_settings.agent_dir
+    async with started(lc_settings) as (svc, _client):
+        logs = lay_down(agent, range(40, 50))
+        first, second = await asyncio.gather(
+            svc.lifecycle.run("agent", "request"), svc.lifecycle.run("agent", "make_room")
+        )
+        assert "joined" not in first and second["joined"] is True
+        assert second["started"] == first["started"]
+        assert first["steps"]["daily"]["archived"] == 10
+        assert_exactly_once(agent, logs)
+
+
+async def test_passes_run_on_their_schedule(lc_settings: Settings) -> None:
+    agent = lc_settings.agent_dir
+    settings = dataclasses.replace(lc_settings, maintain_interval=0.05)
+    async with started(settings) as (svc, client):
+        logs = lay_down(agent, range(40, 42))  # due after the first pass
+
+        async def archived_by_schedule() -> bool:
+            last = svc.lifecycle.runs["agent"].last
+            return bool(last and last["reason"] == "schedule" and not any(
+                (agent / "daily").iterdir()))  # fmt: skip
+
+        await eventually(archived_by_schedule, "a scheduled pass archiving the new logs")
+        assert (await status(client))["next_run"] is not None
+        assert_exactly_once(agent, logs)
