@@ -445,3 +445,17 @@ async def test_passes_run_on_their_schedule(lc_settings: Settings) -> None:
         await eventually(archived_by_schedule, "a scheduled pass archiving the new logs")
         assert (await status(client))["next_run"] is not None
         assert_exactly_once(agent, logs)
+
+
+async def test_an_archive_index_that_cannot_open_is_a_health_reason(lc_settings: Settings) -> None:
+    agent = lc_settings.agent_dir
+    (agent / ".archive-index.sqlite").mkdir()  # in the way, and not ours to remove
+    lay_down(agent, range(40, 41))
+    async with started(lc_settings) as (svc, client):
+        health = await svc.health()
+        assert any("archive index: cannot open" in r for r in health["reasons"])
+        assert (await status(client))["archive_index"]["state"] == "broken"
+        found = await post(client, "/memory/search", query="deployed", archive=True)
+        assert any("archive: not searchable" in d for d in found["degraded"])
+        assert found["results"] == []  # the one log was archived all the same
+        assert not any((agent / "daily").iterdir())

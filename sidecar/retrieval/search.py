@@ -153,7 +153,7 @@ class Search:
         if archive and planned is not None:
             for st in states:
                 ranked[st.tier.name] = await self._with_archive(
-                    st.tier.name, ranked, planned, limit
+                    st.tier.name, ranked, planned, limit, degraded
                 )
         if scope == "both":
             everything = sum(len(r) for r in ranked.values())
@@ -201,14 +201,21 @@ class Search:
             raise
 
     async def _with_archive(
-        self, name: str, ranked: dict[str, list[Result]], planned: PlannedQuery, limit: int
-    ) -> list[Result]:
-        """A tier's hits and its archive's, fused by rank."""
+        self, name: str, ranked: dict[str, list[Result]], planned: PlannedQuery, limit: int,
+        degraded: list[str],
+    ) -> list[Result]:  # fmt: skip
+        """A tier's hits and its archive's, fused by rank; the tier's alone, saying why,
+        when its archive cannot be searched."""
         active = ranked.get(name, [])
         store = self.archives(name)
         if store is None:
+            degraded.append(f"{name}: archive: not searchable (GET /memory/status, lifecycle)")
             return active
-        archived, _ = await self.indexes.read(rank_tier, store, name, planned, limit, SPARSE)
+        try:
+            archived, _ = await self.indexes.read(rank_tier, store, name, planned, limit, SPARSE)
+        except Exception as exc:
+            degraded.append(f"{name}: archive: {type(exc).__name__}: {exc}")
+            return active
         return rrf_fuse({name: active, f"{name}:archive": archived}, limit)
 
     async def _search_lead(
