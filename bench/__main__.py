@@ -42,6 +42,7 @@ from bench import (
     journal_speed,
     latency,
     learnings,
+    lifecycle,
     memory,
     pg_failover,
     pg_store,
@@ -79,6 +80,10 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
     hooks.NAME: (hooks.run, "harness hooks: latency with process start, daemon up and down"),
     sessions.NAME: (sessions.run, "a session's start (with its block) and end (40 events)"),
+    lifecycle.NAME: (
+        lifecycle.run,
+        "a year of daily logs archived; search with archive vs without",
+    ),
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",

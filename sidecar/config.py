@@ -165,6 +165,8 @@ class Caps:
     journal_tier: int = _cap(1024 * MIB, "a tier's whole journal", "cap-journal-tier-bytes")
     learnings: int = _cap(256 * KIB, "a learnings file", "cap-learnings-bytes")  # one <slug>.md
     facts_log: int = _cap(64 * MIB, "a tier's facts log", "cap-facts-log-bytes")  # log.jsonl
+    # Below ``archive/``: history the lifecycle engine moved out of the active tier.
+    archive: int = _cap(1024 * MIB, "a tier's archive", "cap-archive-bytes")
 
     def for_kind(self, kind: str) -> int:
         """The cap of a file kind (``sidecar.notes.files``: core, daily, topic, learning)."""
@@ -200,6 +202,14 @@ class Settings:
         env="ALLOWED_HOSTS", repeat=True,
     )  # fmt: skip
     caps: Caps = field(default_factory=Caps)
+    # The lifecycle engine: how often each tier is tended, and how long a daily log stays.
+    maintain_interval: float = setting(
+        6 * 3600.0, "seconds between maintenance passes of a tier (jittered by up to 10%)"
+    )
+    daily_retention_days: int = setting(
+        30, "days a daily log stays in daily/ before it is archived (at least 2: today's "
+        "and yesterday's are never archived)",
+    )  # fmt: skip
     # Below this, writes are withdrawn from MCP.
     min_free_bytes: int = setting(64 * MIB, "free disk below which writes are withheld",
                                   option="min-free-mb", unit=MIB)  # fmt: skip
@@ -284,6 +294,11 @@ class Settings:
             raise ValueError("--embedder lead is for a crew member: it needs --lead-url")
         if self.reconcile_interval <= 0:
             raise ValueError("reconcile interval must be positive")
+        if self.maintain_interval <= 0:
+            raise ValueError("maintain interval must be positive")
+        if self.daily_retention_days < 2:
+            raise ValueError("daily retention must be at least 2 days: today's and "
+                             f"yesterday's logs stay, not {self.daily_retention_days}")  # fmt: skip
         if self.crew_listen and self.role != "lead":
             raise ValueError("only the lead (--role lead) serves a crew address")
         if self.lead_url and self.role == "lead":

@@ -29,6 +29,7 @@ from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.facts import routes as facts_routes
 from sidecar.journal import routes as journal_routes
 from sidecar.learnings import routes as learnings_routes
+from sidecar.lifecycle import routes as lifecycle_routes
 from sidecar.notes import routes as notes_routes
 from sidecar.ops import Op, Route
 from sidecar.retrieval import routes as search_routes
@@ -60,6 +61,7 @@ class ServiceBackend:
                 ("learnings", learnings_routes.ROUTES),
                 ("facts", facts_routes.ROUTES),
                 ("sessions", sessions_routes.ROUTES),
+                ("lifecycle", lifecycle_routes.ROUTES),
             )
             for route in routes
         }

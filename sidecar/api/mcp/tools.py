@@ -48,6 +48,7 @@ from sidecar.errors import ApiError, json_type
 from sidecar.facts import tools as facts_tools
 from sidecar.journal import tools as journal_tools
 from sidecar.learnings import tools as learnings_tools
+from sidecar.lifecycle import tools as lifecycle_tools
 from sidecar.mcp_results import error, result, with_entries
 from sidecar.notes import tools as notes_tools
 from sidecar.retrieval import tools as search_tools
@@ -82,6 +83,7 @@ SPECS = {
         *learnings_tools.TOOLS,
         *facts_tools.TOOLS,
         *sessions_tools.TOOLS,
+        *lifecycle_tools.TOOLS,
         *maintenance.TOOLS,
     )
 }
