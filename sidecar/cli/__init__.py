@@ -22,10 +22,11 @@ from sidecar.journal import cli as journal_cli
 from sidecar.learnings import cli as learnings_cli
 from sidecar.notes import cli as notes_cli
 from sidecar.retrieval import cli as retrieval_cli
+from sidecar.ui import cli as ui_cli
 
 # In the order ``sidecar --help`` lists their commands.
 REGISTRARS = (serve, retrieval_cli, notes_cli, mcp, context_cli, doctor, journal_cli,
-              learnings_cli, facts_cli, demo)  # fmt: skip
+              learnings_cli, facts_cli, ui_cli, demo)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
