@@ -110,7 +110,8 @@ export function healthView(panel) {
       }),
       action("End session", [field("Session id", session)], () => `End session ${session.value}? Its learnings are extracted and it can take no more events.`, async () => {
         const body = await post("/memory/session/end", { session_id: session.value });
-        return `ended: ${JSON.stringify(body)}`;
+        if (!body.ended) return `no session ${body.session_id} was open: nothing ended`;
+        return `session ${body.session_id} ended${body.already_ended ? " earlier" : ""}, ${body.events} event(s)`;
       }),
       action("Opt operator out", [field("User id", user), field("Workspace id", workspace)], () => `Opt ${user.value} out in ${workspace.value}? The daemon stops keeping an operator model for them.`, async () => {
         const body = await post("/memory/operator/opt-out", { user_id: user.value, workspace_id: workspace.value });

@@ -112,7 +112,8 @@ export function filesView(panel) {
     try {
       const body = await get("/memory/files/read", { file, scope: tier });
       const cut = body.bytes < body.file_bytes ? el("p", { class: "meta", text: `first ${body.bytes} of ${body.file_bytes} bytes` }) : null;
-      show(viewer, el("h2", { text: `${tier}: ${file}` }), cut, markdown(body.content));
+      const text = file.endsWith(".md") ? markdown(body.content) : el("pre", { text: body.content });
+      show(viewer, el("h2", { text: `${tier}: ${file}` }), cut, flaggedNote(body.flagged), text);
     } catch (err) {
       show(viewer, el("p", { class: "error", text: `${err.code}: ${err.detail}` }));
     }
