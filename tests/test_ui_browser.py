@@ -157,7 +157,7 @@ class Page:
     def shot(self, name: str) -> None:
         if SHOTS:
             Path(SHOTS).mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+            self.page.screenshot(path=str(Path(SHOTS) / f"{name}.png"))  # the viewport
 
 
 @pytest.fixture(scope="module")

@@ -172,7 +172,7 @@ export function journalView(panel) {
           e.valid_until ? el("p", { class: "relation", text: `true until ${when(e.valid_until)}` }) : null,
         );
       });
-      const more = answer.next_cursor ? " (newest 200 shown: narrow the filters for older ones)" : "";
+      const more = answer.next_cursor ? " (the oldest 200: set From to a later day for the rest)" : "";
       return [`${events.length} event(s)${more}`, el("ol", { class: "timeline" }, items)];
     },
     "Show events",
