@@ -6,7 +6,7 @@ import argparse
 import webbrowser
 
 from sidecar.daemon_client import call, client_command
-from sidecar.ui.routes import PATH
+from sidecar.ui import PATH
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -13,8 +13,8 @@ from importlib import resources
 from aiohttp import web
 
 from sidecar.errors import ApiError
+from sidecar.ui import PATH
 
-PATH = "/ui"
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
