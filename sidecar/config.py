@@ -26,7 +26,8 @@ from sidecar.stores import validate as validate_store
 KIB = 1024
 MIB = KIB * KIB
 ROLES = ("agent", "lead")
-EMBEDDERS = ("auto", "minilm", "ollama", "none")  # see retrieval/embedders/factory.py
+# See retrieval/embedders/factory.py.
+EMBEDDERS = ("auto", "minilm", "ollama", "openai", "lead", "none")
 LLM_APIS = ("ollama", "openai")
 DEFAULT_NAMESPACE = "default"
 
@@ -213,12 +214,21 @@ class Settings:
     # The shared secret between the lead and its members: only ever from its variable.
     crew_token: str | None = setting(None, option="")
     embedder: str = setting("auto", "dense retrieval: auto = in-process MiniLM if installed, "
-                            "else sparse-only", choices=EMBEDDERS)  # fmt: skip
+                            "else sparse-only; lead = a member borrows its lead's model",
+                            choices=EMBEDDERS)  # fmt: skip
     embed_threads: int = setting(  # the rest of the machine stays responsive
         1, "inference threads for the in-process model"
     )
     ollama_url: str = setting("", "with --embedder ollama; default http://127.0.0.1:11434")
     ollama_model: str = setting("", "with --embedder ollama; default nomic-embed-text")
+    # One wire protocol (OpenAI's /v1/embeddings) for an external server and the lead.
+    embed_url: str = setting("", "with --embedder openai: the server (http://host:port/v1)")
+    embed_model: str = setting("", "with --embedder openai: the model the server embeds with")
+    embed_api_key_env: str = setting(  # the variable holding the key: never the key itself
+        "", "with --embedder openai: the name of the environment variable holding its API key"
+    )
+    embed_retry: float = setting(30.0, "seconds between attempts to reach an embedder that "
+                                 "failed (a server or lead away)")  # fmt: skip
     agent_id: str = setting(
         "", "recorded on journal events that do not name one ({env}; default the host name, "
         "which is the container's)", serve_default=socket.gethostname,
@@ -266,6 +276,12 @@ class Settings:
                                  f"not {value!r}")  # fmt: skip
         if self.embed_threads < 1:
             raise ValueError(f"embed threads must be at least 1, not {self.embed_threads}")
+        if self.embed_retry <= 0:
+            raise ValueError("embed retry must be positive")
+        if self.embedder == "openai" and not (self.embed_url and self.embed_model):
+            raise ValueError("--embedder openai needs --embed-url and --embed-model")
+        if self.embedder == "lead" and not self.lead_url:
+            raise ValueError("--embedder lead is for a crew member: it needs --lead-url")
         if self.reconcile_interval <= 0:
             raise ValueError("reconcile interval must be positive")
         if self.crew_listen and self.role != "lead":

@@ -27,9 +27,12 @@ from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
 from sidecar.ops import Op
 from sidecar.retrieval.tools import SEARCH
+from sidecar.sessions.tools import END as SESSION_END
+from sidecar.sessions.tools import START as SESSION_START
 from sidecar.working.tools import REMEMBER
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, SESSION_START,
+         SESSION_END, REINDEX]  # fmt: skip
 
 
 class FakeBackend:

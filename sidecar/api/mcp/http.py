@@ -33,6 +33,7 @@ from sidecar.notes import routes as notes_routes
 from sidecar.ops import Op, Route
 from sidecar.retrieval import routes as search_routes
 from sidecar.service import MemoryService
+from sidecar.sessions import routes as sessions_routes
 from sidecar.web import HTTP_CODES, MAX_BODY_BYTES, error_response
 from sidecar.working import routes as working_routes
 
@@ -58,6 +59,7 @@ class ServiceBackend:
                 ("working", working_routes.ROUTES),
                 ("learnings", learnings_routes.ROUTES),
                 ("facts", facts_routes.ROUTES),
+                ("sessions", sessions_routes.ROUTES),
             )
             for route in routes
         }

@@ -51,6 +51,7 @@ from sidecar.learnings import tools as learnings_tools
 from sidecar.mcp_results import error, result, with_entries
 from sidecar.notes import tools as notes_tools
 from sidecar.retrieval import tools as search_tools
+from sidecar.sessions import tools as sessions_tools
 from sidecar.working import tools as working_tools
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ SPECS = {
         *working_tools.TOOLS,
         *learnings_tools.TOOLS,
         *facts_tools.TOOLS,
+        *sessions_tools.TOOLS,
         *maintenance.TOOLS,
     )
 }
