@@ -142,9 +142,14 @@ class Page:
         self.answer_dialogs = False
         self.page.on("dialog", self._dialog)
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("console", self._console)
         self.page.goto(url + "/ui")
         self.page.wait_for_selector("body[data-ready=true]")
+
+    def _console(self, message: Any) -> None:
+        # The browser logs each 4xx answer it fetched; the page shows those itself.
+        if message.type == "error" and not message.text.startswith("Failed to load resource"):
+            self.errors.append(message.text)
 
     def _dialog(self, dialog: Any) -> None:
         self.dialogs.append(f"{dialog.type}: {dialog.message}")
@@ -250,6 +255,23 @@ def test_files_lists_both_tiers_renders_markdown_and_marks_archived(ui: Page) ->
     viewer.get_by_role("heading", name="Kubernetes").wait_for()
     assert viewer.locator("li code").first.inner_text() == "deploy/charts/"
     ui.shot("files")
+
+
+def test_a_file_gone_since_the_listing_shows_the_apis_error(
+    ui: Page, daemon: SidecarProcess
+) -> None:
+    crew = Path(daemon.args[daemon.args.index("--crew-dir") + 1])
+    (crew / "topics/gone.md").write_text("# Soon gone\n")
+    panel = ui.tab("Files")
+    panel.get_by_role("button", name="List files").click()
+    button = panel.get_by_role("button", name="topics/gone.md")
+    button.wait_for()
+    (crew / "topics/gone.md").unlink()
+    button.click()
+    error = panel.get_by_role("article", name="file contents").locator(".error")
+    error.wait_for()
+    status, body = daemon.call("GET", "/memory/files/read?scope=crew&file=topics/gone.md")
+    assert status == 404 and error.inner_text() == f"{body['error']}: {body['detail']}"
 
 
 def test_journal_timeline_marks_superseded_and_expired_and_filters(ui: Page) -> None:
