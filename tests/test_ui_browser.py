@@ -35,6 +35,7 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 SHOTS = os.environ.get("SIDECAR_UI_SCREENSHOTS")
 NOW = dt.datetime.now(dt.UTC)
+CREW_TICKS = 130  # more than the journal view lists at once
 HOSTILE = (
     "# Pasted from a web page\n\nThe vendor page said: <script>window.__xss = 'script'</script> "
     "and <img src=x onerror=\"window.__xss = 'img'\"> and <b>bold</b>.\n"
@@ -102,7 +103,12 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SidecarProcess]
                severity="warn", session_id="s-ui", ts=ago(9), supersedes=first)  # fmt: skip
         record(type="freeze", summary="Release freeze until the audit ends",
                session_id="s-other", ts=ago(6), valid_until=ago(2))  # fmt: skip
+        ticks = [{"type": "heartbeat", "summary": f"tick {n}", "ts": ago(1 - n / 1000)}
+                 for n in range(CREW_TICKS)]  # fmt: skip
+        proc.request("POST", "/memory/journal", {"scope": "crew", "events": ticks})
         wait_for(lambda: any(e.get("superseded_by") for e in journal(proc)), what="the fold")
+        crew_listed = lambda: len(proc.get("/memory/journal?scope=crew&limit=500")["events"])  # noqa: E731
+        wait_for(lambda: crew_listed() == CREW_TICKS, what="the crew events")
         yield proc
     finally:
         proc.terminate()
@@ -301,6 +307,21 @@ def test_journal_timeline_marks_superseded_and_expired_and_filters(ui: Page) -> 
     panel.get_by_role("button", name="Show events").click()
     wait_for(lambda: events.count() == 2, what="the type filter")
     ui.shot("journal")
+
+
+def test_the_journal_lists_later_events_on_request(ui: Page) -> None:
+    panel = ui.tab("Journal")
+    panel.get_by_label("Type").fill("")
+    panel.get_by_label("Tier").select_option("crew")
+    panel.get_by_role("button", name="Show events").click()
+    events = panel.locator("li.event")
+    wait_for(lambda: events.count() == 100, what="the first page")
+    assert events.first.locator(".summary").inner_text() == "tick 0"
+    panel.get_by_role("button", name="Show later events").click()
+    wait_for(lambda: events.count() == CREW_TICKS, what="the second page")
+    assert events.last.locator(".summary").inner_text() == f"tick {CREW_TICKS - 1}"
+    assert panel.get_by_role("button", name="Show later events").is_hidden()
+    panel.get_by_label("Tier").select_option("agent")
 
 
 def test_the_as_of_slider_shows_the_old_fact_before_its_update(ui: Page) -> None:

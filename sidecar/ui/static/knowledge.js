@@ -25,7 +25,7 @@ function history(scope, id, area) {
               v.replaced_by ? el("p", { class: "relation", text: `replaced by ${v.replaced_by}` }) : null,
               v.reason ? el("p", { class: "relation", text: `why it stopped: ${v.reason}` }) : null,
               el("p", { class: "meta", text: `rests on ${v.sources} episode(s): ${v.source_episode_ids.join(", ") || "none listed"}` }),
-              v.evidence ? el("p", { class: "meta", text: `evidence event ${JSON.stringify(v.evidence)}` }) : null,
+              v.evidence ? el("p", { class: "meta", text: `linked to its episodes by journal event ${v.evidence}` }) : null,
             ),
           ),
         ),

@@ -136,6 +136,8 @@ function isoDay(value, end) {
   return value ? `${value}T${end ? "23:59:59" : "00:00:00"}Z` : undefined;
 }
 
+const PAGE = 100; // events a request lists; "Show later events" asks for the next ones
+
 export function journalView(panel) {
   const scope = scopeSelect("scope", ["agent", "crew"], "agent");
   const type = el("input", { name: "type", placeholder: "deploy.failed" });
@@ -143,39 +145,54 @@ export function journalView(panel) {
   const session = el("input", { name: "session_id" });
   const since = el("input", { type: "date", name: "since" });
   const until = el("input", { type: "date", name: "until" });
+  const page = (cursor) =>
+    get("/memory/journal", {
+      scope: scope.value,
+      type: type.value.split(",").map((t) => t.trim()).filter(Boolean),
+      session_id: session.value.trim(),
+      since: isoDay(since.value, false),
+      until: isoDay(until.value, true),
+      limit: PAGE,
+      cursor,
+    });
   const { run } = panelForm(
     panel,
     [field("Tier", scope), field("Type", type), field("Severity", severity), field("Session", session), field("From", since), field("To", until)],
     async () => {
-      const answer = await get("/memory/journal", {
-        scope: scope.value,
-        type: type.value.split(",").map((t) => t.trim()).filter(Boolean),
-        session_id: session.value.trim(),
-        since: isoDay(since.value, false),
-        until: isoDay(until.value, true),
-        limit: 200,
-      });
-      const now = Date.now();
-      const events = answer.events.filter((e) => severity.value === "any" || e.severity === severity.value);
-      const items = events.map((e) => {
-        const expired = e.valid_until && Date.parse(e.valid_until) < now;
-        const gone = e.superseded_by || expired;
-        return el(
-          "li",
-          { class: `event sev-${e.severity}${gone ? " gone" : ""}`, "data-id": e.id },
-          el("time", { datetime: e.ts, text: when(e.ts) }),
-          el("div", {}, badge(e.type), badge(e.severity, e.severity), e.superseded_by ? badge("superseded", "muted") : null, expired ? badge("expired", "muted") : null),
-          el("p", { class: "summary", text: e.summary }),
-          el("p", { class: "meta", text: `session ${e.session_id || "—"} · id ${e.id} · referenced ${e.reference_count}×` }),
-          e.supersedes ? el("p", { class: "relation", text: `corrects ${e.supersedes}` }) : null,
-          e.superseded_by ? el("p", { class: "relation", text: `superseded by ${e.superseded_by}` }) : null,
-          e.valid_until ? el("p", { class: "relation", text: `true until ${when(e.valid_until)}` }) : null,
-        );
-      });
-      const more = answer.next_cursor ? " (the oldest 200: set From to a later day for the rest)" : "";
-      return [`${events.length} event(s)${more}`, el("ol", { class: "timeline" }, items)];
+      const timeline = el("ol", { class: "timeline" });
+      const summary = el("p", { class: "meta" });
+      const more = el("button", { type: "button", text: "Show later events" });
+      let shown = 0;
+      const add = async (cursor) => {
+        const answer = await page(cursor);
+        const kept = answer.events.filter((e) => severity.value === "any" || e.severity === severity.value);
+        timeline.append(...kept.map(eventItem));
+        shown += kept.length;
+        summary.textContent = `${shown} event(s) shown, oldest first${answer.next_cursor ? "; more after them" : ""}`;
+        more.hidden = !answer.next_cursor;
+        more.onclick = () => add(answer.next_cursor).catch((err) => (summary.textContent = `${err.code}: ${err.detail}`));
+      };
+      await add(undefined);
+      return [`${shown} event(s)`, [summary, timeline, more]];
     },
     "Show events",
   );
   return run;
+}
+
+/** One journal event; what corrected it, what it corrects and when it stopped holding. */
+function eventItem(e) {
+  const expired = e.valid_until && Date.parse(e.valid_until) < Date.now();
+  const gone = e.superseded_by || expired;
+  return el(
+    "li",
+    { class: `event sev-${e.severity}${gone ? " gone" : ""}`, "data-id": e.id },
+    el("time", { datetime: e.ts, text: when(e.ts) }),
+    el("div", {}, badge(e.type), badge(e.severity, e.severity), e.superseded_by ? badge("superseded", "muted") : null, expired ? badge("expired", "muted") : null),
+    el("p", { class: "summary", text: e.summary }),
+    el("p", { class: "meta", text: `session ${e.session_id || "—"} · id ${e.id} · referenced ${e.reference_count}×` }),
+    e.supersedes ? el("p", { class: "relation", text: `corrects ${e.supersedes}` }) : null,
+    e.superseded_by ? el("p", { class: "relation", text: `superseded by ${e.superseded_by}` }) : null,
+    e.valid_until ? el("p", { class: "relation", text: `true until ${when(e.valid_until)}` }) : null,
+  );
 }
