@@ -18,9 +18,9 @@ from bench.report import BenchResult
 
 MODULES = (
     "retrieval", "crossval", "latency", "hybrid_speed", "indexing", "cold_start", "freshness",
-    "memory", "writes", "crew", "prompt_block", "dense", "injection", "journal_speed",
-    "journal_recall", "learnings", "facts", "extraction", "heldout", "hooks", "pg_store",
-    "pg_failover",
+    "memory", "writes", "crew", "embed_lead", "prompt_block", "dense", "injection",
+    "journal_speed", "journal_recall", "learnings", "facts", "extraction", "heldout", "hooks",
+    "sessions", "lifecycle", "pg_store", "ui", "pg_failover",
 )  # fmt: skip
 
 
