@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
-LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+LINK = re.compile(r"\[[^\]]*\]\(([^)]+)\)")
 HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*$", re.MULTILINE)
 FIRST_TASK = re.compile(r"^\*\*(\d)\. ", re.MULTILINE)
 README_MAX_LINES = 300
@@ -74,7 +74,9 @@ def broken_links(root: Path) -> list[str]:
             path, _, anchor = target.partition("#")
             dest = (page.parent / path).resolve() if path else page
             where = f"{page.relative_to(root)}: {target}"
-            if not dest.exists():
+            if re.search(r"\s", target):
+                found.append(f"{where} (a space or line break inside the link)")
+            elif not dest.exists():
                 found.append(f"{where} (no such file)")
             elif (
                 anchor
@@ -115,6 +117,7 @@ def test_the_link_checks_find_a_missing_file_a_missing_heading_and_an_orphan(
     (tmp_path / "docs").mkdir()
     (tmp_path / "README.md").write_text(
         "# Top\n\n[ok](docs/a.md#the-first-part-x) [gone](docs/gone.md) [bad](docs/a.md#nope)\n"
+        "[wrapped](docs/a.md#the-\nfirst-part-x)\n"
         "`[in code](docs/gone.md)`\n\n```\n[fenced](docs/gone.md)\n```\n[self](#top)\n"
     )
     (tmp_path / "docs" / "a.md").write_text("# A\n\n## The first part: `x`?\n")
@@ -122,6 +125,7 @@ def test_the_link_checks_find_a_missing_file_a_missing_heading_and_an_orphan(
     assert broken_links(tmp_path) == [
         "README.md: docs/gone.md (no such file)",
         "README.md: docs/a.md#nope (no such heading)",
+        "README.md: docs/a.md#the-\nfirst-part-x (a space or line break inside the link)",
     ]
     assert set(pages(tmp_path)) - reachable(tmp_path) == {tmp_path / "docs" / "orphan.md"}
 
