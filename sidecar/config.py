@@ -162,6 +162,9 @@ class Caps:
     tier: int = _cap(10 * MIB, "a whole tier", "cap-tier-bytes")
     journal_day: int = _cap(64 * MIB, "a journal day file", "cap-journal-day-bytes")
     journal_tier: int = _cap(1024 * MIB, "a tier's whole journal", "cap-journal-tier-bytes")
+    # Day files retention archived (``archive/journal/``): apart from the active journal's.
+    journal_archive: int = _cap(16 * 1024 * MIB, "a tier's journal archive",
+                                "cap-journal-archive-bytes")  # fmt: skip
     learnings: int = _cap(256 * KIB, "a learnings file", "cap-learnings-bytes")  # one <slug>.md
     facts_log: int = _cap(64 * MIB, "a tier's facts log", "cap-facts-log-bytes")  # log.jsonl
 
@@ -223,6 +226,10 @@ class Settings:
         "", "recorded on journal events that do not name one ({env}; default the host name, "
         "which is the container's)", serve_default=socket.gethostname,
     )  # fmt: skip
+    journal_retention_days: float = setting(
+        90.0, "days after which an ordinary journal event keeps only its summary and a "
+        "payload excerpt (the whole day file is archived, compressed)",
+    )  # fmt: skip
     # Consolidation of episodes into facts: off unless an LLM server is named.
     llm_url: str = setting(
         "", "an LLM server for consolidating episodes into facts: Ollama "
@@ -266,6 +273,8 @@ class Settings:
                                  f"not {value!r}")  # fmt: skip
         if self.embed_threads < 1:
             raise ValueError(f"embed threads must be at least 1, not {self.embed_threads}")
+        if self.journal_retention_days < 1:
+            raise ValueError("journal retention must be at least 1 day")
         if self.reconcile_interval <= 0:
             raise ValueError("reconcile interval must be positive")
         if self.crew_listen and self.role != "lead":

@@ -196,13 +196,22 @@ def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[dict[str, An
     body = payload_text(payload)
     if not (_text(text) and _text(body)):
         raise BadRecord("'payload' holds text that is not Unicode (a lone surrogate)")
+    trimmed = record.get("trimmed")
+    if trimmed is not None:
+        size = trimmed.get("payload_bytes") if isinstance(trimmed, dict) else None
+        if isinstance(size, int) and not isinstance(size, bool) and 0 <= size < 1 << 62:
+            trimmed = size
+        else:  # the payload is an excerpt all the same: only its former size is unknown
+            trimmed = -1
+            defaults.append("'trimmed' is not {\"payload_bytes\": N} (read as trimmed, "
+                            "its former size unknown)")  # fmt: skip
     embed = should_embed({"type": kind, "severity": severity, "refs": record.get("refs")})
     row = {
         "id": event_id, "ts": ts, "recorded_at": recorded, "type": kind, "severity": severity,
         "summary": summary, "payload": text, "body": body, **labels, "base": base,
         "floor": PRIORITY_FLOORS[priority] if priority else 0.0, "priority": priority,
         "valid_until": valid_until, "supersedes": supersedes, "embeddable": int(embed),
-        "file": rel, "line": line,
+        "file": rel, "line": line, "trimmed": trimmed,
     }  # fmt: skip
     return row, defaults
 

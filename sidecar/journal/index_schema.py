@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from sidecar.index.sqlite import TOKENIZER
 
+# 5: ``trimmed``: the original payload's size of an event retention cut to an excerpt
 # 4: times past 9999 UTC and values that do not fit their field read as defaults
 # 3: payload text one value a line (the scanner reads each as a clause of its own)
 # 2: the scanner's verdict per event
-SCHEMA_VERSION = 4
-REREAD_FROM = (2, 3)  # versions whose tables are this one's: only the lines' reading changed
+SCHEMA_VERSION = 5
+REREAD_FROM = (2, 3, 4)  # versions whose tables are this one's but for ``ADD_TRIMMED``
+ADD_TRIMMED = "ALTER TABLE events ADD COLUMN trimmed INTEGER"  # kept: the health history
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS events (
@@ -39,6 +41,7 @@ CREATE TABLE IF NOT EXISTS events (
     last_ref REAL,
     file TEXT NOT NULL,
     line INTEGER NOT NULL,
+    trimmed INTEGER,  -- NULL: the whole payload; else its bytes before retention (-1 unknown)
     flag TEXT  -- the injection scanner's verdict: NULL not yet read, '' clean, else JSON
 );
 CREATE INDEX IF NOT EXISTS events_by_ts ON events(ts, id);
@@ -74,7 +77,7 @@ PROBE = "SELECT count(*) FROM events_fts WHERE events_fts MATCH 'x'"  # answers 
 INSERTED = (
     "id", "ts", "recorded_at", "type", "severity", "summary", "payload", "body", "session_id",
     "source", "agent_id", "base", "floor", "priority", "valid_until", "supersedes",
-    "embeddable", "file", "line",
+    "embeddable", "file", "line", "trimmed",
 )  # fmt: skip
 # Positional: sqlite3 binds a tuple at C speed, a name costs a lookup per value per row.
 INSERT_EVENT = (
