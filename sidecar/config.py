@@ -226,8 +226,8 @@ class Settings:
         "", "recorded on journal events that do not name one ({env}; default the host name, "
         "which is the container's)", serve_default=socket.gethostname,
     )  # fmt: skip
-    journal_retention_days: float = setting(
-        90.0, "days after which an ordinary journal event keeps only its summary and a "
+    journal_retention_days: int = setting(
+        90, "days after which an ordinary journal event keeps only its summary and a "
         "payload excerpt (the whole day file is archived, compressed)",
     )  # fmt: skip
     # Consolidation of episodes into facts: off unless an LLM server is named.

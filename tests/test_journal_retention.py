@@ -1,0 +1,322 @@
+"""Journal retention: old ordinary events keep their summary and an excerpt, their day
+files move compressed below archive/journal/, and a journal at its cap makes room.
+
+History is laid down in the past (tests/journal_history.py) as day files an older
+daemon left; the step is run as the lifecycle engine runs it (``maintain``), and the
+engine's ``make_room`` is stood in for where it is not part of this daemon.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from sidecar.api.http import create_app
+from sidecar.config import Caps, Settings
+from sidecar.journal.retention import EXCERPT_CHARS, JournalRetention
+from sidecar.service import MemoryService
+from tests.journal_history import DAY, History, index_state, lay_down
+
+WINDOW = 30
+DAYS = 300
+
+
+def settings_for(settings: Settings, cap: int) -> Settings:
+    caps = dataclasses.replace(Caps(), journal_tier=cap)
+    return dataclasses.replace(settings, caps=caps, journal_retention_days=WINDOW)
+
+
+async def started(settings: Settings) -> MemoryService:
+    svc = MemoryService(settings)
+    await svc.start()
+    await svc.indexes.queue.wait_idle()
+    for tj in svc.journal.tiers.values():
+        await tj.ready.wait()
+    return svc
+
+
+def stand_in_engine(svc: MemoryService) -> list[str]:
+    """The lifecycle engine's part when it is not in this daemon: on make_room, a pass of
+    the journal step now; room was made if it trimmed anything."""
+    heard: list[str] = []
+    if svc.hooks.make_room:
+        return heard  # the engine is here: it hears make_room itself
+
+    async def make_room(tier: str) -> bool:
+        heard.append(tier)
+        answer = await svc.journal.retention.maintain(tier, time.time(), False)
+        return bool(answer["events"])
+
+    svc.hooks.make_room.append(make_room)
+    return heard
+
+
+@pytest.fixture
+async def history(tier_dirs: tuple[Path, Path]) -> History:
+    return lay_down(tier_dirs[0], time.time(), DAYS, WINDOW)
+
+
+@pytest.fixture
+async def svc(settings: Settings, history: History) -> AsyncIterator[MemoryService]:
+    service = await started(settings_for(settings, history.size // 3))
+    try:
+        yield service
+    finally:
+        await service.stop()
+
+
+@pytest.fixture
+async def http(svc: MemoryService) -> AsyncIterator[TestClient]:
+    async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as c:
+        yield c
+
+
+async def post_batch(http: TestClient, events: list[dict[str, Any]]) -> tuple[dict[str, Any], int]:
+    """A batch, retried while the answer is a retryable 503 (maintenance under way)."""
+    tries = 0
+    while True:
+        tries += 1
+        resp = await http.post("/memory/journal", json={"events": events})
+        body = await resp.json()
+        if resp.status != 503 or tries == 5:
+            assert resp.status == 201, body
+            return body, tries
+        assert resp.headers["Retry-After"], body
+
+
+async def recall_one(svc: MemoryService, token: str, superseded: bool = False) -> dict[str, Any]:
+    from sidecar.journal.index import Filters
+    from sidecar.journal.recall import RecallQuery
+
+    q = RecallQuery(token, 5, Filters(include_superseded=superseded))
+    hits = (await svc.journal.recall(q, "agent", mark=False))["hits"]
+    found = [h for h in hits if token in h["summary"]]
+    assert len(found) == 1, (token, hits)
+    return found[0]
+
+
+def state(svc: MemoryService) -> dict[str, Any]:
+    tj = svc.journal.tiers["agent"]
+    assert tj.index is not None
+    return index_state(tj.index.reader())
+
+
+async def test_a_journal_at_three_times_its_cap_records_every_batch_and_loses_nothing(
+    svc: MemoryService, http: TestClient, history: History, tier_dirs: tuple[Path, Path]
+) -> None:
+    root = tier_dirs[0]
+    cap = svc.settings.caps.journal_tier
+    assert history.size > 3 * cap - 3  # laid down at three times the cap
+    heard = stand_in_engine(svc)
+    ids = []
+    for batch in range(8):
+        events = [{"type": "task.step", "summary": f"new batch {batch} item {i}",
+                   "payload": {"out": "x" * 2000}} for i in range(20)]  # fmt: skip
+        body, _ = await post_batch(http, events)
+        ids += body["ids"]
+    assert len(ids) == 160
+    assert heard in ([], ["agent"])  # the first batch over the cap made room, once
+    usage = await svc.journal.retention.usage("agent")
+    assert usage["active_bytes"] < cap
+    assert usage["archived_bytes"] > 0
+    status = (await (await http.get("/memory/status?scope=agent")).json())["journal"]
+    assert status["retention"]["days"] > 200 and status["retention"]["problems"] == []
+    assert status["retention"]["bytes_after"] < status["retention"]["bytes_before"] / 3
+    assert status["archived_bytes"] == usage["archived_bytes"]
+
+    for event_id in history.pinned + history.important + history.referenced:
+        hit = await recall_one(svc, history.token[event_id])
+        assert hit["id"] == event_id and "trimmed" not in hit
+        assert hit["payload"] == history.events[event_id]["payload"]
+    for event_id in history.ordinary[2:]:  # [0] is superseded, checked below
+        original = history.events[event_id]
+        hit = await recall_one(svc, history.token[event_id])
+        assert hit["id"] == event_id and hit["trimmed"] is True
+        assert hit["summary"] == original["summary"] and hit["ts"] == original["ts"]
+        whole = json.dumps(original["payload"], ensure_ascii=False, separators=(",", ":"))
+        assert hit["payload"] == {"excerpt": whole[:EXCERPT_CHARS]}
+        assert hit["payload_bytes"] == len(whole.encode())
+    for event_id in history.recent:
+        hit = await recall_one(svc, history.token[event_id])
+        assert hit["payload"] == history.events[event_id]["payload"]
+
+    # Supersession and relations hold over trimmed events.
+    old, new = history.superseded
+    hit = await recall_one(svc, history.token[old], superseded=True)
+    assert hit["trimmed"] is True and hit["superseded_by"] == new
+    resp = await http.post(
+        "/memory/recall", json={"query": history.token[old], "k": 5, "mark": False}
+    )
+    assert all(h["id"] != old for h in (await resp.json())["hits"])
+    src, dst = history.related
+    resp = await http.post(
+        "/memory/recall", json={"query": history.token[src], "walk": 1, "mark": False}
+    )
+    (hit,) = [h for h in (await resp.json())["hits"] if h["id"] == src]
+    assert hit["trimmed"] is True
+    assert {"id": dst, "relation": "supports"}.items() <= hit["neighbours"][0].items()
+
+    # Every archive holds its day file as it was laid down; every event is on disk once.
+    archives = sorted((root / "archive" / "journal").iterdir())
+    assert len(archives) == status["retention"]["days"]
+    for path in archives:
+        rel = f"journal/{path.name.removesuffix('.gz')}"
+        assert gzip.decompress(path.read_bytes()) == history.files[rel]
+    seen: list[str] = []
+    for path in sorted((root / "journal").glob("*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            record = json.loads(line)
+            if record.get("kind", "event") == "event":
+                seen.append(record["id"])
+    assert sorted(seen) == sorted([*history.events, *ids])
+
+    # The index is what a rebuild from the files makes.
+    before = state(svc)
+    assert before["fts"]  # trimmed events' words are the excerpt's
+    resp = await http.post("/memory/reindex?scope=agent", json={})
+    assert resp.status in (200, 202), await resp.text()
+    await svc.journal.tasks.finish()
+    assert state(svc) == before
+
+
+async def test_a_second_pass_and_a_dry_run_change_nothing(
+    svc: MemoryService, history: History, tier_dirs: tuple[Path, Path]
+) -> None:
+    root = tier_dirs[0]
+    step = svc.journal.retention
+    assert isinstance(step, JournalRetention) and step in svc.hooks.maintenance
+    now = time.time()
+    dry = await step.maintain("agent", now, dry_run=True)
+    assert dry["days"] > 200 and dry["bytes_after"] < dry["bytes_before"]
+    assert not (root / "archive").exists()
+    assert {p.name: p.read_bytes() for p in (root / "journal").glob("*.jsonl")} == {
+        rel.removeprefix("journal/"): data for rel, data in history.files.items()
+    }
+    done = await step.maintain("agent", now, dry_run=False)
+    assert (done["days"], done["events"], done["bytes_after"]) == (
+        dry["days"], dry["events"], dry["bytes_after"]
+    )  # fmt: skip
+    files = {p: p.read_bytes() for p in sorted(root.rglob("*.jsonl*"))}
+    again = await step.maintain("agent", now + DAY, dry_run=False)
+    assert again["days"] == 0 and again["problems"] == []
+    assert {p: p.read_bytes() for p in sorted(root.rglob("*.jsonl*"))} == files
+
+
+async def test_a_kill_after_archiving_finds_the_archive_and_goes_on(
+    settings: Settings, history: History, tier_dirs: tuple[Path, Path]
+) -> None:
+    """The state a kill between the two renames leaves: the archive in place, the day
+    file whole. The next pass uses that archive rather than writing a second."""
+    root = tier_dirs[0]
+    rel = day_of(history, history.ordinary[5])
+    (root / "archive" / "journal").mkdir(parents=True)
+    archive = root / "archive" / "journal" / f"{rel.removeprefix('journal/')}.gz"
+    archive.write_bytes(gzip.compress(history.files[rel]))
+    packed = archive.read_bytes()
+    svc = await started(settings_for(settings, 1 << 30))
+    try:
+        answer = await svc.journal.retention.maintain("agent", time.time(), False)
+        assert answer["problems"] == []
+        assert archive.read_bytes() == packed  # used as it was
+        assert (root / rel).read_bytes() != history.files[rel]  # trimmed
+        assert b'"trimmed"' in (root / rel).read_bytes()
+    finally:
+        await svc.stop()
+
+
+async def test_a_truncated_archive_is_reported_and_its_day_left_whole(
+    settings: Settings, history: History, tier_dirs: tuple[Path, Path]
+) -> None:
+    root = tier_dirs[0]
+    rel = day_of(history, history.ordinary[5])
+    (root / "archive" / "journal").mkdir(parents=True)
+    archive = root / "archive" / "journal" / f"{rel.removeprefix('journal/')}.gz"
+    packed = gzip.compress(history.files[rel])
+    archive.write_bytes(packed[: len(packed) // 2])
+    svc = await started(settings_for(settings, 1 << 30))
+    try:
+        answer = await svc.journal.retention.maintain("agent", time.time(), False)
+        (problem,) = answer["problems"]
+        assert archive.name in problem and "not a whole gzip file" in problem
+        assert "Move the damaged archive" in problem
+        assert (root / rel).read_bytes() == history.files[rel]  # nothing derived from it
+        assert archive.read_bytes() == packed[: len(packed) // 2]
+        assert answer["days"] > 200  # the other days were trimmed
+        health = await svc.journal.health()
+        assert any("retention left 1 day file(s) whole" in r for r in health.reasons)
+        status = (await svc.journal.status("agent"))["journal"]
+        assert status["retention"]["problems"] == [problem]
+    finally:
+        await svc.stop()
+
+
+async def test_a_hand_edited_trimmed_line_is_read_as_trimmed_and_reported(
+    settings: Settings, tier_dirs: tuple[Path, Path]
+) -> None:
+    root = tier_dirs[0]
+    (root / "journal").mkdir()
+    ts = "2025-01-02T03:04:05.000Z"
+    lines = [
+        {"id": "0190a7e0-0000-7000-8000-000000000001", "ts": ts, "recorded_at": ts,
+         "type": "task.step", "summary": "edited by hand", "payload": {"excerpt": "abc"},
+         "trimmed": "yes"},
+        {"id": "0190a7e0-0000-7000-8000-000000000002", "ts": ts, "recorded_at": ts,
+         "type": "task.step", "summary": "as retention wrote it", "payload": {"excerpt": "de"},
+         "trimmed": {"payload_bytes": 9000, "at": ts}},
+    ]  # fmt: skip
+    data = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
+    (root / "journal" / "2025-01-02.jsonl").write_bytes(data)
+    svc = await started(settings_for(settings, 1 << 30))
+    try:
+        listing = await svc.journal.listing("agent", _all(), None, 10)
+        first, second = listing["events"]
+        assert (first["trimmed"], first["payload_bytes"]) == (True, None)
+        assert (second["trimmed"], second["payload_bytes"]) == (True, 9000)
+        status = (await svc.journal.status("agent"))["journal"]
+        (problem,) = status["problems"]
+        assert problem["line"] == 1 and "'trimmed' is not" in problem["error"]
+        answer = await svc.journal.retention.maintain("agent", time.time(), False)
+        assert answer["days"] == 0  # a trimmed line is never cut again
+        assert (root / "journal" / "2025-01-02.jsonl").read_bytes() == data
+    finally:
+        await svc.stop()
+
+
+async def test_a_full_journal_with_nothing_to_trim_says_what_to_do(
+    settings: Settings, tier_dirs: tuple[Path, Path]
+) -> None:
+    svc = await started(settings_for(settings, 30_000))
+    heard = stand_in_engine(svc)
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as http:
+            event = {"type": "task.step", "summary": "today", "payload": {"o": "y" * 9000}}
+            for _ in range(3):
+                resp = await http.post("/memory/journal", json=event)
+                assert resp.status == 201, await resp.text()
+            resp = await http.post("/memory/journal", json=event)
+            body = await resp.json()
+            assert resp.status == 422 and body["error"] == "journal_full"
+            assert "retention found nothing more to trim" in body["detail"]
+            assert "--journal-retention-days" in body["detail"]
+            assert heard in ([], ["agent"])
+    finally:
+        await svc.stop()
+
+
+def day_of(history: History, event_id: str) -> str:
+    (rel,) = [rel for rel, data in history.files.items() if event_id.encode() in data]
+    return rel
+
+
+def _all() -> Any:
+    from sidecar.journal.index import Filters
+
+    return Filters(include_superseded=True, include_expired=True)
