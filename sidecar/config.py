@@ -162,11 +162,11 @@ class Caps:
     tier: int = _cap(10 * MIB, "a whole tier", "cap-tier-bytes")
     journal_day: int = _cap(64 * MIB, "a journal day file", "cap-journal-day-bytes")
     journal_tier: int = _cap(1024 * MIB, "a tier's whole journal", "cap-journal-tier-bytes")
+    learnings: int = _cap(256 * KIB, "a learnings file", "cap-learnings-bytes")  # one <slug>.md
+    facts_log: int = _cap(64 * MIB, "a tier's facts log", "cap-facts-log-bytes")  # log.jsonl
     # Day files retention archived (``archive/journal/``): apart from the active journal's.
     journal_archive: int = _cap(16 * 1024 * MIB, "a tier's journal archive",
                                 "cap-journal-archive-bytes")  # fmt: skip
-    learnings: int = _cap(256 * KIB, "a learnings file", "cap-learnings-bytes")  # one <slug>.md
-    facts_log: int = _cap(64 * MIB, "a tier's facts log", "cap-facts-log-bytes")  # log.jsonl
 
     def for_kind(self, kind: str) -> int:
         """The cap of a file kind (``sidecar.notes.files``: core, daily, topic, learning)."""
