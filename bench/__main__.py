@@ -38,6 +38,7 @@ from bench import (
     journal_speed,
     latency,
     learnings,
+    lifecycle_journal,
     memory,
     pg_failover,
     pg_store,
@@ -68,6 +69,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     journal_speed.NAME: (journal_speed.run, "episodic journal: record, recall, rebuild, memory"),
     journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
+    lifecycle_journal.NAME: (lifecycle_journal.run, "journal retention: one pass over 300 days"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
     pg_store.NAME: (
         pg_store.run,

@@ -28,12 +28,12 @@ from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import log as journal_log
 from sidecar.journal.fold import BATCH, apply
 from sidecar.journal.index_schema import (
-    ADD_TRIMMED,
     DERIVED,
     PROBE,
     REREAD_FROM,
     SCHEMA,
     SCHEMA_VERSION,
+    UPGRADE,
 )
 from sidecar.journal.ranking import importance_now
 
@@ -165,7 +165,8 @@ class JournalIndex:
         if self.db.found in REREAD_FROM:
             columns = {c[1] for c in self.db.writer.execute("PRAGMA table_info(events)")}
             if "trimmed" not in columns:
-                self.db.writer.execute(ADD_TRIMMED)
+                for statement in UPGRADE:
+                    self.db.writer.execute(statement)
 
     def reader(self) -> sqlite3.Connection:
         return self.db.reader()

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 from sidecar.index.sqlite import TOKENIZER
 
-# 5: ``trimmed``: the original payload's size of an event retention cut to an excerpt
+# 5: ``trimmed``: the original payload's size of an event retention cut to an excerpt;
+#    events by file, which retention reads a day at a time
 # 4: times past 9999 UTC and values that do not fit their field read as defaults
 # 3: payload text one value a line (the scanner reads each as a clause of its own)
 # 2: the scanner's verdict per event
 SCHEMA_VERSION = 5
-REREAD_FROM = (2, 3, 4)  # versions whose tables are this one's but for ``ADD_TRIMMED``
-ADD_TRIMMED = "ALTER TABLE events ADD COLUMN trimmed INTEGER"  # kept: the health history
+REREAD_FROM = (2, 3, 4)  # versions whose tables are this one's but for ``UPGRADE``
+# What version 5 added (retention), added to an older index so its health history stays.
+UPGRADE = (
+    "ALTER TABLE events ADD COLUMN trimmed INTEGER",
+    "CREATE INDEX IF NOT EXISTS events_by_file ON events(file, line)",
+)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS events (
@@ -46,6 +51,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_by_ts ON events(ts, id);
 CREATE INDEX IF NOT EXISTS events_by_session ON events(session_id, recorded_at);
+CREATE INDEX IF NOT EXISTS events_by_file ON events(file, line);
 CREATE INDEX IF NOT EXISTS events_by_supersedes ON events(supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_to_embed ON events(embeddable) WHERE embeddable = 1;
 CREATE INDEX IF NOT EXISTS events_to_scan ON events(seq) WHERE flag IS NULL;
