@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sidecar.disk.jsonl import parse_line
 from sidecar.journal.events import iso
 
 DAY = 86400.0
@@ -43,7 +44,15 @@ class History:
 
 
 def _line(record: dict[str, Any]) -> bytes:
+    """As another program may write it: NaN stays NaN."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def whole_payload(line: bytes) -> str:
+    """An event line's payload as compact JSON, read as the daemon reads it (NaN: null)."""
+    record, _ = parse_line(line.rstrip(b"\n"))
+    assert record is not None
+    return json.dumps(record["payload"], ensure_ascii=False, separators=(",", ":"))
 
 
 def lay_down(
@@ -53,7 +62,7 @@ def lay_down(
     the tests run with (what is older is due, what is newer is recent)."""
     rng = random.Random(31)
     h = History()
-    by_day: dict[str, list[bytes]] = {}
+    by_day: dict[str, list[dict[str, Any]]] = {}
     n = 0
     for back in range(days, 0, -1):
         if back == window_days:
@@ -90,29 +99,25 @@ def lay_down(
             h.events[event_id] = record
             h.token[event_id] = token
             h_list.append(event_id)
-            by_day.setdefault(day, []).append(_line(record))
+            by_day.setdefault(day, []).append(record)
             n += 1
     # One old ordinary event superseded by a later old one; two old ones related.
     first, second, third = h.ordinary[0], h.ordinary[1], h.ordinary[2]
     h.events[second]["supersedes"] = first
     h.superseded = (first, second)
     h.related = (second, third)
-    for lines in by_day.values():
-        for i, raw in enumerate(lines):
-            record = json.loads(raw)
-            if record["id"] == second:
-                lines[i] = _line(h.events[second])
-                lines.insert(i + 1, _line({"kind": "relation", "src": second, "dst": third,
-                                           "relation": "supports", "weight": 1.0,
-                                           "at": record["recorded_at"]}))  # fmt: skip
-                break
+    # Values another program wrote: a severity read as info, a NaN read as null (problems).
+    h.events[h.ordinary[3]]["severity"] = "fatal"
+    h.events[h.ordinary[4]]["payload"]["ratio"] = float("nan")
+    relation = {"kind": "relation", "src": second, "dst": third, "relation": "supports",
+                "weight": 1.0, "at": h.events[second]["recorded_at"]}  # fmt: skip
     # Recall used the referenced events five days ago: a ref record in that day's file.
     recent_day = datetime.fromtimestamp(now - 5 * DAY, UTC).date().isoformat()
-    by_day[recent_day].append(_line({"kind": "ref", "ids": h.referenced,
-                                     "at": iso(now - 5 * DAY + 3600)}))  # fmt: skip
+    by_day[recent_day].append({"kind": "ref", "ids": h.referenced, "at": iso(now - 5 * DAY)})
     (root / "journal").mkdir(parents=True, exist_ok=True)
-    for day, lines in by_day.items():
+    for day, records in by_day.items():
         rel = f"journal/{day}.jsonl"
+        lines = [_line(r) + (_line(relation) if r.get("id") == second else b"") for r in records]
         data = b"".join(lines)
         (root / rel).write_bytes(data)
         h.files[rel] = data
@@ -126,8 +131,10 @@ def index_state(conn: Any) -> dict[str, Any]:
     events = conn.execute(f"SELECT {', '.join(cols)} FROM events ORDER BY id").fetchall()
     relations = conn.execute("SELECT * FROM relations ORDER BY src, dst").fetchall()
     files = conn.execute("SELECT path, offset, lines FROM files ORDER BY path").fetchall()
+    problems = conn.execute("SELECT * FROM problems ORDER BY file, line").fetchall()
     words = conn.execute(
         "SELECT e.id FROM events_fts f JOIN events e ON e.seq = f.rowid "
         "WHERE events_fts MATCH 'excerpt' ORDER BY e.id"
     ).fetchall()
-    return {"events": events, "relations": relations, "files": files, "fts": words}
+    return {"events": events, "relations": relations, "files": files, "fts": words,
+            "problems": problems}  # fmt: skip

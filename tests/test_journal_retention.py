@@ -23,7 +23,7 @@ from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
 from sidecar.journal.retention import EXCERPT_CHARS, JournalRetention
 from sidecar.service import MemoryService
-from tests.journal_history import DAY, History, index_state, lay_down
+from tests.journal_history import DAY, History, index_state, lay_down, whole_payload
 
 WINDOW = 30
 DAYS = 300
@@ -147,7 +147,7 @@ async def test_a_journal_at_three_times_its_cap_records_every_batch_and_loses_no
         hit = await recall_one(svc, history.token[event_id])
         assert hit["id"] == event_id and hit["trimmed"] is True
         assert hit["summary"] == original["summary"] and hit["ts"] == original["ts"]
-        whole = json.dumps(original["payload"], ensure_ascii=False, separators=(",", ":"))
+        whole = whole_payload(json.dumps(original).encode())
         assert hit["payload"] == {"excerpt": whole[:EXCERPT_CHARS]}
         assert hit["payload_bytes"] == len(whole.encode())
     for event_id in history.recent:
@@ -187,6 +187,7 @@ async def test_a_journal_at_three_times_its_cap_records_every_batch_and_loses_no
     # The index is what a rebuild from the files makes.
     before = state(svc)
     assert before["fts"]  # trimmed events' words are the excerpt's
+    assert len(before["problems"]) == 1  # the severity read as info, on a trimmed line
     resp = await http.post("/memory/reindex?scope=agent", json={})
     assert resp.status in (200, 202), await resp.text()
     await svc.journal.tasks.finish()

@@ -17,7 +17,7 @@ from typing import Any
 
 from sidecar.journal.index import FILENAME, JournalIndex
 from sidecar.journal.retention import EXCERPT_CHARS, split_lines
-from tests.journal_history import History, index_state, lay_down
+from tests.journal_history import History, index_state, lay_down, whole_payload
 from tests.sidecar_process import wait_for
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,7 +60,7 @@ def check_disk(root: Path, history: History) -> int:
             if old_raw == new_raw:
                 continue
             old, new = json.loads(old_raw), json.loads(new_raw)
-            whole = json.dumps(old["payload"], ensure_ascii=False, separators=(",", ":"))
+            whole = whole_payload(old_raw)
             assert new.pop("payload") == {"excerpt": whole[:EXCERPT_CHARS]}
             assert new.pop("trimmed")["payload_bytes"] == len(whole.encode())
             del old["payload"]

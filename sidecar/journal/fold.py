@@ -62,7 +62,7 @@ def apply(conn: sqlite3.Connection, rel: str, lines: Iterable[jsonl.Line], inode
                     events = []
                     defaults = fold_record(conn, record)
                 if defaults:
-                    kept = "kept, read as default: " + "; ".join(defaults)
+                    kept = kept_note(defaults)
                     error = f"{error}; {kept}" if error else kept
             # Beyond the checks: whatever else a line holds costs that line, not the fold.
             except (BadRecord, ValueError, TypeError, ArithmeticError) as exc:
@@ -77,6 +77,11 @@ def apply(conn: sqlite3.Connection, rel: str, lines: Iterable[jsonl.Line], inode
     added += insert_events(conn, events)
     conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (rel, end, count, inode))
     return added
+
+
+def kept_note(defaults: list[str]) -> str:
+    """A line's problem when its record was kept with values read as their defaults."""
+    return "kept, read as default: " + "; ".join(defaults)
 
 
 def fold_record(conn: sqlite3.Connection, record: dict[str, Any]) -> list[str]:

@@ -233,8 +233,9 @@ class JournalIndex:
 
     def retrim(self, rel: str, rows: list[dict[str, Any]], size: int, inode: int) -> None:
         """``rel`` was replaced by its trimmed version: each row (``fold.event_row`` of a
-        trimmed line) takes its new payload, words and size, in one transaction with the
-        file's new size and inode, so the index stays what a rebuild would make."""
+        trimmed line, with its ``problem``) takes its new payload, words and size, and its
+        line's problem is the new line's, in one transaction with the file's new size and
+        inode, so the index stays what a rebuild would make."""
         with self.db.transaction() as conn:
             for row in rows:
                 old = conn.execute(
@@ -255,6 +256,10 @@ class JournalIndex:
                     "INSERT INTO events_fts(rowid, summary, body) VALUES (?, ?, ?)",
                     (old[0], old[1], row["body"]),
                 )
+                conn.execute("DELETE FROM problems WHERE file = ? AND line = ?", (rel, row["line"]))
+                if row["problem"] is not None:
+                    conn.execute("INSERT INTO problems VALUES (?, ?, ?)",
+                                 (rel, row["line"], row["problem"]))  # fmt: skip
             conn.execute(
                 "UPDATE files SET offset = ?, inode = ? WHERE path = ?", (size, inode, rel)
             )

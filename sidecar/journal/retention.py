@@ -189,7 +189,8 @@ def trim_day(
             kept.small += 1
             continue
         lines[number - 1] = encode(cut)
-        rows.append(fold.event_row(rel, number, cut)[0])
+        row, defaults = fold.event_row(rel, number, cut)
+        rows.append({**row, "problem": fold.kept_note(defaults) if defaults else None})
     if not rows:
         return None
     new = b"".join(lines)
