@@ -7,15 +7,17 @@ least ``KEEP_IMPORTANCE``: a ``priority`` of pin, high or permanent, escalations
 regressions, corrections), or recall used it within the window (its reference
 records). A payload no longer than the excerpt is left whole: there is nothing to cut.
 
-One day file at a time, on the tier's journal thread (appends wait for it, never for
-the whole pass), in an order a SIGKILL cannot turn into a loss or a duplicate:
+One day file at a time, in an order a SIGKILL cannot turn into a loss or a duplicate:
 
 1. ``archive/journal/DAY.jsonl.gz`` is written durably (temp, fsync, rename) and read
    back: it must decompress to the day file's bytes. An archive already there that
-   holds those bytes (a pass killed after step 1) is used as it is.
-2. The trimmed day file replaces the original durably, only if the original still
-   holds the bytes that were archived.
-3. The index takes the trimmed rows and the file's new size and inode in one
+   holds those bytes (a pass killed after step 1) is used as it is. This runs on a
+   thread of its own: the tier's appends do not wait for the compression.
+2. On the tier's journal thread (appends wait for this step only), if neither the file
+   nor what the index says of its events changed since step 1, the trimmed day file
+   replaces the original durably (temp, fsync, rename, only if the original still holds
+   the bytes that were archived) ...
+3. ... and the index takes the trimmed rows and the file's new size and inode in one
    transaction (a crash before it: the next start sees a replaced file and rebuilds).
 
 A trimmed line carries ``"trimmed": {"payload_bytes": N, "at": ...}`` and is never cut
@@ -156,13 +158,9 @@ def usage(root: Path) -> dict[str, int]:
     return {"active_bytes": active, "archived_bytes": archived}
 
 
-def trim_day(
-    tj: TierJournal, rel: str, cutoff: float, at: str, dry_run: bool, room: int, kept: Kept
-) -> DayPlan | None:
-    """One day file, on the tier's journal thread. None: nothing in it to trim."""
+def due_events(tj: TierJournal, rel: str, cutoff: float, kept: Kept) -> dict[int, str]:
+    """Line -> id of the events of ``rel`` retention may trim (tier's journal thread)."""
     assert tj.index is not None
-    root = tj.tier.root
-    plan = DayPlan(rel)
     due: dict[int, str] = {}
     for line, event_id, ts, recorded, base, floor, last_ref, trimmed in tj.index.day_events(rel):
         if trimmed is not None or max(ts, recorded) >= cutoff:
@@ -173,8 +171,22 @@ def trim_day(
             kept.referenced += 1
         else:
             due[line] = event_id
-    if not due:
-        return None
+    return due
+
+
+@dataclass
+class Day:
+    """One day file's trimming, prepared off the journal's thread."""
+
+    plan: DayPlan
+    due: dict[int, str]  # what the index said could be trimmed
+    data: bytes  # the day file as read, and archived
+    new: bytes  # its trimmed version
+    rows: list[dict[str, Any]]  # ``fold.event_row`` of each trimmed line, and its problem
+
+
+def prepare_day(root: Path, rel: str, due: dict[int, str], at: str, kept: Kept) -> Day | None:
+    """The trimmed version of ``rel``; None if no payload is longer than its excerpt."""
     data = _read(root, rel)
     lines = split_lines(data)
     rows: list[dict[str, Any]] = []
@@ -194,24 +206,27 @@ def trim_day(
     if not rows:
         return None
     new = b"".join(lines)
-    plan.events, plan.bytes_before, plan.bytes_after = len(rows), len(data), len(new)
-    if dry_run:
-        return plan
-    archive = archive_file(rel)
+    return Day(DayPlan(rel, len(rows), len(data), len(new)), due, data, new, rows)
+
+
+def archive_day(root: Path, day: Day, room: int) -> None:
+    """Make ``archive/journal/DAY.jsonl.gz`` hold the day file as read, durably, and read
+    it back; or set ``day.plan.problem`` and leave the day whole."""
+    plan, rel, archive = day.plan, day.plan.rel, archive_file(day.plan.rel)
     try:
         held = _read_archive(root, archive)
     except ValueError as exc:
         plan.problem = (f"{archive}: {exc}; {rel} was left whole. Move the damaged archive "
                         "out of archive/journal/ (if the day file was never trimmed, the "
                         "next pass archives it afresh)")  # fmt: skip
-        return plan
+        return
     if held is None:
-        packed = gzip.compress(data, compresslevel=6, mtime=0)
+        packed = gzip.compress(day.data, compresslevel=6, mtime=0)
         if len(packed) > room:
             plan.problem = (f"archiving {rel} would take the journal archive past its cap "
                             "(--cap-journal-archive-bytes); it was left whole. Raise the cap "
                             "or move old archives out of archive/journal/")  # fmt: skip
-            return plan
+            return
 
         def first(old: bytes | None) -> bytes:
             if old is not None:
@@ -219,33 +234,38 @@ def trim_day(
             return packed
 
         durable.write_file(root, archive, first)
-        if _read_archive(root, archive) != data:  # what was synced is what replaces it
+        if _read_archive(root, archive) != day.data:  # what was synced is what replaces it
             plan.problem = f"{archive} did not read back as {rel}; the day file was left whole"
-            return plan
+            return
         plan.archived = len(packed)
-    elif held != data:  # trimmed before: the archive must hold every line cut now
+    elif held != day.data:  # trimmed before: the archive must hold every line cut now
         whole = set(split_lines(held))
-        if any(data_line not in whole for data_line in _cut_lines(data, due)):
+        lines = split_lines(day.data)
+        if any(lines[row["line"] - 1] not in whole for row in day.rows):
             plan.problem = (
                 f"{rel} holds lines its archive {archive} does not; it was left as it is. "
                 "Move the archive aside to archive it afresh"
             )
-            return plan
+
+
+def replace_day(tj: TierJournal, day: Day, cutoff: float) -> None:
+    """The trimmed file in place of the archived one, and the index told (the tier's
+    journal thread): only if neither the file nor what the index says of its events
+    changed since the day was prepared."""
+    assert tj.index is not None
+    rel, root = day.plan.rel, tj.tier.root
+    if due_events(tj, rel, cutoff, Kept()) != day.due:
+        raise Changed(f"{rel}: its events changed while it was archived (recalled, or "
+                      "the index rebuilt); the next pass trims it")  # fmt: skip
 
     def replace(old: bytes | None) -> bytes:
-        if old != data:
+        if old != day.data:
             raise Changed(f"{rel} changed while it was being trimmed")
-        return new
+        return day.new
 
     durable.write_file(root, rel, replace)
-    tj.index.retrim(rel, rows, len(new), os.lstat(root / rel).st_ino)
-    tj.sizes[rel] = len(new)
-    return plan
-
-
-def _cut_lines(data: bytes, due: dict[int, str]) -> list[bytes]:
-    lines = split_lines(data)
-    return [lines[n - 1] for n in due if n <= len(lines)]
+    tj.index.retrim(rel, day.rows, len(day.new), os.lstat(root / rel).st_ino)
+    tj.sizes[rel] = len(day.new)
 
 
 @dataclass
@@ -271,29 +291,37 @@ class JournalRetention:
             return {"active_bytes": 0, "archived_bytes": 0, "days": 0}
         await self.ready(tj)
         started = time.monotonic()
+        root = tj.tier.root
         window = self.settings.journal_retention_days * DAY_S
         cutoff = now - window
         last_day = datetime.fromtimestamp(cutoff, UTC).date().isoformat()
-        days = [rel for rel in await tj.run(journal_log.journal_files, tj.tier.root)
+        days = [rel for rel in await tj.run(journal_log.journal_files, root)
                 if rel.rpartition("/")[2][:10] < last_day]  # fmt: skip
         room = self.settings.caps.journal_archive
         room -= (await self.usage(tier))["archived_bytes"]
         kept, plans, problems = Kept(), [], []
         for rel in days:
+            # Only the index's reads and the replace hold up the tier's appends: reading,
+            # compressing and archiving the day run on a thread of their own.
             try:
-                plan = await tj.run(trim_day, tj, rel, cutoff, iso(now), dry_run, room, kept)
+                due = await tj.run(due_events, tj, rel, cutoff, kept)
+                day = await asyncio.to_thread(prepare_day, root, rel, due, iso(now), kept)
+                if day is None:
+                    continue
+                if not dry_run:
+                    await asyncio.to_thread(archive_day, root, day, room)
+                    if day.plan.problem is None:
+                        await tj.run(replace_day, tj, day, cutoff)
             except (Changed, OSError, ValueError) as exc:
                 problems.append(f"{rel}: {exc}")
                 log.warning("journal day not trimmed", extra={"file": rel, "error": str(exc)})
                 continue
-            if plan is None:
+            if (problem := day.plan.problem) is not None:
+                problems.append(problem)
+                log.warning("journal day not trimmed", extra={"file": rel, "error": problem})
                 continue
-            if plan.problem is not None:
-                problems.append(plan.problem)
-                log.warning("journal day not trimmed", extra={"file": rel, "error": plan.problem})
-                continue
-            room -= plan.archived
-            plans.append(plan)
+            room -= day.plan.archived
+            plans.append(day.plan)
         answer: dict[str, Any] = {
             "dry_run": dry_run,
             "days": len(plans),
