@@ -21,6 +21,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
+from sidecar.journal import retention
+from sidecar.journal.events import iso
+from sidecar.journal.log import today_file
 from sidecar.journal.retention import EXCERPT_CHARS, JournalRetention
 from sidecar.service import MemoryService
 from tests.journal_history import DAY, History, index_state, lay_down, whole_payload
@@ -362,6 +365,36 @@ async def test_room_made_but_not_enough_is_a_retryable_503(
             assert resp.status == 503 and body["error"] == "journal_busy", body
             assert resp.headers["Retry-After"] == "2"
             assert asked == ["agent"]
+    finally:
+        await svc.stop()
+
+
+async def test_an_event_recalled_while_its_day_is_archived_keeps_the_day_whole(
+    settings: Settings, small_history: History, tier_dirs: tuple[Path, Path]
+) -> None:
+    """Between archiving a day (off the journal's thread) and replacing it, recall used
+    one of its events: the replace is refused, the day stays whole for the next pass."""
+    root = tier_dirs[0]
+    event_id = small_history.ordinary[5]
+    rel = day_of(small_history, event_id)
+    svc = await started(settings_for(settings, 1 << 30))
+    try:
+        tj = svc.journal.tiers["agent"]
+        cutoff = time.time() - WINDOW * DAY
+        due = await tj.run(retention.due_events, tj, rel, cutoff, retention.Kept())
+        assert event_id in due.values()
+        day = retention.prepare_day(root, rel, due, "2026-01-01T00:00:00Z", retention.Kept())
+        assert day is not None
+        retention.archive_day(root, day, 1 << 30)
+        assert day.plan.problem is None
+        await tj.append(today_file(), [{"kind": "ref", "ids": [event_id], "at": iso(time.time())}])
+        with pytest.raises(retention.Changed, match="its events changed"):
+            await tj.run(retention.replace_day, tj, day, cutoff)
+        assert (root / rel).read_bytes() == small_history.files[rel]
+        answer = await svc.journal.retention.maintain("agent", time.time(), False)
+        assert answer["problems"] == [] and answer["kept"]["referenced"] >= 1
+        hit = await recall_one(svc, small_history.token[event_id])
+        assert "trimmed" not in hit and hit["payload"] == small_history.events[event_id]["payload"]
     finally:
         await svc.stop()
 
