@@ -31,6 +31,7 @@ from bench import (
     dense,
     facts,
     freshness,
+    heldout,
     hybrid_speed,
     indexing,
     injection,
@@ -71,6 +72,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
     lifecycle_journal.NAME: (lifecycle_journal.run, "journal retention: one pass over 300 days"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
+    heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",

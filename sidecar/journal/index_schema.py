@@ -19,6 +19,7 @@ REREAD_FROM = (2, 3, 4)  # versions whose tables are this one's but for ``UPGRAD
 UPGRADE = (
     "ALTER TABLE events ADD COLUMN trimmed INTEGER",
     "CREATE INDEX IF NOT EXISTS events_by_file ON events(file, line)",
+    "CREATE INDEX IF NOT EXISTS events_by_type ON events(type, recorded_at)",
 )
 
 SCHEMA = f"""
@@ -52,6 +53,7 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_ts ON events(ts, id);
 CREATE INDEX IF NOT EXISTS events_by_session ON events(session_id, recorded_at);
 CREATE INDEX IF NOT EXISTS events_by_file ON events(file, line);
+CREATE INDEX IF NOT EXISTS events_by_type ON events(type, recorded_at);
 CREATE INDEX IF NOT EXISTS events_by_supersedes ON events(supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_to_embed ON events(embeddable) WHERE embeddable = 1;
 CREATE INDEX IF NOT EXISTS events_to_scan ON events(seq) WHERE flag IS NULL;
