@@ -29,6 +29,7 @@ from bench import (
     crew,
     crossval,
     dense,
+    extraction,
     facts,
     freshness,
     heldout,
@@ -72,6 +73,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
     lifecycle_journal.NAME: (lifecycle_journal.run, "journal retention: one pass over 300 days"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
+    extraction.NAME: (extraction.run, "learning extraction: LLM tokens per ended session"),
     heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
     pg_store.NAME: (
         pg_store.run,
