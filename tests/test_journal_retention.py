@@ -256,6 +256,7 @@ async def test_a_truncated_archive_is_reported_and_its_day_left_whole(
         answer = await svc.journal.retention.maintain("agent", time.time(), False)
         (problem,) = answer["problems"]
         assert archive.name in problem and "not a whole gzip file" in problem
+        assert answer["degraded"].startswith("1 journal day file(s) left whole")
         assert "Move the damaged archive" in problem
         assert (root / rel).read_bytes() == small_history.files[rel]  # nothing derived from it
         assert archive.read_bytes() == packed[: len(packed) // 2]

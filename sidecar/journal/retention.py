@@ -334,6 +334,8 @@ class JournalRetention:
             "at": iso(now),
             **await self.usage(tier),
         }
+        if problems:  # what the engine shows as this step's failure, beside the list
+            answer["degraded"] = f"{len(problems)} journal day file(s) left whole: {problems[0]}"
         if not dry_run:
             self.last[tier] = answer
             if plans:
