@@ -33,6 +33,7 @@ from bench import (
     facts,
     freshness,
     heldout,
+    hooks,
     hybrid_speed,
     indexing,
     injection,
@@ -75,6 +76,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
     extraction.NAME: (extraction.run, "learning extraction: LLM tokens per ended session"),
     heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
+    hooks.NAME: (hooks.run, "harness hooks: latency with process start, daemon up and down"),
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",

@@ -1,15 +1,10 @@
-"""How learnings search hits are ordered, cut to budgets and shown, and which entries
-stand as institutional directives: plain functions of the candidates and files."""
+"""How learnings search hits are ordered, cut to budgets and shown: plain functions of
+the candidates (the institutional directives are ``standing.py``'s)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from sidecar.disk.tiers import decode_text, read_confined, walk_markdown
-from sidecar.index.indexer import MAX_FILE_BYTES
-from sidecar.learnings import entries
-from sidecar.learnings.index import FOLDER
 from sidecar.learnings.ranking import PROMINENCE, REFERENCE, RELEVANCE, ScoredLearning, mmr
 from sidecar.retrieval.modes import SPARSE
 from sidecar.retrieval.ranking import Result
@@ -20,28 +15,6 @@ FILL_SHARE = 0.5  # a hit only the dense leg found counts at most this much rele
 # reinforced a dozen times must not outrank the one that answers the question just for
 # sharing a word with it. The rest follow, by relevance.
 RELEVANCE_GATE = 0.5
-
-
-def standing(path: str, meta: dict[str, Any]) -> bool:
-    """An institutional directive still in force."""
-    archived = path.startswith(f"{FOLDER}/archive/")
-    return (
-        bool(meta["institutional"])
-        and meta["type"] == "directive"
-        and (meta["status"] == "active" and not archived)
-    )
-
-
-def read_standing(root: Path) -> list[dict[str, Any]]:
-    """The institutional directives in a tier's learnings files, read without an index."""
-    out: list[dict[str, Any]] = []
-    for rel, _ in sorted(walk_markdown(root, FOLDER)):
-        got = read_confined(root, rel, MAX_FILE_BYTES)
-        if got is None:
-            continue
-        found, _ = entries.parse(rel, decode_text(got[0]))
-        out += [{**e.meta(), "file": rel} for e in found if standing(rel, e.meta())]
-    return out
 
 
 def relevances(results: list[Result]) -> list[float]:

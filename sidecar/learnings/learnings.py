@@ -33,6 +33,7 @@ from sidecar.learnings.ranking import (
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
+from sidecar.learnings.standing import read_standing, standing
 from sidecar.learnings.upkeep import Upkeep
 from sidecar.notes.files import today_utc
 from sidecar.notes.notes import Notes
@@ -317,10 +318,10 @@ class Learnings(Capability):
             for path in sorted(index.snapshot.by_line):
                 out += [{**meta, "tier": name, "file": path}
                         for meta in index.snapshot.by_line[path].values()
-                        if hits.standing(path, meta)]  # fmt: skip
+                        if standing(path, meta)]  # fmt: skip
         if "crew" not in self.tiers and self.lead is not None:
             crew = await asyncio.get_running_loop().run_in_executor(
-                None, hits.read_standing, self.settings.crew_dir
+                None, read_standing, self.settings.crew_dir
             )
             out += [{**meta, "tier": "crew"} for meta in crew]
         return out
