@@ -130,7 +130,10 @@ def run_sidecar(args: list[str], env: dict[str, str]) -> subprocess.CompletedPro
     [
         ({"SIDECAR_EMBED_THREADS": "abc"}, "argument --embed-threads: invalid int value: 'abc'"),
         ({"SIDECAR_PORT": "9119x"}, "argument --port: invalid int value: '9119x'"),
-        ({"SIDECAR_EMBEDDER": "olama"}, "embedder must be one of auto, minilm, ollama, none"),
+        (
+            {"SIDECAR_EMBEDDER": "olama"},
+            "embedder must be one of auto, minilm, ollama, openai, lead, none",
+        ),
         ({"SIDECAR_EMBED_THREADS": "0"}, "embed threads must be at least 1"),
     ],
 )
@@ -280,8 +283,8 @@ def test_every_serve_flag_and_variable_reaches_its_setting(
     monkeypatch.setenv("SIDECAR_ALLOWED_HOSTS", "A.example,,b.example")
     monkeypatch.setenv("SIDECAR_MIN_FREE_MB", "3")
     monkeypatch.setenv("SIDECAR_NAMESPACE", "team")
-    kinds = "core daily topic tier journal-day journal-tier learnings facts-log journal-archive"
-    kinds = kinds.split()
+    kinds = "core daily topic tier journal-day journal-tier learnings facts-log archive"
+    kinds = [*kinds.split(), "journal-archive"]
     caps = [f"--cap-{kind}-bytes" for kind in kinds]
     argv = ["serve", "--agent-dir", str(tmp_path / "a"), "--crew-dir", str(tmp_path / "c"),
             "--role", "lead", "--host", "::1", "--port", "9", "--chunk-chars", "700",
@@ -296,7 +299,7 @@ def test_every_serve_flag_and_variable_reaches_its_setting(
     assert config.from_flags(vars(args)) == Settings(
         agent_dir=tmp_path / "a", crew_dir=tmp_path / "c", role="lead", host="::1", port=9,
         chunk_chars=700, reconcile_interval=5.0,
-        allowed_hosts=("a.example", "b.example", "c.example"), caps=Caps(*range(11, 20)),
+        allowed_hosts=("a.example", "b.example", "c.example"), caps=Caps(*range(11, 21)),
         min_free_bytes=3 * 1024 * 1024, lead_url=None, crew_listen=("::1", 99),
         crew_token="secret", embedder="none", embed_threads=2, ollama_url="http://o",
         ollama_model="om", agent_id="ag", llm_url="http://l/v1", llm_model="lm",
