@@ -8,6 +8,7 @@ engine's ``make_room`` is stood in for where it is not part of this daemon.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import json
@@ -21,11 +22,14 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
+from sidecar.disk.tiers import Tier
 from sidecar.journal import retention
 from sidecar.journal.events import iso
 from sidecar.journal.log import today_file
 from sidecar.journal.retention import EXCERPT_CHARS, JournalRetention
+from sidecar.journal.tier import TierJournal
 from sidecar.service import MemoryService
+from tests.conftest import eventually
 from tests.journal_history import DAY, History, index_state, lay_down, whole_payload
 
 WINDOW = 30
@@ -44,6 +48,38 @@ async def started(settings: Settings) -> MemoryService:
     for tj in svc.journal.tiers.values():
         await tj.ready.wait()
     return svc
+
+
+async def first_pass(svc: MemoryService) -> dict[str, Any]:
+    """The journal step's answer in the lifecycle engine's pass at start."""
+    tier = svc.lifecycle.runs["agent"]
+
+    async def done() -> bool:
+        return tier.last is not None
+
+    await eventually(done, "the engine's first pass")
+    assert tier.last is not None
+    return dict(tier.last["steps"]["journal"])
+
+
+@contextlib.asynccontextmanager
+async def standalone(root: Path, caps: Caps | None = None) -> AsyncIterator[JournalRetention]:
+    """The journal step over ``root`` with no engine (and no daemon) around it, so a test
+    runs each pass itself: the tier's journal opened as at start."""
+    settings = Settings(agent_dir=root, crew_dir=root.parent / "crew", embedder="none",
+                        journal_retention_days=WINDOW, caps=caps or Caps())  # fmt: skip
+    tj = TierJournal(Tier("agent", root), settings.caps, [])
+    await tj.run(tj.open)
+    tj.ready.set()
+
+    async def ready(_: TierJournal) -> None:
+        return None
+
+    try:
+        yield JournalRetention({"agent": tj}, settings, ready)
+    finally:
+        await tj.run(tj.close)
+        tj.writer.shutdown()
 
 
 def stand_in_engine(svc: MemoryService) -> list[str] | None:
@@ -132,6 +168,7 @@ async def test_a_journal_at_three_times_its_cap_records_every_batch_and_loses_no
         body, _ = await post_batch(http, events)
         ids += body["ids"]
     assert len(ids) == 160
+    assert svc.journal.retention in svc.hooks.maintenance  # the engine runs it
     assert heard is None or heard == ["agent"]  # the first batch over the cap made room
     usage = await svc.journal.retention.usage("agent")
     assert usage["active_bytes"] < cap
@@ -187,6 +224,12 @@ async def test_a_journal_at_three_times_its_cap_records_every_batch_and_loses_no
                 seen.append(record["id"])
     assert sorted(seen) == sorted([*history.events, *ids])
 
+    # A pass on demand finds nothing more to trim.
+    resp = await http.post("/memory/maintain", json={"scope": "agent"})
+    assert resp.status == 200, await resp.text()
+    again = (await resp.json())["tiers"]["agent"]["steps"]["journal"]
+    assert again["days"] == 0 and again["active_bytes"] == usage["active_bytes"]
+
     # The index is what a rebuild from the files makes.
     before = state(svc)
     assert before["fts"]  # trimmed events' words are the excerpt's
@@ -198,30 +241,29 @@ async def test_a_journal_at_three_times_its_cap_records_every_batch_and_loses_no
 
 
 async def test_a_second_pass_and_a_dry_run_change_nothing(
-    svc: MemoryService, history: History, tier_dirs: tuple[Path, Path]
+    history: History, tier_dirs: tuple[Path, Path]
 ) -> None:
     root = tier_dirs[0]
-    step = svc.journal.retention
-    assert isinstance(step, JournalRetention) and step in svc.hooks.maintenance
     now = time.time()
-    dry = await step.maintain("agent", now, dry_run=True)
-    assert dry["days"] > 200 and dry["bytes_after"] < dry["bytes_before"]
-    assert not (root / "archive").exists()
-    assert {p.name: p.read_bytes() for p in (root / "journal").glob("*.jsonl")} == {
-        rel.removeprefix("journal/"): data for rel, data in history.files.items()
-    }
-    done = await step.maintain("agent", now, dry_run=False)
-    assert (done["days"], done["events"], done["bytes_after"]) == (
-        dry["days"], dry["events"], dry["bytes_after"]
-    )  # fmt: skip
-    files = {p: p.read_bytes() for p in sorted(root.rglob("*.jsonl*"))}
-    again = await step.maintain("agent", now + DAY, dry_run=False)
-    assert again["days"] == 0 and again["problems"] == []
-    assert {p: p.read_bytes() for p in sorted(root.rglob("*.jsonl*"))} == files
+    async with standalone(root) as step:
+        dry = await step.maintain("agent", now, dry_run=True)
+        assert dry["days"] > 200 and dry["bytes_after"] < dry["bytes_before"]
+        assert not (root / "archive").exists()
+        assert {p.name: p.read_bytes() for p in (root / "journal").glob("*.jsonl")} == {
+            rel.removeprefix("journal/"): data for rel, data in history.files.items()
+        }
+        done = await step.maintain("agent", now, dry_run=False)
+        assert (done["days"], done["events"], done["bytes_after"]) == (
+            dry["days"], dry["events"], dry["bytes_after"]
+        )  # fmt: skip
+        files = {p: p.read_bytes() for p in sorted(root.rglob("*.jsonl*"))}
+        again = await step.maintain("agent", now + DAY, dry_run=False)
+        assert again["days"] == 0 and again["problems"] == []
+        assert {p: p.read_bytes() for p in sorted(root.rglob("*.jsonl*"))} == files
 
 
 async def test_a_kill_after_archiving_finds_the_archive_and_goes_on(
-    settings: Settings, small_history: History, tier_dirs: tuple[Path, Path]
+    small_history: History, tier_dirs: tuple[Path, Path]
 ) -> None:
     """The state a kill between the two renames leaves: the archive in place, the day
     file whole. The next pass uses that archive rather than writing a second."""
@@ -231,20 +273,18 @@ async def test_a_kill_after_archiving_finds_the_archive_and_goes_on(
     archive = root / "archive" / "journal" / f"{rel.removeprefix('journal/')}.gz"
     archive.write_bytes(gzip.compress(small_history.files[rel]))
     packed = archive.read_bytes()
-    svc = await started(settings_for(settings, 1 << 30))
-    try:
-        answer = await svc.journal.retention.maintain("agent", time.time(), False)
-        assert answer["problems"] == []
-        assert archive.read_bytes() == packed  # used as it was
-        assert (root / rel).read_bytes() != small_history.files[rel]  # trimmed
-        assert b'"trimmed"' in (root / rel).read_bytes()
-    finally:
-        await svc.stop()
+    async with standalone(root) as step:
+        answer = await step.maintain("agent", time.time(), False)
+    assert answer["problems"] == []
+    assert archive.read_bytes() == packed  # used as it was
+    assert (root / rel).read_bytes() != small_history.files[rel]  # trimmed
+    assert b'"trimmed"' in (root / rel).read_bytes()
 
 
 async def test_a_truncated_archive_is_reported_and_its_day_left_whole(
     settings: Settings, small_history: History, tier_dirs: tuple[Path, Path]
 ) -> None:
+    """Through the daemon: the engine's pass at start meets the damaged archive."""
     root = tier_dirs[0]
     rel = day_of(small_history, small_history.ordinary[5])
     (root / "archive" / "journal").mkdir(parents=True)
@@ -253,7 +293,7 @@ async def test_a_truncated_archive_is_reported_and_its_day_left_whole(
     archive.write_bytes(packed[: len(packed) // 2])
     svc = await started(settings_for(settings, 1 << 30))
     try:
-        answer = await svc.journal.retention.maintain("agent", time.time(), False)
+        answer = await first_pass(svc)
         (problem,) = answer["problems"]
         assert archive.name in problem and "not a whole gzip file" in problem
         assert answer["degraded"].startswith("1 journal day file(s) left whole")
@@ -328,19 +368,15 @@ def day_of(history: History, event_id: str) -> str:
 
 
 async def test_an_archive_over_its_cap_leaves_the_days_whole(
-    settings: Settings, small_history: History, tier_dirs: tuple[Path, Path]
+    small_history: History, tier_dirs: tuple[Path, Path]
 ) -> None:
     root = tier_dirs[0]
-    caps = dataclasses.replace(Caps(), journal_archive=1000)
-    svc = await started(dataclasses.replace(settings, caps=caps, journal_retention_days=WINDOW))
-    try:
-        answer = await svc.journal.retention.maintain("agent", time.time(), False)
-        assert answer["days"] == 0 and answer["problems"]
-        assert all("--cap-journal-archive-bytes" in p for p in answer["problems"])
-        for rel, data in small_history.files.items():
-            assert (root / rel).read_bytes() == data
-    finally:
-        await svc.stop()
+    async with standalone(root, dataclasses.replace(Caps(), journal_archive=1000)) as step:
+        answer = await step.maintain("agent", time.time(), False)
+    assert answer["days"] == 0 and answer["problems"]
+    assert all("--cap-journal-archive-bytes" in p for p in answer["problems"])
+    for rel, data in small_history.files.items():
+        assert (root / rel).read_bytes() == data
 
 
 async def test_room_made_but_not_enough_is_a_retryable_503(
@@ -371,16 +407,15 @@ async def test_room_made_but_not_enough_is_a_retryable_503(
 
 
 async def test_an_event_recalled_while_its_day_is_archived_keeps_the_day_whole(
-    settings: Settings, small_history: History, tier_dirs: tuple[Path, Path]
+    small_history: History, tier_dirs: tuple[Path, Path]
 ) -> None:
     """Between archiving a day (off the journal's thread) and replacing it, recall used
     one of its events: the replace is refused, the day stays whole for the next pass."""
     root = tier_dirs[0]
     event_id = small_history.ordinary[5]
     rel = day_of(small_history, event_id)
-    svc = await started(settings_for(settings, 1 << 30))
-    try:
-        tj = svc.journal.tiers["agent"]
+    async with standalone(root) as step:
+        tj = step.tiers["agent"]
         cutoff = time.time() - WINDOW * DAY
         due = await tj.run(retention.due_events, tj, rel, cutoff, retention.Kept())
         assert event_id in due.values()
@@ -392,12 +427,12 @@ async def test_an_event_recalled_while_its_day_is_archived_keeps_the_day_whole(
         with pytest.raises(retention.Changed, match="its events changed"):
             await tj.run(retention.replace_day, tj, day, cutoff)
         assert (root / rel).read_bytes() == small_history.files[rel]
-        answer = await svc.journal.retention.maintain("agent", time.time(), False)
+        answer = await step.maintain("agent", time.time(), False)
         assert answer["problems"] == [] and answer["kept"]["referenced"] >= 1
-        hit = await recall_one(svc, small_history.token[event_id])
-        assert "trimmed" not in hit and hit["payload"] == small_history.events[event_id]["payload"]
-    finally:
-        await svc.stop()
+        assert tj.index is not None
+        (row,) = tj.index.fetch("id", [event_id])
+        assert row.trimmed is None
+        assert json.loads(row.payload) == small_history.events[event_id]["payload"]
 
 
 def _all() -> Any:
