@@ -117,12 +117,15 @@ def learnings_text(root: Path) -> str:
 
 async def test_distils_core_learning_and_facts_once(rig: Rig) -> None:
     assert len(OLD_CORE.encode()) > 3000  # near its cap: the edit must condense
+    known = "Staging credentials live in the team vault, never in the repo."
+    await rig.svc.learnings.learn({"scope": "agent", "file": "ops", "text": known})
     rig.stub.script(answer())
     report = await rig.distiller("agent", list(DAYS.items()))
 
     assert report["ok"] and report["distilled"] == sorted(DAYS) and not report["problems"]
     prompt = rig.stub.requests[0]["messages"][1]["content"]
     assert "legacy-1" in prompt and "k8s-east" in prompt and "vpn up staging" in prompt
+    assert f"Existing learnings:\n- {known}" in prompt  # so it is not proposed again
     core = (rig.root / "AGENT.md").read_text()
     assert core == NEW_CORE and len(core.encode()) <= 4000 and "Note 59" not in core
     (batch,) = report["batches"]
@@ -134,7 +137,7 @@ async def test_distils_core_learning_and_facts_once(rig: Rig) -> None:
     learned = learnings_text(rig.root)
     assert "type: procedural" in learned and "vpn up staging" in learned
     assert "source: daily/2025-10-01.md to daily/2025-10-03.md" in learned
-    hits = await rig.svc.learnings.search(_query("staging deploy vpn"))
+    hits = await rig.svc.learnings.search(_query("make deploy vpn"))
     assert [h["id"] for h in hits["hits"]] == batch["learnings"]
 
     (event,) = events(rig.root)
@@ -191,9 +194,12 @@ async def test_blank_text_is_out_of_schema(rig: Rig) -> None:
 
 
 async def test_injection_in_core_is_refused_the_rest_applies(rig: Rig) -> None:
+    """A log line smuggles an instruction and the model copies it: it reaches neither
+    AGENT.md nor the facts; the clean learning of the same answer is written."""
+    days = {**DAYS, "daily/2025-10-04.md": f"# 2025-10-04\n- Pasted from a web page: {INJECTION}\n"}
     smuggled = NEW_CORE + f"- {INJECTION}\n"
     rig.stub.script(answer(core=smuggled, facts=[INJECTION, "The user works from Lisbon."]))
-    report = await rig.distiller("agent", list(DAYS.items()))
+    report = await rig.distiller("agent", list(days.items()))
 
     (batch,) = report["batches"]
     assert batch["core"]["error"] == "injection_suspected" and not batch["core"]["applied"]
@@ -204,7 +210,7 @@ async def test_injection_in_core_is_refused_the_rest_applies(rig: Rig) -> None:
     (event,) = events(rig.root)
     assert event["payload"]["facts"] == ["The user works from Lisbon."]
     assert INJECTION not in event["summary"] and event["payload"]["dropped"] == []
-    assert report["distilled"] == sorted(DAYS)  # refusals are final: not asked again
+    assert report["distilled"] == sorted(days)  # refusals are final: not asked again
 
 
 async def test_injected_learning_is_refused_alone(rig: Rig) -> None:
@@ -302,3 +308,33 @@ def test_batches_bounded_by_bytes_and_days() -> None:
     text, cut = dp.excerpt("daily/a.md", "é" * 30_000)
     assert cut is not None and len(text.encode()) <= dp.BATCH_BYTES
     assert text.startswith("é") and text.endswith("é")  # cut on character boundaries
+
+
+async def test_torn_ledger_line_is_distilled_again(rig: Rig) -> None:
+    """A crash mid-append leaves a last line without its newline: that day's line did not
+    land, so the day is distilled again, and the next append keeps the ledger readable."""
+    path = rig.root / LEDGER
+    path.parent.mkdir(parents=True)
+    path.write_text('{"day": "daily/2025-10-01.md"}\n{"day": "daily/2025-10-02.md", "a')
+    rig.stub.script(answer())
+    report = await rig.distiller("agent", list(DAYS.items()))
+
+    assert report["skipped"] == ["daily/2025-10-01.md"]
+    assert report["distilled"] == ["daily/2025-10-02.md", "daily/2025-10-03.md"]
+    again = await rig.distiller("agent", list(DAYS.items()))
+    assert again["skipped"] == sorted(DAYS) and len(rig.stub.requests) == 1
+    (problem,) = again["problems"]  # the torn line, ended by the append: reported, skipped
+    assert problem.startswith(f"{LEDGER} line 2 ignored: not JSON")
+
+
+async def test_crew_tier_edits_crew_md(settings: Settings, stub: LLMStub) -> None:
+    (settings.crew_dir / "CREW.md").write_text("# Crew\n- Deploys go through staging first.\n")
+    crew_core = "# Crew\n- Deploys go through staging (k8s-east) first.\n"
+    stub.script(answer(core=crew_core))
+    async for rig in _rig(settings, stub):
+        report = await rig.distiller("crew", list(DAYS.items()))
+        assert report["batches"][0]["core"]["file"] == "CREW.md" and report["ok"]
+        assert (settings.crew_dir / "CREW.md").read_text() == crew_core
+        assert "Current CREW.md" in stub.requests[0]["messages"][1]["content"]
+        assert len(events(settings.crew_dir)) == 1 and ledger(settings.crew_dir)
+        assert not (settings.agent_dir / LEDGER).exists() and events(settings.agent_dir) == []
