@@ -338,3 +338,30 @@ async def test_crew_tier_edits_crew_md(settings: Settings, stub: LLMStub) -> Non
         assert "Current CREW.md" in stub.requests[0]["messages"][1]["content"]
         assert len(events(settings.crew_dir)) == 1 and ledger(settings.crew_dir)
         assert not (settings.agent_dir / LEDGER).exists() and events(settings.agent_dir) == []
+
+
+async def test_unreadable_core_or_ledger_is_reported(rig: Rig, tmp_path: Path) -> None:
+    """A core file that is a symlink is neither shown nor edited (the logs still give
+    learnings); a ledger that is one stops distillation, which could otherwise repeat."""
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_text("# not ours\n")
+    (rig.root / "AGENT.md").unlink()
+    (rig.root / "AGENT.md").symlink_to(elsewhere)
+    rig.stub.script(answer())
+    report = await rig.distiller("agent", list(DAYS.items()))
+    assert report["batches"][0]["core"]["error"] == "core_unreadable" and report["ok"]
+    assert any("AGENT.md not edited: AGENT.md was not read" in p for p in report["problems"])
+    assert "(unavailable: answer core null)" in rig.stub.requests[0]["messages"][1]["content"]
+    assert elsewhere.read_text() == "# not ours\n" and "vpn up staging" in learnings_text(rig.root)
+
+    ledger_path = rig.root / LEDGER
+    ledger_path.rename(tmp_path / "ledger.jsonl")
+    ledger_path.symlink_to(tmp_path / "ledger.jsonl")
+    later = [("daily/2025-10-09.md", "# 2025-10-09\n- Quiet day.\n")]
+    blocked = await rig.distiller("agent", later)
+    assert not blocked["ok"] and blocked["undistilled"] == ["daily/2025-10-09.md"]
+    assert "unreadable" in blocked["problems"][0] and len(rig.stub.requests) == 1
+
+
+async def test_no_days_asks_nothing(rig: Rig) -> None:
+    assert (await rig.distiller("agent", []))["ok"] and rig.stub.requests == []

@@ -33,7 +33,7 @@ from typing import Any
 
 from sidecar.config import Settings
 from sidecar.disk import jsonl
-from sidecar.disk.tiers import decode_text, read_regular
+from sidecar.disk.tiers import TooLarge, UnsafePath, decode_text, read_regular
 from sidecar.errors import ApiError
 from sidecar.journal.events import iso, uuid7
 from sidecar.journal.journal import Journal
@@ -79,11 +79,13 @@ class Distiller:
         report: dict[str, Any] = {
             "scope": scope, "model": self.llm.model_id, "distilled": [], "skipped": [],
             "undistilled": [], "batches": [], "problems": [], "prompt_tokens": 0,
-            "answer_tokens": 0,
+            "answer_tokens": 0, "ok": not days,
         }  # fmt: skip
+        if not days:
+            return report
         try:
             done, problems = await asyncio.to_thread(read_ledger, root)
-        except OSError as exc:  # unsafe or unreadable: distilling could repeat what it did
+        except (OSError, UnsafePath) as exc:  # distilling could repeat what it did
             report["problems"].append(f"{LEDGER} unreadable ({exc}); nothing was distilled")
             report["undistilled"] = sorted(rel for rel, _ in days)
             return report
@@ -95,10 +97,10 @@ class Distiller:
             names = [rel for rel, _ in batch.days]
             try:
                 result = await self._batch(scope, root, batch)
-            except (LLMError, ApiError, OSError) as exc:
-                # The model is down or off-schema, or the core file unreadable: the next
-                # batch would fail alike (and wait out the same timeout). Nothing applied.
-                why = exc.detail if isinstance(exc, ApiError) else str(exc)
+            except (LLMError, OSError) as exc:
+                # The model is down or off-schema, or the disk failed: the next batch would
+                # fail alike (and wait out the same timeout). Nothing of it was applied.
+                why = str(exc)
                 left = [rel for b in pending[n:] for rel, _ in b.days]
                 report["problems"].append(
                     f"not distilled ({len(left)} day(s) from {names[0]}): {why}; nothing "
@@ -118,14 +120,19 @@ class Distiller:
     async def _batch(self, scope: str, root: Path, batch: dp.Batch) -> dict[str, Any]:
         """One call and its edits; raises (before applying anything) if no answer fits."""
         core_name = CORE_FILE[scope]
-        current = await asyncio.to_thread(read_regular, root, core_name, MAX_CORE_READ)
+        unreadable: str | None = None  # then the logs still give learnings and facts
+        try:
+            current = await asyncio.to_thread(read_regular, root, core_name, MAX_CORE_READ)
+        except (UnsafePath, TooLarge) as exc:
+            current, unreadable = None, f"{core_name} was not read ({exc}), so not edited"
         base = None if current is None else current[0]
         core = "" if base is None else decode_text(base)
         related = await self._related(scope, batch)
         started = time.perf_counter()
+        shown = dp.UNAVAILABLE if unreadable else core
         answer = await ask(
             self.llm, dp.SYSTEM.format(cap=self.settings.caps.core),
-            dp.prompt(core_name, core, related, batch), dp.schema(self.settings.caps.core),
+            dp.prompt(core_name, shown, related, batch), dp.schema(self.settings.caps.core),
             "distillation", dp.check,
         )  # fmt: skip
         data = answer.data
@@ -138,14 +145,22 @@ class Distiller:
                           for e in batch.excerpts],
             "problems": [],
         }  # fmt: skip
-        result["core"] = await self._core(scope, core_name, core, base, data)
+        if unreadable:
+            result["core"] = {"file": core_name, "applied": False, "error": "core_unreadable",
+                              "detail": unreadable}  # fmt: skip
+        else:
+            result["core"] = await self._core(scope, core_name, core, base, data)
         if result["core"].get("error"):
             result["problems"].append(f"{core_name} not edited: {result['core']['detail']}")
         result["learnings"] = await self._learnings(scope, data["learnings"], days, result)
         facts = self._facts(data["facts"], result)
         result["facts"] = facts
         result["event"] = await self._event(scope, days, facts, result, answer)
-        await asyncio.to_thread(append_ledger, root, batch, result["event"] or uuid7())
+        try:
+            await asyncio.to_thread(append_ledger, root, batch, result["event"] or uuid7())
+        except (OSError, UnsafePath) as exc:
+            result["problems"].append(f"applied, but {LEDGER} was not written ({exc}): these "
+                                      "days are distilled again at the next pass")  # fmt: skip
         log.info("distilled", extra={"tier": scope, "days": len(days),
                  "learnings": len(result["learnings"]), "facts": len(facts)})  # fmt: skip
         return result

@@ -24,6 +24,7 @@ MAX_FACTS = 8  # together they fit one journal summary (2,000 characters)
 MAX_FACT_CHARS = 200
 MAX_RELATED = 5  # existing learnings shown, so the model does not repeat them
 MAX_RELATED_CHARS = 300
+UNAVAILABLE = "(unavailable: answer core null)"  # shown for a core file that cannot be read
 
 SYSTEM = (
     "You curate an AI agent's long-term memory. You read daily logs that are about to be "
