@@ -105,8 +105,8 @@ def events(root: Path) -> list[dict[str, Any]]:
     return [e for e in out if e["type"] == "memory.consolidated"]
 
 
-def ledger(root: Path) -> list[dict[str, Any]]:
-    path = root / LEDGER
+def ledger(root: Path, rel: str = LEDGER) -> list[dict[str, Any]]:
+    path = root / rel
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -131,6 +131,8 @@ async def test_distils_core_learning_and_facts_once(rig: Rig) -> None:
     (batch,) = report["batches"]
     assert batch["core"]["applied"] and batch["core"]["bytes"] < batch["core"]["bytes_before"]
     assert batch["core"]["dropped"] == answer()["dropped"]
+    (previous,) = ledger(rig.root, batch["core"]["previous"])
+    assert previous["text"] == OLD_CORE and previous["days"] == sorted(DAYS)  # nothing lost
     assert batch["prompt_tokens"] > 0 and batch["answer_tokens"] > 0
     assert report["prompt_tokens"] == rig.stub.prompt_tokens
 

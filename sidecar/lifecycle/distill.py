@@ -6,7 +6,8 @@ proposes an edited core file (``AGENT.md`` / ``CREW.md``), learnings and facts; 
 goes through the write path every other writer uses, so each is checked on its own:
 
 - the core edit is a ``replace`` through ``Notes.write`` (injection scan, the core cap,
-  the tier cap), applied only if the file still holds what the prompt showed;
+  the tier cap), applied only if the file still holds what the prompt showed, and only
+  once the version it replaces is durable in the core's history (``CORE_HISTORY``);
 - each learning through ``Learnings.learn`` (scan, caps, compaction), with its source;
 - the facts, scanned, as one ``memory.consolidated`` journal event, which facts
   consolidation picks up as an episode.
@@ -47,6 +48,7 @@ from sidecar.safety import scan
 log = logging.getLogger(__name__)
 
 LEDGER = "archive/daily/.distilled.jsonl"
+CORE_HISTORY = "archive/core/{name}.jsonl"  # each version a distillation replaced
 EVENT_TYPE = "memory.consolidated"
 LEARNINGS_FILE = "distilled"  # learnings/distilled.md
 SOURCE = "lifecycle.distill"
@@ -149,7 +151,7 @@ class Distiller:
             result["core"] = {"file": core_name, "applied": False, "error": "core_unreadable",
                               "detail": unreadable}  # fmt: skip
         else:
-            result["core"] = await self._core(scope, core_name, core, base, data)
+            result["core"] = await self._core(scope, root, core_name, base, data, days)
         if result["core"].get("error"):
             result["problems"].append(f"{core_name} not edited: {result['core']['detail']}")
         result["learnings"] = await self._learnings(scope, data["learnings"], days, result)
@@ -176,22 +178,37 @@ class Distiller:
         return [h["text"] for h in hits]
 
     async def _core(
-        self, scope: str, name: str, current: str, base: bytes | None, data: dict[str, Any]
-    ) -> dict[str, Any]:
+        self, scope: str, root: Path, name: str, base: bytes | None, data: dict[str, Any],
+        days: list[str],
+    ) -> dict[str, Any]:  # fmt: skip
         """Replace the core file with the model's edit, if the guards allow it and the file
-        is still what the prompt showed."""
+        is still what the prompt showed. The version it replaces is appended to the core's
+        history first, so a point the model dropped wrongly can be found again."""
         new = data["core"]
         before = len(base or b"")
+        current = "" if base is None else decode_text(base)
         if new is None or new.strip() == current.strip():
             return {"file": name, "applied": False, "bytes": before}
         text = new.rstrip("\n") + "\n"
+        size = len(text.encode())
+        history = CORE_HISTORY.format(name=name) if base is not None else None
+
+        def refused(error: str, detail: str) -> dict[str, Any]:
+            return {"file": name, "applied": False, "bytes": before, "proposed_bytes": size,
+                    "error": error, "detail": detail}  # fmt: skip
+
+        if history is not None:
+            line = {"at": iso(time.time()), "file": name, "days": days, "text": current}
+            try:
+                await asyncio.to_thread(append_line, root, history, line)
+            except (OSError, UnsafePath) as exc:
+                return refused("history_unwritable", f"{history} not written ({exc})")
         try:
             await self.notes.write(scope, name, text, "replace", base=(base,))
         except ApiError as exc:
-            return {"file": name, "applied": False, "bytes": before, "proposed_bytes":
-                    len(text.encode()), "error": exc.error, "detail": exc.detail}  # fmt: skip
-        return {"file": name, "applied": True, "bytes_before": before,
-                "bytes": len(text.encode()), "dropped": data["dropped"]}  # fmt: skip
+            return refused(exc.error, exc.detail)
+        return {"file": name, "applied": True, "bytes_before": before, "bytes": size,
+                "dropped": data["dropped"], "previous": history}  # fmt: skip
 
     async def _learnings(
         self, scope: str, items: list[dict[str, Any]], days: list[str], result: dict[str, Any]
@@ -270,10 +287,14 @@ def read_ledger(root: Path) -> tuple[set[str], list[str]]:
 
 def append_ledger(root: Path, batch: dp.Batch, job: str) -> None:
     """One line a day, one durable append for the batch."""
-    (root / LEDGER).parent.mkdir(parents=True, exist_ok=True)
     at = iso(time.time())
-    lines = [
-        json.dumps({"day": rel, "at": at, "job": job, "sha256": batch.sha256[rel]})
-        for rel, _ in batch.days
-    ]
-    jsonl.append(root, LEDGER, ("\n".join(lines) + "\n").encode())
+    records = [{"day": rel, "at": at, "job": job, "sha256": batch.sha256[rel]}
+               for rel, _ in batch.days]  # fmt: skip
+    append_line(root, LEDGER, *records)
+
+
+def append_line(root: Path, rel: str, *records: dict[str, Any]) -> None:
+    """Whole JSON lines appended durably to ``rel`` (its folder made if need be)."""
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    jsonl.append(root, rel, data.encode())
