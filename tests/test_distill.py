@@ -287,17 +287,24 @@ async def test_ledger_lines_that_do_not_fit_are_reported(rig: Rig) -> None:
 
 
 async def test_long_logs_are_excerpted_and_batched(rig: Rig) -> None:
-    big = {f"daily/2025-09-{d:02d}.md": f"# day {d}\n" + "- busy line of work\n" * 5000
-           for d in (1, 2)}  # fmt: skip
+    routine = "- ran the nightly job, all green\n" * 3000
+    big = {
+        f"daily/2025-09-{d:02d}.md": f"# day {d}\n{routine}- Decided: retries back off "
+        f"exponentially from now on (day {d}).\n{routine}"
+        for d in range(1, 5)
+    }
     rig.stub.script(answer(core=None), answer(core=None, learnings=[]))
     report = await rig.distiller("agent", list(big.items()))
 
     assert len(rig.stub.requests) == 2 and report["distilled"] == sorted(big)
+    assert [b["days"] for b in report["batches"]] == [sorted(big)[:3], sorted(big)[3:]]
     for request, batch in zip(rig.stub.requests, report["batches"], strict=True):
         logs = request["messages"][1]["content"].split("Daily logs to distil:\n")[1]
-        assert len(logs.encode()) <= dp.BATCH_BYTES + 100
-        assert "bytes of this log left out" in logs
-        assert batch["excerpted"][0]["bytes"] > 90_000 >= batch["excerpted"][0]["shown"]
+        assert len(logs.encode()) <= dp.BATCH_BYTES
+        for day, shown in zip(batch["days"], logs.split("=== ")[1:], strict=True):
+            n = int(day[-5:-3])  # the decision from the middle of each day is kept
+            assert f"exponentially from now on (day {n})" in shown and "left out]" in shown
+        assert all(e["bytes"] > 190_000 and e["shown"] <= dp.DAY_BYTES for e in batch["excerpted"])
 
 
 def test_batches_bounded_by_bytes_and_days() -> None:
@@ -305,11 +312,14 @@ def test_batches_bounded_by_bytes_and_days() -> None:
     got = dp.batches(tiny)
     assert [len(b.days) for b in got] == [dp.MAX_BATCH_DAYS, 56 - dp.MAX_BATCH_DAYS]
     assert [rel for b in got for rel, _ in b.days] == sorted(rel for rel, _ in tiny)
-    mid = [(f"daily/2025-03-{d:02d}.md", "x" * 10_000) for d in range(1, 6)]
-    assert [len(b.days) for b in dp.batches(mid)] == [2, 2, 1]
-    text, cut = dp.excerpt("daily/a.md", "é" * 30_000)
-    assert cut is not None and len(text.encode()) <= dp.BATCH_BYTES
-    assert text.startswith("é") and text.endswith("é")  # cut on character boundaries
+    mid = [(f"daily/2025-03-{d:02d}.md", "- a line of work\n" * 350) for d in range(1, 6)]
+    assert [len(b.days) for b in dp.batches(mid)] == [4, 1]  # 5,950 bytes each, whole
+    assert all(not b.excerpts for b in dp.batches(mid))
+    text, cut = dp.excerpt("daily/a.md", "é" * 30_000 + "\n- Decided: keep it.\n")
+    assert cut is not None and len(text.encode()) <= dp.DAY_BYTES
+    lines = text.splitlines()
+    assert lines[1].endswith("é ...") and len(lines[1].encode()) <= dp.MAX_LINE_BYTES
+    assert lines[2] == "- Decided: keep it."
 
 
 async def test_torn_ledger_line_is_distilled_again(rig: Rig) -> None:

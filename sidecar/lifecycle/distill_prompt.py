@@ -2,20 +2,31 @@
 
 Plain functions of text, so every bound is testable without a model. A batch holds at
 most ``BATCH_BYTES`` of log text, so a prompt stays bounded whatever the logs weigh; a
-log longer than that is cut to its head and tail (``Excerpt`` says by how much).
+log longer than ``DAY_BYTES`` is shown as an excerpt of its most telling lines
+(``Excerpt`` says how much of it the model saw).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from sidecar.learnings.entries import DOMAINS, TYPES
 
 BATCH_BYTES = 24 * 1024  # log text per call
+# Of one log: a busy day's 30-100 KB is mostly routine, and three excerpts a call cost a
+# third of the calls that one whole log a call would.
+DAY_BYTES = 8 * 1024
+MAX_LINE_BYTES = 1024  # a line longer is cut in an excerpt
+SALIENT = re.compile(
+    r"^\s*#|decid|decision|agreed|prefer|always|never|must|should|remember|lesson|learn|"
+    r"procedure|steps?\b|how to|workaround|fix|because|instead|todo|open|blocked|pending|"
+    r"unresolved|follow[- ]?up",
+    re.IGNORECASE,
+)
 MAX_BATCH_DAYS = 31  # so the consolidation event's list of days stays small
-HEAD_SHARE = 2 / 3  # of an excerpted log: its head; the rest is its tail
 MAX_DROPPED = 20
 MAX_DROPPED_CHARS = 200
 MAX_LEARNINGS = 8
@@ -115,17 +126,34 @@ class Batch:
         return sum(len(text.encode()) for _, text in self.days)
 
 
-def excerpt(rel: str, text: str, limit: int = BATCH_BYTES) -> tuple[str, Excerpt | None]:
-    """``text`` if it fits ``limit`` bytes, else its head and tail around a marker."""
-    data = text.encode()
-    if len(data) <= limit:
+def excerpt(rel: str, text: str, limit: int = DAY_BYTES) -> tuple[str, Excerpt | None]:
+    """``text`` if it fits ``limit`` bytes; else the lines most likely to hold something
+    durable (headings, decisions, preferences, steps, open work), then the others from the
+    top, as many as fit, in their order, each cut to ``MAX_LINE_BYTES``."""
+    size = len(text.encode())
+    if size <= limit:
         return text, None
-    room = limit - 100  # the marker's line
-    head = data[: int(room * HEAD_SHARE)].decode(errors="ignore")
-    tail = data[len(data) - (room - len(head.encode())) :].decode(errors="ignore")
-    cut = len(data) - len(head.encode()) - len(tail.encode())
-    shown = f"{head}\n[... {cut:,} bytes of this log left out ...]\n{tail}"
-    return shown, Excerpt(rel, len(data), len(data) - cut)
+    lines = [_cut(line) for line in text.splitlines()]
+    budget = limit - 120  # the header line
+    picked: set[int] = set()
+    used = 0
+    salient = [i for i, line in enumerate(lines) if SALIENT.search(line)]
+    for i in [*salient, *range(len(lines))]:
+        cost = len(lines[i].encode()) + 1
+        if i not in picked and used + cost <= budget:
+            picked.add(i)
+            used += cost
+    body = "\n".join(lines[i] for i in sorted(picked))
+    header = (f"[excerpt: {len(picked):,} of {len(lines):,} lines, {size - used:,} bytes of "
+              "this log left out]")  # fmt: skip
+    return f"{header}\n{body}", Excerpt(rel, size, used)
+
+
+def _cut(line: str) -> str:
+    data = line.encode()
+    if len(data) <= MAX_LINE_BYTES:
+        return line
+    return data[: MAX_LINE_BYTES - 4].decode(errors="ignore") + " ..."
 
 
 def batches(days: list[tuple[str, str]], limit: int = BATCH_BYTES) -> list[Batch]:
@@ -133,7 +161,7 @@ def batches(days: list[tuple[str, str]], limit: int = BATCH_BYTES) -> list[Batch
     ``MAX_BATCH_DAYS`` days."""
     out: list[Batch] = []
     for rel, text in sorted(days):
-        shown, cut = excerpt(rel, text, limit)
+        shown, cut = excerpt(rel, text, min(DAY_BYTES, limit))
         size = len(shown.encode())
         if not out or out[-1].size() + size > limit or len(out[-1].days) >= MAX_BATCH_DAYS:
             out.append(Batch())
