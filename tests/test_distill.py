@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,7 +15,8 @@ import pytest
 
 from sidecar.config import Settings
 from sidecar.lifecycle import distill_prompt as dp
-from sidecar.lifecycle.distill import LEDGER, Distiller
+from sidecar.lifecycle.distill import Distiller
+from sidecar.lifecycle.distill_ledger import LEDGER
 from sidecar.llm.factory import make_client
 from sidecar.service import MemoryService
 from tests.llm_stub import LLMStub, Step
@@ -110,6 +112,10 @@ def ledger(root: Path, rel: str = LEDGER) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+def distilled(root: Path) -> list[str]:
+    return [x["day"] for x in ledger(root) if x["kind"] == "day"]
+
+
 def learnings_text(root: Path) -> str:
     path = root / "learnings" / "distilled.md"
     return path.read_text() if path.exists() else ""
@@ -147,7 +153,9 @@ async def test_distils_core_learning_and_facts_once(rig: Rig) -> None:
     assert "changelog entries in the same PR" in event["summary"]
     assert event["payload"]["days"] == sorted(DAYS)
     assert event["payload"]["dropped"] == answer()["dropped"]
-    assert [d["day"] for d in ledger(rig.root)] == sorted(DAYS)
+    assert distilled(rig.root) == sorted(DAYS)
+    (plan,) = [x for x in ledger(rig.root) if x["kind"] == "plan"]  # written before the edits
+    assert plan["answer"]["core"] == NEW_CORE and plan["days"] == sorted(DAYS)
 
     # The same window again (a crash between distilling and archiving): nothing twice.
     again = await rig.distiller("agent", list(DAYS.items()))
@@ -164,7 +172,7 @@ async def test_distils_core_learning_and_facts_once(rig: Rig) -> None:
     assert "Routine day" in rig.stub.requests[1]["messages"][1]["content"]
     assert "k8s-east" not in rig.stub.requests[1]["messages"][1]["content"].split(">>>")[1]
     assert len(events(rig.root)) == 1  # nothing kept, nothing to record
-    assert len(ledger(rig.root)) == 4
+    assert distilled(rig.root) == sorted([*DAYS, *later])
 
 
 def _query(text: str) -> Any:
@@ -275,14 +283,18 @@ async def test_llm_timeout_reports(settings: Settings, stub: LLMStub) -> None:
 async def test_ledger_lines_that_do_not_fit_are_reported(rig: Rig) -> None:
     path = rig.root / LEDGER
     path.parent.mkdir(parents=True)
-    path.write_text('not json\n{"day": 5}\n{"day": "daily/2025-10-01.md", "at": "x"}\n')
+    path.write_text(
+        'not json\n{"kind": "day", "day": 5}\n{"day": "daily/2025-10-02.md"}\n'
+        '{"kind": "day", "day": "daily/2025-10-01.md", "at": "x"}\n'
+    )
     rig.stub.script(answer())
     report = await rig.distiller("agent", list(DAYS.items()))
 
     assert report["skipped"] == ["daily/2025-10-01.md"]
     assert report["distilled"] == ["daily/2025-10-02.md", "daily/2025-10-03.md"]
     assert any(f"{LEDGER} line 1 ignored: not JSON" in p for p in report["problems"])
-    assert any(f"{LEDGER} line 2 ignored: no 'day'" in p for p in report["problems"])
+    assert any(f"{LEDGER} line 2 ignored: a day line without" in p for p in report["problems"])
+    assert any(f"{LEDGER} line 3 ignored: 'kind' is neither" in p for p in report["problems"])
     assert "2025-10-01" not in rig.stub.requests[0]["messages"][1]["content"].split(">>>")[1]
 
 
@@ -327,7 +339,7 @@ async def test_torn_ledger_line_is_distilled_again(rig: Rig) -> None:
     land, so the day is distilled again, and the next append keeps the ledger readable."""
     path = rig.root / LEDGER
     path.parent.mkdir(parents=True)
-    path.write_text('{"day": "daily/2025-10-01.md"}\n{"day": "daily/2025-10-02.md", "a')
+    path.write_text('{"kind": "day", "day": "daily/2025-10-01.md"}\n{"kind": "day", "da')
     rig.stub.script(answer())
     report = await rig.distiller("agent", list(DAYS.items()))
 
@@ -348,7 +360,7 @@ async def test_crew_tier_edits_crew_md(settings: Settings, stub: LLMStub) -> Non
         assert report["batches"][0]["core"]["file"] == "CREW.md" and report["ok"]
         assert (settings.crew_dir / "CREW.md").read_text() == crew_core
         assert "Current CREW.md" in stub.requests[0]["messages"][1]["content"]
-        assert len(events(settings.crew_dir)) == 1 and ledger(settings.crew_dir)
+        assert len(events(settings.crew_dir)) == 1 and distilled(settings.crew_dir)
         assert not (settings.agent_dir / LEDGER).exists() and events(settings.agent_dir) == []
 
 
@@ -377,3 +389,36 @@ async def test_unreadable_core_or_ledger_is_reported(rig: Rig, tmp_path: Path) -
 
 async def test_no_days_asks_nothing(rig: Rig) -> None:
     assert (await rig.distiller("agent", []))["ok"] and rig.stub.requests == []
+
+
+async def test_a_plan_cut_short_is_finished_once_without_a_call(rig: Rig) -> None:
+    """The ledger holds a plan whose days never followed (a crash after the answer): the
+    next pass applies it without asking the model; a crash after every part but before
+    the days (their lines cut away here) applies none of them twice."""
+    plan = {
+        "kind": "plan", "job": "0190-job", "at": "2026-11-01T00:00:00.000Z",
+        "days": sorted(DAYS), "sha256": {d: "0" * 64 for d in DAYS},
+        "core_base": hashlib.sha256(OLD_CORE.encode()).hexdigest(), "core_unreadable": None,
+        "answer": answer(), "cost": {"prompt_tokens": 900, "answer_tokens": 90},
+    }  # fmt: skip
+    bad = {**plan, "job": "0191-job", "answer": {**answer(), "facts": "not a list"}}
+    path = rig.root / LEDGER
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(plan) + "\n" + json.dumps(bad) + "\n")
+    report = await rig.distiller("agent", list(DAYS.items()))
+
+    assert rig.stub.requests == [] and report["distilled"] == sorted(DAYS)
+    assert report["batches"][0]["resumed"] and report["prompt_tokens"] == 0
+    assert any("line 2 ignored: a plan's answer does not fit" in p for p in report["problems"])
+    assert (rig.root / "AGENT.md").read_text() == NEW_CORE
+    learned = learnings_text(rig.root)
+    assert distilled(rig.root) == sorted(DAYS) and len(events(rig.root)) == 1
+
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(x for x in lines if '"kind": "day"' not in x) + "\n")
+    again = await rig.distiller("agent", list(DAYS.items()))
+    assert again["batches"][0]["core"]["applied"] and rig.stub.requests == []
+    assert learnings_text(rig.root) == learned and len(events(rig.root)) == 1
+    assert again["batches"][0]["event"] == report["batches"][0]["event"]
+    assert len(ledger(rig.root, "archive/core/AGENT.md.jsonl")) == 1
+    assert distilled(rig.root) == sorted(DAYS)

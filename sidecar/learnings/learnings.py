@@ -186,7 +186,7 @@ class Learnings(Capability):
         slug = body.get("file", "general")
         text = body["text"].strip("\n")
         today = today_utc().isoformat()
-        entry_id = str(uuid.uuid4())
+        entry_id = body.get("id") or str(uuid.uuid4())  # a replayable writer brings its own
         fields = {
             "id": entry_id,
             "type": body.get("type", "declarative"),

@@ -14,21 +14,24 @@ goes through the write path every other writer uses, so each is checked on its o
 
 A part the guards refuse is reported and the other parts still apply: the scanner
 judges text, not the model, so a clean learning beside a refused core edit is as clean
-as any. Days are written to the ledger (``LEDGER``, append-only) once their batch is
-applied, refused parts and all, and a day in the ledger is never distilled again (a
-re-run after a crash between distilling and archiving). A crash after the edits and
-before the ledger line distils that batch twice; compaction merges the repeated
-learnings and facts consolidation reinforces the repeated facts instead of adding them.
-A batch whose answer never fit the schema, or whose model was unreachable, applies
-nothing and is not in the ledger: the report names it and its days.
+as any. Refusals are final: the batch's days count as distilled.
+
+Exactly once, across SIGKILLs: the checked answer goes to the ledger
+(``distill_ledger``) before any part is applied, and each part can tell whether it
+already happened (the core holds the new text; a learning's id, derived from the job,
+is indexed; an event of the job's session is in the journal). A pass that finds a plan
+whose days never followed applies it again, without a model call, and then writes the
+days. A batch whose answer never fit the schema, or whose model was unreachable,
+applies nothing and writes nothing: the report names its days.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import hashlib
 import logging
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +40,12 @@ from sidecar.disk import jsonl
 from sidecar.disk.tiers import TooLarge, UnsafePath, decode_text, read_regular
 from sidecar.errors import ApiError
 from sidecar.journal.events import iso, uuid7
+from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.learnings.learnings import Learnings, SearchQuery
+from sidecar.lifecycle import distill_ledger as ledger
 from sidecar.lifecycle import distill_prompt as dp
+from sidecar.lifecycle.distill_ledger import LEDGER
 from sidecar.llm.client import LLMClient, LLMError, ask
 from sidecar.notes.files import CORE_FILE
 from sidecar.notes.notes import Notes
@@ -47,13 +53,16 @@ from sidecar.safety import scan
 
 log = logging.getLogger(__name__)
 
-LEDGER = "archive/daily/.distilled.jsonl"
 CORE_HISTORY = "archive/core/{name}.jsonl"  # each version a distillation replaced
 EVENT_TYPE = "memory.consolidated"
 LEARNINGS_FILE = "distilled"  # learnings/distilled.md
 SOURCE = "lifecycle.distill"
 MAX_CORE_READ = 64 * 1024  # a core file hand-edited past this is not shown to a model
 QUERY_CHARS = 300  # of the logs' text, to find the related learnings
+
+
+def _sha(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 class Distiller:
@@ -78,49 +87,59 @@ class Distiller:
 
     async def __call__(self, scope: str, days: list[tuple[str, str]]) -> dict[str, Any]:
         root = self._root(scope)
+        given = sorted({rel for rel, _ in days})
         report: dict[str, Any] = {
             "scope": scope, "model": self.llm.model_id, "distilled": [], "skipped": [],
             "undistilled": [], "batches": [], "problems": [], "prompt_tokens": 0,
-            "answer_tokens": 0, "ok": not days,
+            "answer_tokens": 0, "ok": False,
         }  # fmt: skip
-        if not days:
-            return report
         try:
-            done, problems = await asyncio.to_thread(read_ledger, root)
+            found = await asyncio.to_thread(ledger.read, root, self.settings.caps.core)
         except (OSError, UnsafePath) as exc:  # distilling could repeat what it did
             report["problems"].append(f"{LEDGER} unreadable ({exc}); nothing was distilled")
-            report["undistilled"] = sorted(rel for rel, _ in days)
+            report["undistilled"] = given
             return report
-        report["problems"] += problems
-        report["skipped"] = sorted(rel for rel, _ in days if rel in done)
-        todo = [(rel, text) for rel, text in days if rel not in done]
-        pending = dp.batches(todo)
+        report["problems"] += found.problems
+        report["skipped"] = [rel for rel in given if rel in found.done]
+        done = set(found.done)
+        for plan in found.unfinished:  # a crash cut these short: finish them, no model call
+            result = await self._apply(scope, root, plan)
+            result["resumed"] = True
+            self._add(report, result, spent=False)
+            done |= set(plan["days"])
+        pending = dp.batches([(rel, text) for rel, text in days if rel not in done])
         for n, batch in enumerate(pending):
-            names = [rel for rel, _ in batch.days]
             try:
-                result = await self._batch(scope, root, batch)
-            except (LLMError, OSError) as exc:
+                plan = await self._propose(scope, root, batch)
+                await asyncio.to_thread(ledger.append, root, plan)
+            except (LLMError, OSError, UnsafePath) as exc:
                 # The model is down or off-schema, or the disk failed: the next batch would
                 # fail alike (and wait out the same timeout). Nothing of it was applied.
-                why = str(exc)
                 left = [rel for b in pending[n:] for rel, _ in b.days]
                 report["problems"].append(
-                    f"not distilled ({len(left)} day(s) from {names[0]}): {why}; nothing "
-                    "of these days was applied, and they are distilled at the next pass"
+                    f"not distilled ({len(left)} day(s) from {left[0]}): {exc}; nothing of "
+                    "these days was applied, and they are distilled at the next pass"
                 )
                 report["undistilled"] = left
-                log.warning("distillation failed", extra={"tier": scope, "error": why})
+                log.warning("distillation failed", extra={"tier": scope, "error": str(exc)})
                 break
-            report["batches"].append(result)
-            report["distilled"] += names
-            report["prompt_tokens"] += result["prompt_tokens"]
-            report["answer_tokens"] += result["answer_tokens"]
-            report["problems"] += result.pop("problems")
+            self._add(report, await self._apply(scope, root, plan), spent=True)
         report["ok"] = not report["undistilled"]
         return report
 
-    async def _batch(self, scope: str, root: Path, batch: dp.Batch) -> dict[str, Any]:
-        """One call and its edits; raises (before applying anything) if no answer fits."""
+    @staticmethod
+    def _add(report: dict[str, Any], result: dict[str, Any], spent: bool) -> None:
+        report["batches"].append(result)
+        report["distilled"] += result["days"]
+        report["problems"] += result.pop("problems")
+        if spent:  # a resumed plan's call was paid for by the pass that crashed
+            report["prompt_tokens"] += result["prompt_tokens"]
+            report["answer_tokens"] += result["answer_tokens"]
+
+    # -- asking ----------------------------------------------------------------------------
+
+    async def _propose(self, scope: str, root: Path, batch: dp.Batch) -> dict[str, Any]:
+        """One call; the plan the ledger keeps. Raises LLMError if no answer fits."""
         core_name = CORE_FILE[scope]
         unreadable: str | None = None  # then the logs still give learnings and facts
         try:
@@ -131,41 +150,24 @@ class Distiller:
         core = "" if base is None else decode_text(base)
         related = await self._related(scope, batch)
         started = time.perf_counter()
-        shown = dp.UNAVAILABLE if unreadable else core
         answer = await ask(
             self.llm, dp.SYSTEM.format(cap=self.settings.caps.core),
-            dp.prompt(core_name, shown, related, batch), dp.schema(self.settings.caps.core),
-            "distillation", dp.check,
+            dp.prompt(core_name, dp.UNAVAILABLE if unreadable else core, related, batch),
+            dp.schema(self.settings.caps.core), "distillation", dp.check,
         )  # fmt: skip
-        data = answer.data
-        days = [rel for rel, _ in batch.days]
-        result: dict[str, Any] = {
-            "days": days, "prompt_tokens": answer.prompt_tokens,
-            "answer_tokens": answer.answer_tokens, "attempts": answer.attempts,
-            "llm_s": round(time.perf_counter() - started, 3),
+        data = dict(answer.data)
+        if data["core"] is not None and (unreadable or data["core"].strip() == core.strip()):
+            data["core"] = None  # nothing to write: unchanged, or not to be touched
+        return {
+            "kind": "plan", "job": uuid7(), "at": iso(time.time()),
+            "days": [rel for rel, _ in batch.days], "sha256": batch.sha256,
+            "core_base": _sha(base), "core_unreadable": unreadable, "answer": data,
+            "cost": {"model": self.llm.model_id, "prompt_tokens": answer.prompt_tokens,
+                     "answer_tokens": answer.answer_tokens, "attempts": answer.attempts,
+                     "llm_s": round(time.perf_counter() - started, 3)},
             "excerpted": [{"file": e.rel, "bytes": e.bytes, "shown": e.kept}
                           for e in batch.excerpts],
-            "problems": [],
         }  # fmt: skip
-        if unreadable:
-            result["core"] = {"file": core_name, "applied": False, "error": "core_unreadable",
-                              "detail": unreadable}  # fmt: skip
-        else:
-            result["core"] = await self._core(scope, root, core_name, base, data, days)
-        if result["core"].get("error"):
-            result["problems"].append(f"{core_name} not edited: {result['core']['detail']}")
-        result["learnings"] = await self._learnings(scope, data["learnings"], days, result)
-        facts = self._facts(data["facts"], result)
-        result["facts"] = facts
-        result["event"] = await self._event(scope, days, facts, result, answer)
-        try:
-            await asyncio.to_thread(append_ledger, root, batch, result["event"] or uuid7())
-        except (OSError, UnsafePath) as exc:
-            result["problems"].append(f"applied, but {LEDGER} was not written ({exc}): these "
-                                      "days are distilled again at the next pass")  # fmt: skip
-        log.info("distilled", extra={"tier": scope, "days": len(days),
-                 "learnings": len(result["learnings"]), "facts": len(facts)})  # fmt: skip
-        return result
 
     async def _related(self, scope: str, batch: dp.Batch) -> list[str]:
         """The existing learnings nearest the logs' words (one search; none if it fails)."""
@@ -177,48 +179,93 @@ class Distiller:
             return []
         return [h["text"] for h in hits]
 
-    async def _core(
-        self, scope: str, root: Path, name: str, base: bytes | None, data: dict[str, Any],
-        days: list[str],
-    ) -> dict[str, Any]:  # fmt: skip
-        """Replace the core file with the model's edit, if the guards allow it and the file
-        is still what the prompt showed. The version it replaces is appended to the core's
-        history first, so a point the model dropped wrongly can be found again."""
-        new = data["core"]
-        before = len(base or b"")
-        current = "" if base is None else decode_text(base)
-        if new is None or new.strip() == current.strip():
-            return {"file": name, "applied": False, "bytes": before}
+    # -- applying --------------------------------------------------------------------------
+
+    async def _apply(self, scope: str, root: Path, plan: dict[str, Any]) -> dict[str, Any]:
+        """Every part of a plan that has not happened yet, then its days in the ledger."""
+        days, answer = plan["days"], plan["answer"]
+        result: dict[str, Any] = {
+            "job": plan["job"], "days": days, "prompt_tokens": 0, "answer_tokens": 0,
+            **plan.get("cost", {}), "excerpted": plan.get("excerpted", []), "problems": [],
+        }  # fmt: skip
+        result["core"] = await self._core(scope, root, plan)
+        if result["core"].get("error"):
+            result["problems"].append(
+                f"{result['core']['file']} not edited: {result['core']['detail']}"
+            )
+        result["learnings"] = await self._learnings(scope, plan, result)
+        result["facts"] = self._facts(answer["facts"], result)
+        result["event"] = await self._event(scope, plan, result)
+        at = iso(time.time())
+        lines = [{"kind": "day", "day": rel, "job": plan["job"], "at": at,
+                  "sha256": plan["sha256"][rel]} for rel in days]  # fmt: skip
+        try:
+            await asyncio.to_thread(ledger.append, root, *lines)
+        except (OSError, UnsafePath) as exc:
+            result["problems"].append(f"applied, but {LEDGER} was not written ({exc}): the "
+                                      "next pass applies this plan again")  # fmt: skip
+        log.info("distilled", extra={"tier": scope, "days": len(days),
+                 "learnings": len(result["learnings"]), "facts": len(result["facts"])})  # fmt: skip
+        return result
+
+    async def _core(self, scope: str, root: Path, plan: dict[str, Any]) -> dict[str, Any]:
+        """Replace the core file with the plan's edit if it still holds what the prompt
+        showed, the version it replaces durable in the history first."""
+        name, new = CORE_FILE[scope], plan["answer"]["core"]
+        if plan["core_unreadable"]:
+            return {"file": name, "applied": False, "error": "core_unreadable",
+                    "detail": plan["core_unreadable"]}  # fmt: skip
+        if new is None:
+            return {"file": name, "applied": False}
         text = new.rstrip("\n") + "\n"
-        size = len(text.encode())
-        history = CORE_HISTORY.format(name=name) if base is not None else None
+        data = text.encode()
 
         def refused(error: str, detail: str) -> dict[str, Any]:
-            return {"file": name, "applied": False, "bytes": before, "proposed_bytes": size,
+            return {"file": name, "applied": False, "proposed_bytes": len(data),
                     "error": error, "detail": detail}  # fmt: skip
 
-        if history is not None:
-            line = {"at": iso(time.time()), "file": name, "days": days, "text": current}
+        try:
+            got = await asyncio.to_thread(read_regular, root, name, MAX_CORE_READ)
+        except (OSError, UnsafePath, TooLarge) as exc:
+            return refused("core_unreadable", f"{name} was not read ({exc}), so not edited")
+        current = None if got is None else got[0]
+        applied = {"file": name, "applied": True, "bytes_before": None, "bytes": len(data),
+                   "dropped": plan["answer"]["dropped"], "previous": None}  # fmt: skip
+        if current == data:  # this plan's edit, before a crash
+            return applied
+        if _sha(current) != plan["core_base"]:
+            return refused("changed", f"{name} changed since the distillation read it; "
+                           "the edit was not applied over it")  # fmt: skip
+        if current is not None:
+            history = CORE_HISTORY.format(name=name)
+            line = {"job": plan["job"], "at": iso(time.time()), "file": name,
+                    "days": plan["days"], "text": decode_text(current)}  # fmt: skip
             try:
-                await asyncio.to_thread(append_line, root, history, line)
+                await asyncio.to_thread(_keep_version, root, history, line)
             except (OSError, UnsafePath) as exc:
                 return refused("history_unwritable", f"{history} not written ({exc})")
+            applied |= {"bytes_before": len(current), "previous": history}
         try:
-            await self.notes.write(scope, name, text, "replace", base=(base,))
+            await self.notes.write(scope, name, text, "replace", base=(current,))
         except ApiError as exc:
             return refused(exc.error, exc.detail)
-        return {"file": name, "applied": True, "bytes_before": before, "bytes": size,
-                "dropped": data["dropped"], "previous": history}  # fmt: skip
+        return applied
 
     async def _learnings(
-        self, scope: str, items: list[dict[str, Any]], days: list[str], result: dict[str, Any]
+        self, scope: str, plan: dict[str, Any], result: dict[str, Any]
     ) -> list[str]:
-        """Each learning through ``learn``; the ids written, each refusal a problem."""
-        first, last = days[0], days[-1]
-        source = first if first == last else f"{first} to {last}"
+        """Each learning through ``learn``, under an id derived from the job, so one
+        already written is found; the ids written, each refusal a problem."""
+        days = plan["days"]
+        source = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+        index = self.learnings.tiers.get(scope)
         written: list[str] = []
-        for item in items:
-            body = {**item, "text": item["text"].strip(), "scope": scope,
+        for i, item in enumerate(plan["answer"]["learnings"]):
+            entry_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"distill:{plan['job']}:{i}"))
+            if index is not None and entry_id in index.snapshot.by_id:
+                written.append(entry_id)
+                continue
+            body = {**item, "text": item["text"].strip(), "scope": scope, "id": entry_id,
                     "file": LEARNINGS_FILE, "source": source}  # fmt: skip
             try:
                 written.append((await self.learnings.learn(body))["id"])
@@ -241,23 +288,31 @@ class Distiller:
                 )
         return kept
 
-    async def _event(
-        self, scope: str, days: list[str], facts: list[str], result: dict[str, Any], answer: Any
-    ) -> str | None:
-        """One ``memory.consolidated`` event naming what was kept and dropped; None if
-        nothing was, or if the journal refused it (a problem in the report)."""
-        core = result["core"]
+    async def _event(self, scope: str, plan: dict[str, Any], result: dict[str, Any]) -> str | None:
+        """One ``memory.consolidated`` event naming what was kept and dropped, in the job's
+        own session (so a replay finds it); None if nothing was kept, or if the journal
+        refused it (a problem in the report)."""
+        core, facts, days = result["core"], result["facts"], plan["days"]
         if not (facts or result["learnings"] or core["applied"]):
             return None
-        payload = {
-            "days": days, "facts": facts, "learnings": result["learnings"],
-            "core": {"file": core["file"], "applied": core["applied"]},
-            "dropped": core.get("dropped", []), "model": self.llm.model_id,
-            "prompt_tokens": answer.prompt_tokens, "answer_tokens": answer.answer_tokens,
-        }  # fmt: skip
-        event = {"type": EVENT_TYPE, "summary": dp.summary(days, facts), "payload": payload,
-                 "source": SOURCE, "refs": {"episodic": True}}  # fmt: skip
+        session = f"distill-{plan['job']}"
         try:
+            seen = await self.journal.listing(
+                scope, Filters(session, (EVENT_TYPE,), include_superseded=True,
+                               include_expired=True), None, 1,
+            )  # fmt: skip
+            if seen["events"]:
+                return str(seen["events"][0]["id"])
+            payload = {
+                "job": plan["job"], "days": days, "facts": facts,
+                "learnings": result["learnings"], "core": core["file"],
+                "core_applied": core["applied"], "dropped": core.get("dropped", []),
+                **plan.get("cost", {}),
+            }  # fmt: skip
+            event = {
+                "type": EVENT_TYPE, "summary": dp.summary(days, facts), "payload": payload,
+                "source": SOURCE, "session_id": session, "refs": {"episodic": True},
+            }  # fmt: skip
             recorded = await self.journal.record(scope, {"events": [event]})
         except ApiError as exc:
             result["problems"].append(
@@ -268,33 +323,11 @@ class Distiller:
         return str(recorded["ids"][0])
 
 
-def read_ledger(root: Path) -> tuple[set[str], list[str]]:
-    """The days already distilled, and each ledger line that could not be read."""
-    done: set[str] = set()
-    problems: list[str] = []
+def _keep_version(root: Path, rel: str, line: dict[str, Any]) -> None:
+    """Append the replaced version unless this job's is there already (a replay)."""
     try:
-        for line in jsonl.read_lines(root, LEDGER):
-            day = None if line.record is None else line.record.get("day")
-            if isinstance(day, str):
-                done.add(day)
-            else:
-                why = line.error or "no 'day' string"
-                problems.append(f"{LEDGER} line {line.number} ignored: {why}")
+        if any((x.record or {}).get("job") == line["job"] for x in jsonl.read_lines(root, rel)):
+            return
     except FileNotFoundError:
         pass
-    return done, problems
-
-
-def append_ledger(root: Path, batch: dp.Batch, job: str) -> None:
-    """One line a day, one durable append for the batch."""
-    at = iso(time.time())
-    records = [{"day": rel, "at": at, "job": job, "sha256": batch.sha256[rel]}
-               for rel, _ in batch.days]  # fmt: skip
-    append_line(root, LEDGER, *records)
-
-
-def append_line(root: Path, rel: str, *records: dict[str, Any]) -> None:
-    """Whole JSON lines appended durably to ``rel`` (its folder made if need be)."""
-    (root / rel).parent.mkdir(parents=True, exist_ok=True)
-    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    jsonl.append(root, rel, data.encode())
+    ledger.append_lines(root, rel, line)
