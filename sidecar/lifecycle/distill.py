@@ -107,7 +107,8 @@ class Distiller:
             result["resumed"] = True
             self._add(report, result, spent=False)
             done |= set(plan["days"])
-        pending = dp.batches([(rel, text) for rel, text in days if rel not in done])
+        todo = [(rel, text) for rel, text in days if rel not in done]
+        pending = await asyncio.to_thread(dp.batches, todo)  # a year of logs: seconds
         for n, batch in enumerate(pending):
             try:
                 plan = await self._propose(scope, root, batch)
