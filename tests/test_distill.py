@@ -323,6 +323,15 @@ async def test_long_logs_are_excerpted_and_batched(rig: Rig) -> None:
         assert all(e["bytes"] > 190_000 and e["shown"] <= dp.DAY_BYTES for e in batch["excerpted"])
 
 
+def test_summary_is_what_facts_consolidation_reads() -> None:
+    facts = ["The user works from Lisbon.", "Deploys happen on Tuesdays."]
+    got = dp.summary(["daily/2025-10-01.md", "daily/2025-10-03.md"], facts)
+    assert got == "Distilled from the daily logs of 2025-10-01 to 2025-10-03: " + " ".join(facts)
+    assert dp.summary(["daily/2025-10-01.md"], []).endswith("2025-10-01: no new facts.")
+    most = ["x" * dp.MAX_FACT_CHARS] * dp.MAX_FACTS  # the journal's summary limit holds
+    assert len(dp.summary(["daily/2025-10-01.md", "daily/2025-10-31.md"], most)) <= 2000
+
+
 def test_batches_bounded_by_bytes_and_days() -> None:
     tiny = [(f"daily/2025-{m:02d}-{d:02d}.md", "- ok\n") for m in (1, 2) for d in range(1, 29)]
     got = dp.batches(tiny)

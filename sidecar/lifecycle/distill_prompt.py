@@ -185,4 +185,6 @@ def summary(days: list[str], facts: list[str]) -> str:
     """The consolidation event's summary: what facts consolidation reads of it."""
     first, last = days[0].removeprefix("daily/")[:10], days[-1].removeprefix("daily/")[:10]
     span = first if first == last else f"{first} to {last}"
+    if not facts:
+        return f"Distilled the daily logs of {span}: no new facts."
     return f"Distilled from the daily logs of {span}: " + " ".join(facts)
