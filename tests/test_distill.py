@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from sidecar.config import Settings
+from sidecar.journal.events import MAX_SUMMARY_CHARS
 from sidecar.lifecycle import distill_prompt as dp
 from sidecar.lifecycle.distill import Distiller
 from sidecar.lifecycle.distill_ledger import LEDGER
@@ -329,7 +330,9 @@ def test_summary_is_what_facts_consolidation_reads() -> None:
     assert got == "Distilled from the daily logs of 2025-10-01 to 2025-10-03: " + " ".join(facts)
     assert dp.summary(["daily/2025-10-01.md"], []).endswith("2025-10-01: no new facts.")
     most = ["x" * dp.MAX_FACT_CHARS] * dp.MAX_FACTS  # the journal's summary limit holds
-    assert len(dp.summary(["daily/2025-10-01.md", "daily/2025-10-31.md"], most)) <= 2000
+    assert len(dp.summary(["daily/2025-10-01.md", "daily/2025-10-31.md"], most)) <= (
+        MAX_SUMMARY_CHARS
+    )
 
 
 def test_batches_bounded_by_bytes_and_days() -> None:
