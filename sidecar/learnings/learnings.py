@@ -197,7 +197,7 @@ class Learnings(Capability):
             "status": "active",
             "created": today,
             "institutional": True if body.get("institutional") else None,
-            "source": body.get("source"),  # what it was distilled from, if not the caller
+            "source": body.get("source"),  # set by extraction, never by a request
         }
         rel = f"{FOLDER}/{slug}.md"
         written = await self.notes.write(scope, rel, "\n" + entries.render(fields, text), "append")
