@@ -491,3 +491,26 @@ async def test_sigkill_at_each_step_applies_every_part_once(
     assert learnings_text(root).count("vpn up staging") == 1 and len(events(root)) == 1
     assert distilled(root) == sorted(DAYS)
     assert len(ledger(root, "archive/core/AGENT.md.jsonl")) == 1
+
+
+async def test_tier_over_its_cap_takes_a_condensing_edit_only(
+    settings: Settings, stub: LLMStub
+) -> None:
+    """Maintenance distils because the tier is full of old logs: an edit that shrinks the
+    core file goes through (waiting for room would wait on the pass itself), one that
+    grows it is refused for the tier's cap, and neither waits."""
+    (settings.agent_dir / "AGENT.md").write_text(OLD_CORE)
+    (settings.agent_dir / "daily" / "2025-09-01.md").write_text("- old routine\n" * 2000)
+    full = dataclasses.replace(settings, caps=dataclasses.replace(settings.caps, tier=20_000))
+    grown = NEW_CORE + "- " + "more context " * 200 + "\n"
+    stub.script(answer(), answer(core=grown))
+    async for rig in _rig(full, stub):
+        day1, day2, _ = sorted(DAYS.items())
+        first = await rig.distiller("agent", [day1])
+        assert first["batches"][0]["core"]["applied"]
+        assert (rig.root / "AGENT.md").read_text() == NEW_CORE
+
+        second = await rig.distiller("agent", [day2])
+        core = second["batches"][0]["core"]
+        assert core["error"] == "cap_exceeded" and "the agent tier" in core["detail"]
+        assert (rig.root / "AGENT.md").read_text() == NEW_CORE

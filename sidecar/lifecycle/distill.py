@@ -5,9 +5,10 @@ window it archives. One schema-bound LLM call per batch of logs (``distill_promp
 proposes an edited core file (``AGENT.md`` / ``CREW.md``), learnings and facts; each
 goes through the write path every other writer uses, so each is checked on its own:
 
-- the core edit is a ``replace`` through ``Notes.write`` (injection scan, the core cap,
-  the tier cap), applied only if the file still holds what the prompt showed, and only
-  once the version it replaces is durable in the core's history (``CORE_HISTORY``);
+- the core edit is a ``replace`` through ``Notes.commit`` with ``Notes.write``'s checks
+  (injection scan, the core cap, the tier cap: ``_write_core`` says why not ``write``),
+  applied only if the file still holds what the prompt showed, and only once the
+  version it replaces is durable in the core's history (``CORE_HISTORY``);
 - each learning through ``Learnings.learn`` (scan, caps, compaction), with its source;
 - the facts, scanned, as one ``memory.consolidated`` journal event, which facts
   consolidation picks up as an episode.
@@ -47,8 +48,8 @@ from sidecar.lifecycle import distill_ledger as ledger
 from sidecar.lifecycle import distill_prompt as dp
 from sidecar.lifecycle.distill_ledger import LEDGER
 from sidecar.llm.client import LLMClient, LLMError, ask
-from sidecar.notes.files import CORE_FILE
-from sidecar.notes.notes import Notes
+from sidecar.notes.files import CORE, CORE_FILE, CapExceeded, MemoryFile
+from sidecar.notes.notes import Notes, _tier_bytes, refuse_injection
 from sidecar.safety import scan
 
 log = logging.getLogger(__name__)
@@ -247,10 +248,33 @@ class Distiller:
                 return refused("history_unwritable", f"{history} not written ({exc})")
             applied |= {"bytes_before": len(current), "previous": history}
         try:
-            await self.notes.write(scope, name, text, "replace", base=(current,))
+            await self._write_core(scope, name, data, current)
         except ApiError as exc:
             return refused(exc.error, exc.detail)
         return applied
+
+    async def _write_core(self, scope: str, name: str, data: bytes, current: bytes | None) -> None:
+        """``Notes.write``'s checks (the injection scan, the core cap, the tier cap), less
+        its call for room: this runs inside the maintenance pass that would make it, which
+        would then wait on itself. An edit that does not grow the file passes even when the
+        tier is over its cap, since condensing is how room is made; and it is applied only
+        over the text the prompt showed, never over an edit made while the model thought."""
+        refuse_injection(data.decode())
+        caps = self.settings.caps
+        (state,) = self.notes.indexes.for_scope(scope)
+
+        def build(now: bytes | None) -> bytes:  # on the write path's thread, under its lock
+            if now != current:
+                raise ApiError(409, "changed", f"{name} changed since the distillation read "
+                               "it; the edit was not applied over it")  # fmt: skip
+            if len(data) > caps.core:
+                raise CapExceeded(name, caps.core, len(data), now)
+            grows = len(data) - len(now or b"")
+            if grows > 0 and (held := _tier_bytes(state)) + grows > caps.tier:
+                raise CapExceeded(f"the {scope} tier", caps.tier, held + grows, now, held)
+            return data
+
+        await self.notes.commit(MemoryFile(scope, name, CORE), build)
 
     async def _learnings(
         self, scope: str, plan: dict[str, Any], result: dict[str, Any]

@@ -78,20 +78,11 @@ class Notes(Capability):
         return state
 
     @timed("write")
-    async def write(
-        self,
-        scope: str,
-        file: object,
-        content: object,
-        mode: str,
-        base: tuple[bytes | None] | None = None,
-    ) -> dict[str, Any]:
+    async def write(self, scope: str, file: object, content: object, mode: str) -> dict[str, Any]:
         """Persist durably and reindex, as one job in the FIFO queue, before answering.
 
         The answer comes only after the job has committed the new text to the index,
-        so a search right after a successful write finds it. ``base``: write only if the
-        file still holds ``base[0]`` (None: absent), for a writer that read it long before
-        (a distillation waits on a model): an edit made meanwhile is never overwritten.
+        so a search right after a successful write finds it.
         """
         if mode not in ("append", "replace"):
             raise ApiError(400, "bad_mode", "'mode' must be append or replace")
@@ -109,9 +100,6 @@ class Notes(Capability):
         cap = caps.for_kind(target.kind)
 
         def build(current: bytes | None) -> bytes:
-            if base is not None and current != base[0]:
-                raise ApiError(409, "changed", f"{target.rel} changed since it was read; "
-                               "nothing was written: read it again and redo the edit")  # fmt: skip
             new = files.compose(current, content, mode)
             if len(new) > cap:
                 raise CapExceeded(target.rel, cap, len(new), current)
