@@ -13,6 +13,8 @@ run in this process on loopback; the daemon is a real subprocess pointed at it.
 - **Retrieval** p50 over HTTP at 10k facts, against a bare FTS5 query of the same words
   plus an empty round trip to the same route.
 - **Tokens** per consolidated episode, prompt and answer, as the stub counts them.
+- **Telemetry cost**: model calls for 300 ``exec.output_chunk``/``container.metrics``
+  events with the worker on (none), then for three episodic events (one job).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from sidecar.retrieval.query import terms as query_terms
 from tests.llm_stub import LLMStub
 
 NAME = "facts"
+EPISODIC = {"episodic": True}  # the scenarios speak as user.said, a type tagged episodic
 APPLY_TARGET = at_most(50.0, "<= 50 ms")
 RETRIEVAL_TARGET = at_most(10.0, "<= 10 ms")
 
@@ -85,7 +88,7 @@ def run_scenario(tmp: Path, n: int, sc: Scenario, stub: LLMStub) -> tuple[list[s
         for step in sc.steps:
             stub.script({"facts": step.answer})
             events = [
-                {"type": "user.said", "summary": s, "ts": when(step.days_ago)}
+                {"type": "user.said", "summary": s, "ts": when(step.days_ago), "refs": EPISODIC}
                 for s in step.episodes
             ]
             status, body = d.client.json("POST", "/memory/journal", {"events": events})
@@ -126,7 +129,8 @@ def apply_speed(tmp: Path, stub: LLMStub, rounds: int) -> dict[str, Latency]:
             ]
             stub.script({"facts": answer})
             # two episodes: under the worker's threshold, so this job is the one timed
-            events = [{"type": "user.said", "summary": f"project {r}-{i} done"} for i in range(2)]
+            events = [{"type": "user.said", "summary": f"project {r}-{i} done", "refs": EPISODIC}
+                      for i in range(2)]  # fmt: skip
             d.client.json("POST", "/memory/journal", {"events": events})
             status, body = d.client.json("POST", "/memory/consolidate", {"scope": "agent"})
             assert status == 200, body
@@ -216,6 +220,32 @@ def retrieval_speed(tmp: Path, stub: LLMStub, n: int) -> dict[str, Any]:
     return {"n": n, "search": Latency.of_seconds(searched), "floor": Latency.of_seconds(floor)}
 
 
+def telemetry_cost(tmp: Path, stub: LLMStub) -> tuple[int, int]:
+    """(model calls after 300 telemetry events, after 3 episodic ones more), with the
+    worker on, as an agent streaming output and metrics would record them."""
+    stub.default = lambda prompt: {"facts": []}
+    before = len(stub.requests)
+    with daemon(tmp, "telemetry", stub) as d:
+        d.wait_ready()
+        kinds = ("exec.output_chunk", "container.metrics")
+        for part in range(3):
+            events = [{"type": kinds[i % 2], "summary": f"step {part}-{i}: 12% cpu, layer done"}
+                      for i in range(100)]  # fmt: skip
+            status, body = d.client.json("POST", "/memory/journal", {"events": events})
+            assert status == 201, body
+        status, body = d.client.json("GET", "/memory/status?scope=agent")
+        assert body["facts"]["pending_episodes"] == 0, body["facts"]
+        telemetry = len(stub.requests) - before
+        episodes = [{"type": "user.correction", "summary": f"use the fast runner, take {i}"}
+                    for i in range(3)]  # fmt: skip
+        d.client.json("POST", "/memory/journal", {"events": episodes})
+        deadline = time.monotonic() + 30
+        while d.client.json("GET", "/memory/status?scope=agent")[1]["facts"]["jobs"] < 1:
+            assert time.monotonic() < deadline, "three episodes started no job"
+            time.sleep(0.05)
+        return telemetry, len(stub.requests) - before - telemetry
+
+
 def run(ctx: Context) -> BenchResult:
     result = BenchResult(NAME, "facts: consolidation scenarios, apply step, retrieval, LLM cost")
     outcomes: list[tuple[str, list[str]]] = []
@@ -231,6 +261,8 @@ def run(ctx: Context) -> BenchResult:
         apply = apply_speed(tmp, stub, 5 if ctx.quick else 20)
         progress(NAME, "retrieval at 10k facts")
         found = retrieval_speed(tmp, stub, 2_000 if ctx.quick else 10_000)
+        progress(NAME, "model calls for 300 telemetry events, then 3 episodes")
+        telemetry, episodic = telemetry_cost(tmp, stub)
     passed = sum(1 for _, p in outcomes if not p)
     result.figures.append(
         Figure(
@@ -267,6 +299,15 @@ def run(ctx: Context) -> BenchResult:
             tokens / max(1, episodes),
             digits=0,
             note=f"{tokens:,} tokens over {episodes} episodes",
+        )
+    )
+    result.figures.append(
+        Figure(
+            "model calls for 300 telemetry events",
+            telemetry,
+            digits=0,
+            target=at_most(0, "0"),
+            note=f"then 3 episodic events: {episodic} call(s)",
         )
     )
     result.tables.append(

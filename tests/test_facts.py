@@ -25,6 +25,7 @@ from tests.conftest import eventually
 from tests.llm_stub import EPISODES, LLMStub, Step
 
 ALL = [EPISODES]
+EPISODIC = {"episodic": True}  # a type the embedding policy leaves out, tagged episodic
 
 
 def when(days_ago: float) -> str:
@@ -80,7 +81,8 @@ async def auto_client(
 
 
 async def record(client: TestClient, *summaries: str, days_ago: float = 0.0) -> list[str]:
-    events = [{"type": "user.said", "summary": s, "ts": when(days_ago)} for s in summaries]
+    events = [{"type": "user.said", "summary": s, "ts": when(days_ago), "refs": EPISODIC}
+              for s in summaries]  # fmt: skip
     resp = await client.post("/memory/journal", json={"events": events})
     assert resp.status == 201, await resp.json()
     return list((await resp.json())["ids"])

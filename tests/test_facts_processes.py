@@ -24,7 +24,8 @@ def _load(port: int, stop: threading.Event, done: list[int], enough: threading.E
     headers = {"Content-Type": "application/json"}
     n = 0
     while not stop.is_set():
-        events = [{"type": "user.said", "summary": f"round {n} note {i}"} for i in range(3)]
+        events = [{"type": "user.said", "summary": f"round {n} note {i}",
+                   "refs": {"episodic": True}} for i in range(3)]  # fmt: skip
         try:
             conn.request("POST", "/memory/journal", json.dumps({"events": events}), headers)
             conn.getresponse().read()

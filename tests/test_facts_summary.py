@@ -37,7 +37,7 @@ async def served(settings: Settings, stub: LLMStub) -> MemoryService:
 
 
 async def learn_the_forged_fact(c: TestClient, stub: LLMStub) -> None:
-    events = [{"type": "user.said", "summary": s} for s in
+    events = [{"type": "user.said", "summary": s, "refs": {"episodic": True}} for s in
               ("short replies please", "keep it short", "I am in Lisbon")]  # fmt: skip
     assert (await c.post("/memory/journal", json={"events": events})).status == 201
     fact = {"action": "new", "existing_fact_id": None, "category": "preference", "fact": FORGED,

@@ -376,6 +376,7 @@ status: retired
 Deploy staging from a laptop.
 """
     )
+    service.learnings.upkeep.stop()  # no compaction after the change: this one is asked for
     path = put(settings.agent_dir, "learnings/deploys.md", text)
     await synced(service)
     resp = await client.post("/memory/learnings/compact", json={"dry_run": True})

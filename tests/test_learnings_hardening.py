@@ -208,6 +208,7 @@ async def test_an_entry_is_archived_once_when_the_file_changed_after_planning(
 ) -> None:
     """The file is edited (not appended to) between the plan and the rewrite: the rewrite
     is left for the next run, and that run must not archive the same entry again."""
+    service.learnings.upkeep.stop()  # only the compactions this test runs, in its order
     path = put(settings.agent_dir, "learnings/deploys.md", SPENT)
     await synced(service)
     real_plan = compaction.plan
@@ -237,6 +238,7 @@ async def test_an_entry_is_archived_once_when_the_file_changed_after_planning(
 async def test_an_append_after_planning_is_kept_and_the_rewrite_still_happens(
     service: MemoryService, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    service.learnings.upkeep.stop()  # only the compactions this test runs, in its order
     path = put(settings.agent_dir, "learnings/deploys.md", SPENT)
     await synced(service)
     real_plan = compaction.plan
@@ -260,6 +262,7 @@ async def test_an_entry_reinforced_between_plan_and_rewrite_is_archived_once(
     """A session ends (its reinforcement edits the file in place) after compaction planned:
     the rewrite is left for the next run, which finds the merged-away entry with one more
     reinforcement. It is the same entry, already archived: not archived again."""
+    service.learnings.upkeep.stop()  # only the compactions this test runs, in its order
     path = put(settings.agent_dir, "learnings/deploys.md",
                "---\nid: first\n---\nDeploys go out on Tuesdays after the standup meeting.\n\n"
                "---\nid: second\n---\nDeploys go out on Tuesdays after the standup meeting "

@@ -57,6 +57,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     if not print_json(args, answer):
         for f in answer["versions"]:
             print(_line(f))
+            if f.get("evidence"):  # the job's event, whose supports relations name episodes
+                print(f"    evidence: journal event {f['evidence']}")
     return 0
 
 

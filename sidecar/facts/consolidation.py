@@ -3,6 +3,8 @@
 ``prompt`` builds the one LLM call; ``plan`` turns its answer into the records the
 job appends, as a plain function, so every rule is testable without a model:
 
+- only episodic events (``episodic``) are episodes: telemetry never costs a model call;
+
 - only facts that were in the prompt can be reinforced, updated or invalidated (an
   id the model invents makes its fact ``new``; an invalidation of an invented id
   is dropped, since its sentence is what is no longer true);
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sidecar.facts.index import Fact
+from sidecar.facts.index import Fact, FactsIndex
 from sidecar.facts.log import (
     CATEGORIES,
     MAX_ANSWER_BYTES,
@@ -30,8 +32,11 @@ from sidecar.facts.log import (
     MAX_KEYWORD_CHARS,
     MAX_KEYWORDS,
 )
-from sidecar.journal.events import iso, uuid7
+from sidecar.journal.events import iso, should_embed, uuid7
+from sidecar.retrieval.query import terms
+from sidecar.working.working import SUMMARY as WORKING_SUMMARY
 
+CONSOLIDATED = "memory.consolidated"  # a job's own event in the journal (``evidence``)
 MAX_EPISODES = 20  # per job
 MAX_FACTS_IN_PROMPT = 20
 DEDUPE_COSINE = 0.95
@@ -105,6 +110,15 @@ def whole_answer(data: Any) -> list[str]:
     if size > MAX_ANSWER_BYTES:
         return [f"the answer is {size:,} bytes; at most {MAX_ANSWER_BYTES:,}: fewer, shorter facts"]
     return []
+
+
+def episodic(event: dict[str, Any]) -> bool:
+    """Whether an event is worth a job: the embedding policy's episodic types (and
+    anything tagged ``refs.episodic``) and working memory's summaries, which are its
+    episodes; never telemetry or high-volume types, and never a job's own
+    ``memory.consolidated`` event, which would feed consolidation itself."""
+    kind = event.get("type")
+    return kind == WORKING_SUMMARY or (kind != CONSOLIDATED and should_embed(event))
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,3 +253,43 @@ def _duplicate(item: dict[str, Any], made: dict[str, Fact], duplicates: Duplicat
         if (cosine is not None and cosine >= DEDUPE_COSINE) or words(fact.fact) == mine:
             return fact
     return None
+
+
+def related(index: FactsIndex, vectors: list[Any], text: str, limit: int) -> list[Fact]:
+    """At most ``limit`` active facts the episodes may touch (on the facts thread)."""
+    best: dict[str, tuple[Fact, float]] = {}
+    for vector in vectors:
+        for fact, sim in index.nearest(vector, limit) if vector is not None else []:
+            if fact.id not in best or best[fact.id][1] < sim:
+                best[fact.id] = (fact, sim)
+    if len(best) < limit:
+        for fact, score in index.search(match(text), None, None, None, limit):
+            best.setdefault(fact.id, (fact, score - 1.0))  # below any found by meaning
+    ranked = [f for f, _ in sorted(best.values(), key=lambda fs: -fs[1])[:limit]]
+    if len(ranked) < limit:  # room left: the best corroborated facts, so a change of a fact
+        shown = {f.id for f in ranked}  # worded unlike it (a move) still finds it
+        others = sorted((f for f in index.active() if f.id not in shown),
+                        key=lambda f: (-len(f.sources), -f.valid_at))  # fmt: skip
+        ranked += others[: limit - len(ranked)]
+    return ranked
+
+
+def plan_in(
+    index: FactsIndex, answer: dict[str, Any], shown: dict[str, Fact], episodes: list[Episode],
+    vectors: dict[str, Any], now: float, job: str,
+) -> Plan:  # fmt: skip
+    """``plan`` with duplicates looked up in ``index`` (on the facts thread)."""
+
+    def duplicates(category: str, text: str, keywords: list[str]) -> list[Any]:
+        if text in vectors:
+            return index.nearest(vectors[text], DUPLICATE_CANDIDATES)
+        found = index.search(match(text), None, None, None, DUPLICATE_CANDIDATES)
+        return [(fact, None) for fact, _ in found]
+
+    return plan(answer, shown, episodes, duplicates, now, job)
+
+
+def match(text: str) -> str | None:
+    """Any of the text's words: how related facts are found without vectors."""
+    words = terms(text)[:32]
+    return " OR ".join(f'"{w}"' for w in words) if words else None

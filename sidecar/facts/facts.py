@@ -1,11 +1,14 @@
 """Semantic facts: what routes, tools and the memory block call, and the consolidation worker.
 
-Episodes are journal events. Once a tier has 3 or more that no job has seen (or one
-with ``payload.surprise >= 0.85``), the worker runs one job: the related active facts
+Episodes are the journal's episodic events (``consolidation.episodic``: telemetry never
+is one). Once a tier has 3 or more that no job has seen (or one with
+``payload.surprise >= 0.85``), the worker runs one job: the related active facts
 (by meaning, else by words), one LLM call, and every resulting record plus the
 "consolidated" marker appended to ``facts/log.jsonl`` at once (``consolidation.py``
-says what the records are). The worker has its own thread and task: recording,
-indexing and searching never wait for it. Without an LLM it is off, and says so.
+says what the records are), then the job's ``memory.consolidated`` event and its
+``supports`` relations to the journal (``evidence.py``). The worker has its own thread
+and task: recording, indexing and searching never wait for it. Without an LLM it is off,
+and says so.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.disk import jsonl
 from sidecar.errors import ApiError
-from sidecar.facts import consolidation, summary
+from sidecar.facts import consolidation, evidence, summary
 from sidecar.facts import log as facts_log
 from sidecar.facts.consolidation import Episode
 from sidecar.facts.index import Fact, FactsIndex
@@ -33,7 +36,7 @@ from sidecar.llm.client import LLMClient, LLMError, ask
 from sidecar.retrieval.embedders.base import EmbedderError
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.modes import HYBRID
-from sidecar.retrieval.query import plan, terms
+from sidecar.retrieval.query import plan
 from sidecar.working.working import Working
 
 log = logging.getLogger(__name__)
@@ -53,6 +56,7 @@ class TierFacts:
     last_error: str | None = None
     failed_at: float | None = None
     torn: jsonl.SetAside | None = None
+    unlinked: list[dict[str, Any]] = field(default_factory=list)  # markers, no event yet
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one job at a time
 
 
@@ -110,15 +114,16 @@ class Facts(Capability):
     async def start(self) -> None:
         for tf in self.tiers.values():
             try:
-                latest = await self.journal.latest(tf.name, SEED_LIMIT)
+                latest = await self.journal.latest(tf.name, SEED_LIMIT, episodic=True)
             except ApiError as exc:  # the journal failed to open: the daemon serves on
                 tf.last_error = f"episodes not read: {exc.detail}"
                 log.error("consolidation has no episodes", extra={"tier": tf.name,
                                                                   "error": exc.detail})  # fmt: skip
                 continue
             for event in latest:
-                if event["id"] not in tf.index.fold.consolidated:
+                if event["id"] not in tf.index.fold.consolidated and consolidation.episodic(event):
                     self._add(tf, event)
+            await self._link(tf, tf.index.fold.jobs)
         if self.llm is None:
             log.warning("semantic consolidation is off: no LLM configured (--llm-url); "
                         "episodes stay recallable, no facts are distilled")  # fmt: skip
@@ -148,7 +153,8 @@ class Facts(Capability):
         if tf is None:
             return
         for record in records:
-            self._add(tf, record)
+            if consolidation.episodic(record):
+                self._add(tf, record)
         if len(tf.pending) >= THRESHOLD or tf.flashbulb:
             self._wake.set()
 
@@ -238,7 +244,8 @@ class Facts(Capability):
         vectors = await self._vectors([f"{c}: {t} {' '.join(k)}" for c, t, k in new_texts])
         by_text = {t: v for (_, t, _), v in zip(new_texts, vectors, strict=True) if v is not None}
         now, job = time.time(), uuid7()
-        p = await self._run(_plan, tf.index, answer.data, shown, episodes, by_text, now, job)
+        p = await self._run(consolidation.plan_in, tf.index, answer.data, shown, episodes,
+                            by_text, now, job)  # fmt: skip
         marker = {
             "kind": "consolidated", "episode_ids": [e.id for e in episodes], "at": iso(now),
             "job": job, "model": self.llm.model_id, "prompt_tokens": answer.prompt_tokens,
@@ -246,9 +253,15 @@ class Facts(Capability):
         }  # fmt: skip
         if p.notes:
             marker["notes"] = p.notes
+        if p.records:  # named here, written to the journal once the facts are durable
+            marker["event"] = uuid7()
+            marker["supports"] = evidence.supports(p.records, marker["episode_ids"])
+            marker["facts"] = evidence.facts_of(p.records)
         started = time.perf_counter()
         root = tf.index.root
         await self._run(facts_log.append, root, [*p.records, marker], self._cap)
+        if "event" in marker:
+            tf.unlinked.append(marker)
         await self._run(tf.index.load)
         apply_s = time.perf_counter() - started
         for e in episodes:
@@ -261,10 +274,24 @@ class Facts(Capability):
                      for r in made if r["fact"] in by_text]  # fmt: skip
             await self._run(tf.index.put_vectors, model, items)
         await self._run(summary.write, tf.index)
+        await self._link(tf, tf.unlinked)
         log.info("consolidated", extra={"tier": tf.name, "episodes": len(episodes), **p.counts})
         return {"job": job, "episodes": len(episodes), "actions": p.counts, "notes": p.notes,
                 "prompt_tokens": answer.prompt_tokens, "answer_tokens": answer.answer_tokens,
-                "llm_s": round(llm_s, 3), "apply_s": round(apply_s, 4)}  # fmt: skip
+                "llm_s": round(llm_s, 3), "apply_s": round(apply_s, 4),
+                "event": marker.get("event")}  # fmt: skip
+
+    async def _link(self, tf: TierFacts, markers: list[dict[str, Any]]) -> None:
+        """The journal events of applied jobs that lack one (``evidence``); a failure
+        leaves them for the next job or start, counted in status."""
+        try:
+            await evidence.link(self.journal, tf.name, markers, tf.index.fold.facts,
+                                self.settings.agent_id)  # fmt: skip
+            tf.unlinked = []
+        except (ApiError, OSError) as exc:
+            tf.unlinked = [m for m in markers if m.get("event")]
+            log.error("consolidation events not written; they wait for the next job",
+                      extra={"tier": tf.name, "error": str(exc)})  # fmt: skip
 
     def _model(self) -> str | None:
         vectors = self.embeddings.vectors
@@ -286,7 +313,7 @@ class Facts(Capability):
         await self._embed_missing(tf)
         vectors = await self._vectors([e.summary for e in episodes])
         words = " ".join(e.summary for e in episodes)
-        return list(await self._run(_related, tf.index, vectors, words, limit))
+        return list(await self._run(consolidation.related, tf.index, vectors, words, limit))
 
     async def _embed_missing(self, tf: TierFacts) -> None:
         model = self._model()
@@ -362,7 +389,12 @@ class Facts(Capability):
         chain = self._tier(scope).index.history(fact_id)
         if not chain:
             raise ApiError(404, "unknown_fact", f"no fact {fact_id} in the {scope} tier")
-        return {"id": fact_id, "versions": [f.to_json() for f in chain]}
+        events = self._tier(scope).index.fold.evidence
+        versions = [f.to_json() for f in chain]
+        for body, fact in zip(versions, chain, strict=True):
+            if fact.job in events:  # the journal event that links it to its episodes
+                body["evidence"] = events[fact.job]
+        return {"id": fact_id, "versions": versions}
 
     async def status(self, scope: str) -> dict[str, Any]:
         return {"facts": self._status(scope)}
@@ -386,6 +418,8 @@ class Facts(Capability):
         }
         if tf.last_error:
             body["last_error"] = tf.last_error
+        if tf.unlinked:  # jobs applied, their journal event not yet written
+            body["unlinked_jobs"] = len(tf.unlinked)
         if tf.torn is not None:
             body["rejected_tail"] = {"line": tf.torn.line, "bytes": tf.torn.bytes}
         return body
@@ -399,42 +433,3 @@ class Facts(Capability):
         reasons += [f"{n}: consolidation failing, episodes wait: {e}" for n, e in errors.items()]
         state = {"state": "failing" if errors else "on", "model": self.llm.model_id}
         return Health(reasons, {"consolidation": state})
-
-
-def _related(index: FactsIndex, vectors: list[Any], words: str, limit: int) -> list[Fact]:
-    best: dict[str, tuple[Fact, float]] = {}
-    for vector in vectors:
-        for fact, sim in index.nearest(vector, limit) if vector is not None else []:
-            if fact.id not in best or best[fact.id][1] < sim:
-                best[fact.id] = (fact, sim)
-    if len(best) < limit:
-        for fact, score in index.search(_match(words), None, None, None, limit):
-            best.setdefault(fact.id, (fact, score - 1.0))  # below any found by meaning
-    ranked = [f for f, _ in sorted(best.values(), key=lambda fs: -fs[1])[:limit]]
-    if len(ranked) < limit:  # room left: the best corroborated facts, so a change of a fact
-        shown = {f.id for f in ranked}  # worded unlike it (a move) still finds it
-        others = sorted((f for f in index.active() if f.id not in shown),
-                        key=lambda f: (-len(f.sources), -f.valid_at))  # fmt: skip
-        ranked += others[: limit - len(ranked)]
-    return ranked
-
-
-def _plan(
-    index: FactsIndex, answer: dict[str, Any], shown: dict[str, Fact], episodes: list[Episode],
-    vectors: dict[str, Any], now: float, job: str,
-) -> consolidation.Plan:  # fmt: skip
-    """``consolidation.plan`` with duplicates looked up in ``index`` (on the facts thread)."""
-
-    def duplicates(category: str, text: str, keywords: list[str]) -> list[Any]:
-        if text in vectors:
-            return index.nearest(vectors[text], consolidation.DUPLICATE_CANDIDATES)
-        found = index.search(_match(text), None, None, None, consolidation.DUPLICATE_CANDIDATES)
-        return [(fact, None) for fact, _ in found]
-
-    return consolidation.plan(answer, shown, episodes, duplicates, now, job)
-
-
-def _match(text: str) -> str | None:
-    """Any of the text's words: how related facts are found without vectors."""
-    words = terms(text)[:32]
-    return " OR ".join(f'"{w}"' for w in words) if words else None

@@ -99,6 +99,7 @@ class Fold:
     facts: dict[str, Fact] = field(default_factory=dict)
     consolidated: set[str] = field(default_factory=set)  # episode ids
     jobs: list[dict[str, Any]] = field(default_factory=list)  # the "consolidated" records
+    evidence: dict[str, str] = field(default_factory=dict)  # job -> its journal event
     offset: int = 0
     lines: int = 0  # whole lines up to ``offset``, so problems name the right line
     problems: list[dict[str, Any]] = field(default_factory=list)  # the first that did not fold
@@ -175,7 +176,14 @@ class FactsIndex:
             elif kind == "consolidated":
                 f.consolidated.update(defaults.strings(r, "episode_ids"))
                 tokens = {n: defaults.tokens(r, n) for n in ("prompt_tokens", "answer_tokens")}
-                f.jobs.append({**r, **tokens})
+                job = {**r, **tokens}
+                event = job.pop("event", None) and defaults.text(r, "event")
+                if event:  # the journal event of its supports links (``evidence``)
+                    job.update(event=event, supports=defaults.strings(r, "supports"),
+                               facts=defaults.strings(r, "facts"))  # fmt: skip
+                    if isinstance(r.get("job"), str):
+                        f.evidence[r["job"]] = event
+                f.jobs.append(job)
             else:
                 raise ValueError(f"unknown kind {str(kind)[:40]!r}")
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:

@@ -300,10 +300,13 @@ class JournalIndex:
         sql = f"SELECT {EVENT_COLUMNS} FROM events e WHERE {where} ORDER BY e.ts, e.id LIMIT ?"
         return _events(self.reader(), sql, [*args, limit])
 
-    def latest(self, limit: int) -> list[Row]:
-        """The events last recorded, newest first (what consolidation may not have seen)."""
+    def latest(self, limit: int, embeddable: bool = False) -> list[Row]:
+        """The events last recorded, newest first (what consolidation may not have seen);
+        ``embeddable``: only those the embedding policy takes, the episodic ones."""
+        where = "WHERE e.embeddable = 1 " if embeddable else ""
         sql = (
-            f"SELECT {EVENT_COLUMNS} FROM events e ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?"
+            f"SELECT {EVENT_COLUMNS} FROM events e {where}"
+            "ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?"
         )
         return _events(self.reader(), sql, (limit,))
 

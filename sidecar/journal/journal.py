@@ -469,12 +469,12 @@ class Journal(Capability):
             log.error("journal catch-up failed", extra={"file": rel, "error": str(exc)})
         self.background.wake_embed.set()
 
-    async def latest(self, scope: str, limit: int) -> list[dict[str, Any]]:
-        """The tier's last recorded events, newest first, as the listing shows them."""
+    async def latest(self, scope: str, limit: int, episodic: bool = False) -> list[dict[str, Any]]:
+        """The tier's last recorded events (``episodic``: of those embedded), newest first."""
         tj = self._tier(scope)
         await self._ready(tj)
         assert tj.index is not None
-        return [row.to_json() for row in await self.on_reader(tj.index.latest, limit)]
+        return [row.to_json() for row in await self.on_reader(tj.index.latest, limit, episodic)]
 
     async def rebuild(self, scope: str) -> None:
         names = ["agent", "crew"] if scope == "both" else [scope]

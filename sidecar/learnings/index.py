@@ -33,6 +33,14 @@ MAX_PROBLEMS_LISTED = 50
 PARSED_BY = 2
 
 
+@dataclass(slots=True)
+class Change:
+    """What a learnings job reports to the index worker (``indexes.Change``)."""
+
+    changed: bool
+    index_error: Exception | None = None
+
+
 def is_learnings(rel: str) -> bool:
     return rel == FOLDER or rel.startswith(f"{FOLDER}/")
 

@@ -4,13 +4,14 @@ Files in ``learnings/`` are the source of truth; each tier's index (``index.py``
 kept in step by jobs in the notes' FIFO queue, so a learnings file and a note are never
 indexed out of order. Writes (``memory.learn``, reinforcement, compaction) go through
 the notes' durable write path (``Notes.commit``). Ranking is ``ranking.py``; what
-compaction does to a file is ``compaction.py``; sessions and their reinforcement are
-``sessions.py``.
+compaction does to a file is ``compaction.py``, and when it runs ``upkeep.py``;
+sessions and their reinforcement are ``sessions.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -26,8 +27,8 @@ from sidecar.disk.tiers import decode_text, read_confined, walk_markdown
 from sidecar.errors import ApiError
 from sidecar.index.indexer import MAX_FILE_BYTES
 from sidecar.index.indexes import TierIndexes, TierState
-from sidecar.learnings import compaction, entries
-from sidecar.learnings.index import FOLDER, LearningsIndex, is_learnings
+from sidecar.learnings import entries
+from sidecar.learnings.index import FOLDER, Change, LearningsIndex, is_learnings
 from sidecar.learnings.ranking import (
     PROMINENCE,
     REFERENCE,
@@ -38,7 +39,8 @@ from sidecar.learnings.ranking import (
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
-from sidecar.notes.files import LEARNING, MemoryFile, today_utc
+from sidecar.learnings.upkeep import Upkeep
+from sidecar.notes.files import today_utc
 from sidecar.notes.notes import Notes
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.modes import DENSE, HYBRID, SPARSE
@@ -55,14 +57,6 @@ FILL_SHARE = 0.5  # a hit only the dense leg found counts at most this much rele
 # reinforced a dozen times must not outrank the one that answers the question just for
 # sharing a word with it. The rest follow, by relevance.
 RELEVANCE_GATE = 0.5
-
-
-@dataclass(slots=True)
-class Change:
-    """What a learnings job reports to the index worker (``indexes.Change``)."""
-
-    changed: bool
-    index_error: Exception | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +90,9 @@ class Learnings(Capability):
         self.tiers: dict[str, LearningsIndex] = {}
         self.sessions = Sessions(self.tiers, notes, lead)
         self.tasks = Tasks()
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the index writer reports
         self._stopping = False
-        # One compaction of a file at a time: each plans on what the one before left.
-        self._compacting: dict[tuple[str, str], asyncio.Lock] = {}
+        self.upkeep = Upkeep(self.tiers, notes, indexes, embeddings, self.tasks)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -111,6 +105,7 @@ class Learnings(Capability):
             self.tiers[name] = index
             self.embeddings.add_store(f"{name}:{FOLDER}", index.store)
         self.hooks.own_indexers[FOLDER] = self._index_written
+        self._loop = loop
 
     async def start(self) -> None:
         """Catch up with the folder (a stat per file when the index is current), then follow
@@ -123,6 +118,7 @@ class Learnings(Capability):
     async def stop(self) -> None:
         """End every open session (its reinforcements written), then stop the timers."""
         self._stopping = True
+        self.upkeep.stop()
         await self.tasks.cancel()
         await self.sessions.end_all()
         await self.tasks.finish()
@@ -147,25 +143,38 @@ class Learnings(Capability):
     def _index_written(
         self, scope: str, rel: str, data: bytes, mtime_ns: Callable[[], int]
     ) -> None:
-        """``Notes.commit`` hands each written learnings file here, on the index writer."""
+        """``Notes.commit`` hands each written learnings file here, on the index writer:
+        whoever wrote it (``memory.write`` too), its compaction follows."""
         self.tiers[scope].index_written(rel, data, mtime_ns)
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nothing to follow up
+                self._loop.call_soon_threadsafe(self.upkeep.changed, scope, rel)
 
     def _file_changed(self, tier: str, rel: str) -> None:
         if tier in self.tiers and is_learnings(rel) and not self._stopping:
             self.tasks.oneoff(self.sync(tier, rel), "learnings-sync")
 
     async def sync(self, tier: str, rel: str = "") -> None:
-        """Index one file's changes, or reconcile the whole folder, as one FIFO job."""
+        """Index one file's changes, or reconcile the whole folder, as one FIFO job; then
+        compaction follows each file found changed (a hand edit, one made while the
+        daemon was down)."""
         index = self.tiers[tier]
+        changed: list[str] = []
 
         def job(_: TierState) -> Change:
-            return Change(index.sync(rel) > 0)
+            before = index.snapshot.shas
+            count = index.sync(rel)
+            after = index.snapshot.shas
+            changed.extend(p for p in {*before, *after} if before.get(p) != after.get(p))
+            return Change(count > 0)
 
         try:
             await self.indexes.write(tier, f"{FOLDER}:{rel}", job)
         except Exception as exc:  # the next reconcile tries again
             log.error("learnings index sync failed",
                       extra={"tier": tier, "file": rel, "error": str(exc)})  # fmt: skip
+        for path in sorted(changed):
+            self.upkeep.changed(tier, path)
 
     async def rebuild(self, scope: str) -> None:
         for name in ["agent", "crew"] if scope == "both" else [scope]:
@@ -214,51 +223,7 @@ class Learnings(Capability):
 
     async def compact(self, scope: str, file: str | None, dry_run: bool) -> dict[str, Any]:
         """Compact one learnings file, or every one of the tier; ``dry_run`` only plans."""
-        index = self._local(scope)
-        paths = [file] if file else sorted(
-            p for p in index.snapshot.by_line if not p.startswith(f"{FOLDER}/archive/")
-        )  # fmt: skip
-        today = today_utc()
-        plans: list[dict[str, Any]] = []
-        failed: list[dict[str, str]] = []
-        for rel in paths:
-            try:
-                async with self._compacting.setdefault((scope, rel), asyncio.Lock()):
-                    done = await self._compact_file(scope, index, rel, today, dry_run)
-            except Exception as exc:  # one odd file never blocks the others
-                log.error("compaction failed", extra={"file": rel, "error": str(exc)})
-                failed.append({"file": rel, "error": f"{type(exc).__name__}: {exc}"})
-                continue
-            if done is not None:
-                plans.append(done)
-        answer: dict[str, Any] = {"scope": scope, "dry_run": dry_run, "files": plans}
-        if failed:
-            answer["failed"] = failed
-        return answer
-
-    async def _compact_file(
-        self, scope: str, index: LearningsIndex, rel: str, today: Any, dry_run: bool
-    ) -> dict[str, Any] | None:
-        current = await self._read_text(index, rel)
-        if current is None:
-            return None
-        loop = asyncio.get_running_loop()  # planning a large file takes a while: off the loop
-        p = await loop.run_in_executor(None, compaction.plan, rel, current, today)
-        if not p.changes or dry_run:
-            return p.to_json() if p.changes else None
-        archive = MemoryFile(scope, p.archive_file, LEARNING)
-        await self.notes.commit(archive, lambda cur: compaction.add_to_archive(cur, p.moved))
-
-        def build(cur: bytes | None) -> bytes:
-            rewritten = compaction.rebase(p, current, entries.decode(cur))
-            return cur or b"" if rewritten is None else entries.encode(rewritten)
-
-        await self.notes.commit(MemoryFile(scope, rel, LEARNING), build)
-        return p.to_json()
-
-    async def _read_text(self, index: LearningsIndex, rel: str) -> str | None:
-        got = await asyncio.get_running_loop().run_in_executor(None, read_confined, index.root, rel)
-        return None if got is None else entries.decode(got[0])
+        return await self.upkeep.compact(scope, self._local(scope), file, dry_run)
 
     # -- reinforcement -------------------------------------------------------------------
 
@@ -376,7 +341,9 @@ class Learnings(Capability):
 
     async def status(self, scope: str) -> dict[str, Any]:
         index = self.tiers.get(scope)
-        return {"learnings": None if index is None else index.status()}
+        if index is None:
+            return {"learnings": None}
+        return {"learnings": {**index.status(), "compactions": self.upkeep.status(scope)}}
 
     async def health(self) -> Health:
         reasons: list[str] = []
@@ -392,6 +359,8 @@ class Learnings(Capability):
                     f"{name}: {problems} learnings problem(s) (malformed front matter read with "
                     f"default metadata); /memory/status?scope={name} names file and line"
                 )
+        for (name, file), error in sorted(self.upkeep.failed.items()):
+            reasons.append(f"{name}: compaction of {file} after a change failed: {error}")
         return Health(reasons)
 
 
