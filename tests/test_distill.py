@@ -154,6 +154,8 @@ async def test_distils_core_learning_and_facts_once(rig: Rig) -> None:
     assert "changelog entries in the same PR" in event["summary"]
     assert event["payload"]["days"] == sorted(DAYS)
     assert event["payload"]["dropped"] == answer()["dropped"]
+    episode = rig.svc.facts.tiers["agent"].pending[event["id"]]  # an episode for facts
+    assert "changelog entries in the same PR" in episode.summary
     assert distilled(rig.root) == sorted(DAYS)
     (plan,) = [x for x in ledger(rig.root) if x["kind"] == "plan"]  # written before the edits
     assert plan["answer"]["core"] == NEW_CORE and plan["days"] == sorted(DAYS)
