@@ -31,6 +31,7 @@ from bench import (
     dense,
     facts,
     freshness,
+    heldout,
     hybrid_speed,
     indexing,
     injection,
@@ -69,6 +70,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
     learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
     facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
+    heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",

@@ -43,6 +43,8 @@ from sidecar.operators.operators import Operators
 from sidecar.retrieval import routes as search_routes
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.search import Search
+from sidecar.sessions import routes as sessions_routes
+from sidecar.sessions.sessions import Sessions
 from sidecar.stores import describe, open_store
 from sidecar.working import routes as working_routes
 from sidecar.working.working import Working
@@ -138,6 +140,8 @@ class MemoryService:
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew
         )
+        self.sessions = Sessions(settings, self.journal, self.learnings, self.working,
+                                 self.operators, self.context, hooks)  # fmt: skip
         # Opened and started in this order, stopped and closed in reverse: each after
         # what it uses, so what it uses outlives its last job.
         self.capabilities: tuple[Capability, ...] = (
@@ -152,6 +156,7 @@ class MemoryService:
             self.facts,  # reads the journal's tiers at open, hears its recorded events
             self.working,  # its sleep pass records summaries in the journal
             self.context,  # the memory block reads all of the above
+            self.sessions,  # a start answers the block; an end runs through the above
         )
 
     def _open_store(self, tier: Tier) -> IndexStore:
@@ -170,6 +175,7 @@ class MemoryService:
         working_routes.add_routes(app, self.working)
         operators_routes.add_routes(app, self.operators)
         context_routes.add_routes(app, self.context)
+        sessions_routes.add_routes(app, self.sessions)
 
     async def start(self) -> None:
         """Open every capability, then start every one."""

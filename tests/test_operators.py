@@ -146,8 +146,10 @@ async def test_with_an_llm_the_model_is_distilled_from_recent_episodes(settings:
     try:
         async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as c:
             said = "Please keep it formal; I'm in Tokyo"
+            resp = await c.post("/memory/session/start", json=WHO)
+            sid = (await resp.json())["session_id"]
             resp = await c.post("/memory/journal", json={
-                "scope": "crew", "type": "user.said", "summary": said,
+                "scope": "crew", "type": "user.said", "summary": said, "session_id": sid,
             })  # fmt: skip
             assert resp.status == 201
             answer = await update(c, fields={"tone": "terse"}, messages=30, distill=True)
@@ -169,6 +171,10 @@ async def test_an_opt_out_answered_during_an_update_holds(settings: Settings) ->
         async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as c:
             await update(c, fields={"tone": "terse"}, messages=20)
             (before,) = models(settings)
+            sid = (await (await c.post("/memory/session/start", json=WHO)).json())["session_id"]
+            resp = await c.post("/memory/journal", json={"type": "user.said", "session_id": sid,
+                                                         "summary": "I am in Tokyo"})  # fmt: skip
+            assert resp.status == 201  # an episode of theirs for the model to read
             release = asyncio.Event()
             stub.script(Step(answer={"fields": {"timezone": "Asia/Tokyo"}}, hold=release))
             pending = asyncio.ensure_future(

@@ -19,10 +19,11 @@ from aiohttp import web
 from sidecar.api.http import SERVICE, error_middleware
 from sidecar.errors import ApiError
 from sidecar.journal.ops import recall_query
-from sidecar.learnings.ops import END_SESSION, search_query
+from sidecar.learnings.ops import search_query
 from sidecar.learnings.sessions import CREW
 from sidecar.retrieval.ops import SEARCH
 from sidecar.service import MemoryService
+from sidecar.sessions.ops import END
 from sidecar.web import Handler, json_body
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ async def learnings_search(request: web.Request) -> web.Response:
 async def end_session(request: web.Request) -> web.Response:
     """A member's session ended: reinforce the crew learnings it was shown. Crew sessions
     are their own namespace: a lead's local session id means nothing here."""
-    session_id = END_SESSION.parse(await json_body(request))["session_id"]
+    session_id = END.parse(await json_body(request))["session_id"]
     return web.json_response(await request.app[SERVICE].learnings.end_session(session_id, CREW))
 
 

@@ -360,6 +360,15 @@ class JournalIndex:
             .fetchone()[0]
         )
 
+    def last_recorded(self, kind: str) -> float:
+        """When the latest event of type ``kind`` was recorded (0: never)."""
+        row = (
+            self.reader()
+            .execute("SELECT max(recorded_at) FROM events WHERE type = ?", (kind,))
+            .fetchone()
+        )
+        return float(row[0] or 0.0)
+
     def has_links(self, event_id: str, relation: str) -> bool:
         return (
             self.db.writer.execute(

@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_by_ts ON events(ts, id);
 CREATE INDEX IF NOT EXISTS events_by_session ON events(session_id, recorded_at);
+CREATE INDEX IF NOT EXISTS events_by_type ON events(type, recorded_at);
 CREATE INDEX IF NOT EXISTS events_by_supersedes ON events(supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_to_embed ON events(embeddable) WHERE embeddable = 1;
 CREATE INDEX IF NOT EXISTS events_to_scan ON events(seq) WHERE flag IS NULL;

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 HIGH_VALUE = 0.7  # the crew entries crew_shared recall brings: importance now at least this
 NUDGE_AFTER = 60
+MEMORY_UPDATED = "memory.updated"  # what the nudge counts from
 SNAPSHOT_EVERY_S = 3600.0  # checks; one snapshot is kept per day
 
 
@@ -58,7 +59,7 @@ class Journal(Capability):
         self.hooks = hooks  # fires recorded, hears file_changed
         self.tiers: dict[str, TierJournal] = {}
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-recall")
-        self._nudged: set[tuple[str, float]] = set()  # (session, last note write) reminded
+        self._nudged: set[tuple[str, float]] = set()  # (session, last memory.updated) reminded
         self._catching_up: set[tuple[str, str]] = set()
         self.background = Background(self)
         self.tasks = Tasks()
@@ -422,24 +423,24 @@ class Journal(Capability):
         return Health(reasons, {"episodic": self.episodic()})
 
     async def nudge(self, session_id: str) -> str | None:
-        """One reminder a session, once it has ``NUDGE_AFTER`` events since the last note
-        was written (the notes index's last change)."""
+        """One reminder a session, once it has ``NUDGE_AFTER`` events since memory was last
+        updated: the latest ``memory.updated`` event (a session's end records one when it
+        changed memory; an agent or its harness may record one itself)."""
         tj = self.tiers.get("agent")
         if tj is None or tj.index is None or not tj.ready.is_set():
             return None
-        notes = self.indexes.tiers["agent"].store
         with contextlib.suppress(Exception):
-            last_write = (await self.indexes.read(notes.stats)).indexed_at or 0.0
-            key = (session_id, last_write)
+            last_update = await self.on_reader(tj.index.last_recorded, MEMORY_UPDATED)
+            key = (session_id, last_update)
             if key in self._nudged:
                 return None
-            count = await self.on_reader(tj.index.count_since, session_id, last_write)
+            count = await self.on_reader(tj.index.count_since, session_id, last_update)
             if count >= NUDGE_AFTER:
                 self._nudged.add(key)
                 return (
-                    f"You have {count} new journal entries in this session since memory was "
-                    "last written. Before the session ends, save any lasting pattern or "
-                    "decision with memory.write (AGENT.md or daily/today)."
+                    f"You have {count} new journal entries since your last memory update. "
+                    "Before the session ends, save any lasting pattern or decision with "
+                    "memory.write (AGENT.md or daily/today)."
                 )
         return None
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar import ops
 from sidecar.disk.tiers import SCOPES
-from sidecar.errors import MAX_LABEL_CHARS, ApiError
+from sidecar.errors import ApiError
 from sidecar.learnings import entries
 from sidecar.learnings.ranking import RANKINGS
 from sidecar.retrieval.modes import MODES
@@ -80,13 +80,6 @@ def _file(value: object, name: str) -> str | None:
     return file
 
 
-def _session(value: object, name: str) -> str:
-    session_id = ops.label().check(value, name)
-    if session_id is None:
-        raise ApiError(400, "bad_session_id", "'session_id' is required")
-    return str(session_id)
-
-
 LEARN = ops.Op.of(
     "POST /memory/learnings",
     text=ops.Field(
@@ -125,11 +118,6 @@ SEARCH = ops.Op.of(
 )
 SEARCH_TOOL_SCHEMA = SEARCH.schema(
     omit=("max_chars_per_type", "mode", "ranking"), types={"maxItems": 4}
-)
-
-END_SESSION = ops.Op.of(
-    "POST /memory/session/end",
-    session_id=ops.Field({"type": "string", "maxLength": MAX_LABEL_CHARS}, _session, required=True),
 )
 
 COMPACT = ops.Op.of(

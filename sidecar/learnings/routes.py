@@ -1,4 +1,4 @@
-"""The learnings' HTTP routes: learn, search, end a session, compact."""
+"""The learnings' HTTP routes: learn, search, compact."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ ROUTES = (
         lambda learnings, a: learnings.search(ops.search_args(a, learnings.default_scope())),
     ),
     shared.Route(ops.COMPACT, lambda learnings, a: learnings.compact(**a)),
-    shared.Route(ops.END_SESSION, lambda learnings, a: learnings.end_session(a["session_id"])),
 )
 
 

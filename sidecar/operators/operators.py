@@ -27,6 +27,7 @@ from sidecar.disk.tiers import open_confined
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
 from sidecar.index.queue import FILE, OPTIMIZE, JobKey
+from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.llm.client import LLMClient, LLMError, ask
 from sidecar.notes.files import TOPIC, MemoryFile
@@ -74,17 +75,22 @@ class Operators:
         self.notes = notes
         self.journal = journal
         self.llm = llm
+        # The operator's sessions, latest first, by their key: set by ``sessions``.
+        self.sessions_of: Callable[[str], list[str]] | None = None
         # One an operator (opt-out vs update), kept while a request holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         hooks.own_indexers["users"] = _not_indexed
 
-    async def distill(self) -> dict[str, str]:
-        """Fields an LLM reads from the crew's recent episodes; empty without an LLM."""
-        if self.llm is None or "crew" not in self.journal.tiers:
+    async def distill(self, operator: str) -> dict[str, str]:
+        """Fields an LLM reads from the operator's own recent episodes (their sessions'
+        events, never another operator's); empty without an LLM or such episodes."""
+        if self.llm is None:
             return {}
-        events = await self.journal.latest("crew", DISTILL_EPISODES)
+        events = await self._episodes(operator)
+        if not events:
+            return {}
         lines = "\n".join(f"- {e['ts'][:16]} {e['type']}: {' '.join(e['summary'].split())}"
-                          for e in reversed(events))  # fmt: skip
+                          for e in events)  # fmt: skip
         try:
             answer = await ask(self.llm, DISTILL_SYSTEM, lines or "(none)", DISTILL_SCHEMA,
                                "operator_model")  # fmt: skip
@@ -95,6 +101,20 @@ class Operators:
             for k, v in answer.data["fields"].items()
             if model.FIELD_NAME.fullmatch(k) and v.strip()
         }
+
+    async def _episodes(self, operator: str) -> list[dict[str, Any]]:
+        """The latest ``DISTILL_EPISODES`` events of the operator's sessions, oldest first."""
+        found: list[dict[str, Any]] = []
+        for session_id in self.sessions_of(operator) if self.sessions_of else ():
+            for tier in self.journal.tiers:
+                listed = await self.journal.listing(
+                    tier, Filters(session_id=session_id), None, DISTILL_EPISODES
+                )
+                found += listed["events"]
+            if len(found) >= DISTILL_EPISODES:
+                break
+        found.sort(key=lambda e: (e["ts"], e["id"]))
+        return found[-DISTILL_EPISODES:]
 
     def _crew(self) -> None:
         if self.settings.role != "lead":
@@ -160,7 +180,7 @@ class Operators:
         eligible = messages >= MIN_MESSAGES or session_seconds >= MIN_SECONDS
         if eligible and distill:  # what the update says itself wins over what the model read
             await self._refuse_opted_out(rel, legacy)  # no LLM call for someone gone
-            fields = {**await self.distill(), **fields}
+            fields = {**await self.distill(_slug(rel)), **fields}
         merged: dict[str, Any] = {}
 
         def build(current: bytes | None) -> bytes:

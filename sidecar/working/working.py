@@ -127,14 +127,17 @@ class Working(Capability):
         answer = await self.journal.record(body.get("scope", "agent"), event)
         return {**answer, "id": answer["ids"][0], "expires_at": iso(now + ttl)}
 
-    async def sleep(self, scope: str, now: float | None = None) -> dict[str, Any]:
-        """Promote the entries past half their TTL: one episode per (session, source)."""
-        async with self._lock:  # the timer and ``sidecar consolidate`` never overlap
-            return await self._sleep(scope, time.time() if now is None else now)
+    async def sleep(
+        self, scope: str, now: float | None = None, session: str | None = None
+    ) -> dict[str, Any]:
+        """Promote the entries past half their TTL: one episode per (session, source).
+        ``session``: that session's entries only, whatever their age (it has ended)."""
+        async with self._lock:  # the timer, ``sidecar consolidate`` and ends never overlap
+            return await self._sleep(scope, time.time() if now is None else now, session)
 
-    async def _sleep(self, scope: str, now: float) -> dict[str, Any]:
+    async def _sleep(self, scope: str, now: float, session_id: str | None) -> dict[str, Any]:
         tj = self.journal.tiers[scope]
-        filters = Filters(types=(NOTE,), include_expired=True)
+        filters = Filters(session_id=session_id, types=(NOTE,), include_expired=True)
         rows = await self.journal.listing(scope, filters, None, 500)
         groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for event in rows["events"]:
@@ -142,12 +145,12 @@ class Working(Capability):
             if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < 2**53:
                 ttl = DEFAULT_TTL_S  # a line edited by hand: read as the default
             recorded = epoch(event["recorded_at"]) or now
-            if now - recorded >= ttl / 2:
+            if session_id is not None or now - recorded >= ttl / 2:
                 groups[(event["session_id"], event.get("source") or "agent")].append(event)
         promoted = []
         for (session, source), events in sorted(groups.items()):
             texts = [e["summary"] for e in events]
-            summary, how = await self._summary(texts)
+            summary, how = await self.summarise(texts)
             new = check_event({"type": SUMMARY, "summary": summary, "session_id": session,
                                "source": source, "payload": {"summary_of": [e["id"] for e in
                                                                           events],
@@ -164,7 +167,8 @@ class Working(Capability):
             self.journal.background.wake_embed.set()
         return {"scope": scope, "promoted": promoted}
 
-    async def _summary(self, texts: list[str]) -> tuple[str, str]:
+    async def summarise(self, texts: list[str]) -> tuple[str, str]:
+        """(summary, who wrote it: the LLM's model id or "extractive")."""
         if self.llm is not None:
             notes = "\n".join(f"- {' '.join(t.split())}" for t in texts)
             try:
