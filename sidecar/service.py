@@ -30,8 +30,10 @@ from sidecar.index.indexes import TierIndexes
 from sidecar.index.parse_pool import ParsePool
 from sidecar.index.store import IndexStore
 from sidecar.journal import routes as journal_routes
+from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.learnings import routes as learnings_routes
+from sidecar.learnings.extraction import Extraction
 from sidecar.learnings.learnings import Learnings
 from sidecar.llm.client import LLMClient
 from sidecar.llm.factory import make_client
@@ -136,6 +138,7 @@ class MemoryService:
         self.operators = Operators(settings, self.indexes, self.notes, self.journal, llm, hooks)
         self.working = Working(settings, self.journal, llm, hooks)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working, hooks)
+        self.extraction = Extraction(self.learnings, self._session_events, llm, self.lead, hooks)
         has_crew = settings.role == "lead" or self.lead is not None or reader is not None
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew
@@ -154,6 +157,7 @@ class MemoryService:
             # Embeds its events; recalled events' reference records are written at stop.
             self.journal,
             self.facts,  # reads the journal's tiers at open, hears its recorded events
+            self.extraction,  # reads the journal, writes learnings, hears ended sessions
             self.working,  # its sleep pass records summaries in the journal
             self.context,  # the memory block reads all of the above
             self.sessions,  # a start answers the block; an end runs through the above
@@ -163,6 +167,10 @@ class MemoryService:
         """The tier's index where the settings put it: its SQLite file, or PostgreSQL."""
         location, namespace = self.settings.store_for(tier)
         return open_store(location, namespace, default=tier.index_path, single_writer=True)
+
+    async def _session_events(self, tier: str, session_id: str, limit: int) -> list[Any]:
+        """A session's events, oldest first, for its learnings' extraction."""
+        return (await self.journal.listing(tier, Filters(session_id), None, limit))["events"]
 
     def add_routes(self, app: web.Application) -> None:
         """Each capability registers its own HTTP routes."""

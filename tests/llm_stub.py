@@ -42,7 +42,7 @@ class LLMStub:
     requests: list[dict[str, Any]] = field(default_factory=list)
     prompt_tokens: int = 0
     answer_tokens: int = 0
-    default: Any = None  # a function of the prompt text, for unscripted requests
+    default: Any = None  # a function of the prompt text (an answer or a Step), for the rest
     arrived: asyncio.Event = field(default_factory=asyncio.Event)  # set by each request
     _runner: web.AppRunner | None = None
     port: int = 0
@@ -80,7 +80,8 @@ class LLMStub:
         if self.steps:
             step = self.steps.popleft()
         elif self.default is not None:
-            step = Step(answer=self.default(prompt))
+            made = self.default(prompt)
+            step = made if isinstance(made, Step) else Step(answer=made)
         else:
             step = Step(answer={"facts": []})
         self.arrived.set()

@@ -15,16 +15,9 @@ from hypothesis import strategies as st
 
 from sidecar.api.mcp.http import ServiceBackend
 from sidecar.api.mcp.tools import MemoryTools
-from sidecar.context.block import (
-    CREW_SHARE,
-    Recalled,
-    Section,
-    agent_sections,
-    assemble,
-    crew_sections,
-    operator_sections,
-)
+from sidecar.context.block import CREW_SHARE, Recalled, Section, assemble
 from sidecar.context.markers import neutralise
+from sidecar.context.sources import agent_sections, crew_sections, operator_sections
 from sidecar.errors import ApiError
 from sidecar.index.queue import FILE, JobKey
 from sidecar.notes.files import today_utc

@@ -4,8 +4,8 @@ It listens on the crew network (``--crew-listen``), so unlike the loopback API
 it trusts no Host header: every request must carry the crew token, compared in
 constant time. Only crew search, crew status and a crew-only health check are
 routed here, the crew journal's high-value events for a member's ``crew_shared``
-recall, and crew learnings with the end of a member's session (which reinforces
-them); the agent tier has no route on this app at all.
+recall, crew learnings with the end of a member's session (which reinforces
+them) and those extracted from it; the agent tier has no route on this app at all.
 """
 
 from __future__ import annotations
@@ -75,6 +75,12 @@ async def end_session(request: web.Request) -> web.Response:
     return web.json_response(await request.app[SERVICE].learnings.end_session(session_id, CREW))
 
 
+async def learnings_extracted(request: web.Request) -> web.Response:
+    """A member's ended session taught the crew something: the lead applies it."""
+    body = await json_body(request)
+    return web.json_response(await request.app[SERVICE].extraction.apply_from_member(body))
+
+
 async def status(request: web.Request) -> web.Response:
     if request.query.get("scope", "crew") != "crew":
         raise ApiError(403, "crew_only", "the crew address serves only scope=crew")
@@ -97,6 +103,7 @@ def create_crew_app(service: MemoryService, token: str) -> web.Application:
     app.router.add_post("/memory/recall", recall)
     app.router.add_post("/memory/learnings/search", learnings_search)
     app.router.add_post("/memory/session/end", end_session)
+    app.router.add_post("/memory/learnings/extracted", learnings_extracted)
     app.router.add_get("/memory/status", status)
     app.router.add_get("/healthz", healthz)
     return app

@@ -34,10 +34,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"retrieval: {retrieval}")
     print(f"model: {embedder.get('model') or 'none'}")
     print(f"episodic: {health.get('episodic', 'sparse-only')}")
-    consolidation = health.get("consolidation") or {}
-    state = consolidation.get("state", "off")
-    detail = consolidation.get("model") or consolidation.get("reason") or ""
-    print(f"consolidation (episodes into facts): {state}" + (f", {detail}" if detail else ""))
+    for key, what in (("consolidation", "episodes into facts"),
+                      ("extraction", "ended sessions into learnings")):  # fmt: skip
+        part = health.get(key) or {}
+        detail = part.get("model") or part.get("reason") or ""
+        print(f"{key} ({what}): {part.get('state', 'off')}" + (f", {detail}" if detail else ""))
     for tier in health.get("tiers", {}):
         try:
             status = get_json(f"{base}/memory/status?scope={tier}")

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from sidecar.capability import Capability
 from sidecar.config import Settings
-from sidecar.context import block
+from sidecar.context import block, sources
 from sidecar.errors import ApiError
 from sidecar.facts.facts import Facts
 from sidecar.journal.index import Filters
@@ -77,9 +76,9 @@ class ContextBuilder(Capability):
 
         def load() -> tuple[list[block.Section], ...]:
             return (
-                block.agent_sections(agent_dir, today),
-                block.crew_sections(crew_dir, today),
-                block.operator_sections(crew_dir, user_id, workspace_id),
+                sources.agent_sections(agent_dir, today),
+                sources.crew_sections(crew_dir, today),
+                sources.operator_sections(crew_dir, user_id, workspace_id),
             )
 
         loop = asyncio.get_running_loop()
@@ -114,7 +113,7 @@ class ContextBuilder(Capability):
                                "\n".join(known))] if known else []  # fmt: skip
         return block.assemble(
             agent, crew, operator, hits, budget, recalled, nudge,
-            [_learning_section(e) for e in standing], learned, facts,
+            [sources.learning_section(e) for e in standing], learned, facts,
         )  # fmt: skip
 
     async def _learned(
@@ -127,7 +126,7 @@ class ContextBuilder(Capability):
             answer = await self.learnings.search(q)
         except ApiError:
             return []  # the block still builds without them
-        return [_learning_section(h) for h in answer["hits"] if h["id"] not in standing]
+        return [sources.learning_section(h) for h in answer["hits"] if h["id"] not in standing]
 
     async def _recall(self, query: str) -> list[block.Recalled]:
         """Past events that bear on the task; the block still builds if the journal cannot."""
@@ -149,8 +148,3 @@ class ContextBuilder(Capability):
             )
             for h in answer["hits"]
         ]
-
-
-def _learning_section(entry: dict[str, Any]) -> block.Section:
-    where = f"{entry['tier']} {entry['type']} learning, {entry['file']}"
-    return block.Section(f"learnings:{entry['id']}", where, entry["text"])

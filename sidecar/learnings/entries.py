@@ -40,6 +40,7 @@ DEFAULT_IMPORTANCE = 0.5
 MAX_TEXT_CHARS = 4000  # one learning is a few sentences; longer text belongs in a note
 # Far above any real count, far below what a float (prominence) cannot hold.
 MAX_COUNT = 1_000_000_000
+MAX_SOURCE_CHARS = 160  # "session:" and a session id (at most 128)
 MAX_PROBLEM_CHARS = 200  # a problem quotes at most an excerpt of the value it is about
 
 _LOADER = strict_yaml.LOADER
@@ -65,6 +66,7 @@ class Entry:
     end_line: int  # last line of its text
     fields_ok: bool = True  # the block parsed as a mapping: it can be edited in place
     problems: tuple[str, ...] = field(default=())
+    source: str | None = None  # what wrote it, when not the agent: "session:<id>"
 
     def meta(self) -> dict[str, Any]:
         """What the index keeps of an entry: all but the text, which only institutional
@@ -76,6 +78,8 @@ class Entry:
             "created": self.created, "institutional": self.institutional,
             "line": self.line, "end_line": self.end_line, "editable": self.fields_ok,
         }  # fmt: skip
+        if self.source is not None:
+            meta["source"] = self.source
         if self.institutional:
             meta["text"] = self.text
         return meta
@@ -175,6 +179,12 @@ def _fields(data: dict[str, Any], problems: list[str]) -> dict[str, Any]:
             raise ValueError("must be 1 to 128 characters")
         return text
 
+    def source(v: Any) -> str:
+        text = str(v).strip()
+        if not text or len(text) > MAX_SOURCE_CHARS:
+            raise ValueError(f"must be 1 to {MAX_SOURCE_CHARS} characters")
+        return text
+
     take("id", ident)
     take("type", choice(TYPES))
     take("domain", choice(DOMAINS))
@@ -184,6 +194,7 @@ def _fields(data: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     take("status", choice(STATUSES))
     take("created", _iso)
     take("institutional", flag)
+    take("source", source)
     return out
 
 
@@ -285,6 +296,7 @@ def parse(rel: str, text: str) -> tuple[list[Entry], list[Problem]]:
                 end_line=max(last, body + 1) if body_text else (close + 1 if close else first + 1),
                 fields_ok=ok,
                 problems=tuple(found),
+                source=values.get("source"),
             )
         )
         problems += [Problem(first + 1, p) for p in found]
@@ -300,8 +312,8 @@ def render(fields: dict[str, Any], text: str) -> str:
             continue
         if isinstance(value, bool):
             shown = "true" if value else "false"
-        elif isinstance(value, str) and name in ("last_reinforced", "created"):
-            shown = f"'{value}'"
+        elif isinstance(value, str) and name in ("last_reinforced", "created", "source"):
+            shown = "'" + value.replace("'", "''") + "'"
         else:
             shown = str(value)
         lines.append(f"{name}: {shown}")

@@ -20,11 +20,11 @@ from sidecar.index import indexer
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import FileState, IndexedFile
 from sidecar.learnings import entries
+from sidecar.learnings.standing import FOLDER
 from sidecar.stores.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
 
-FOLDER = "learnings"
 ARCHIVE = "learnings/archive"
 INDEX_FILENAME = "learnings.sqlite"
 MAX_PROBLEMS_LISTED = 50

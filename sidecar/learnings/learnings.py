@@ -3,9 +3,10 @@
 Files in ``learnings/`` are the source of truth; each tier's index (``index.py``) is
 kept in step by jobs in the notes' FIFO queue, so a learnings file and a note are never
 indexed out of order. Writes (``memory.learn``, reinforcement, compaction) go through
-the notes' durable write path (``Notes.commit``). Ranking is ``ranking.py``; what
-compaction does to a file is ``compaction.py``, and when it runs ``upkeep.py``;
-sessions and their reinforcement are ``sessions.py``.
+the notes' durable write path (``Notes.commit``). Ranking is ``ranking.py``, and how
+hits are ordered and shown ``hits.py``; what compaction does to a file is
+``compaction.py``, and when it runs ``upkeep.py``; sessions and their reinforcement are
+``sessions.py``; learnings extracted from ended sessions, ``extraction.py``.
 """
 
 from __future__ import annotations
@@ -17,46 +18,34 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.crew.client import LeadClient
-from sidecar.disk.tiers import decode_text, read_confined, walk_markdown
 from sidecar.errors import ApiError
-from sidecar.index.indexer import MAX_FILE_BYTES
 from sidecar.index.indexes import TierIndexes, TierState
-from sidecar.learnings import entries
+from sidecar.learnings import entries, hits
 from sidecar.learnings.index import FOLDER, Change, LearningsIndex, is_learnings
 from sidecar.learnings.ranking import (
-    PROMINENCE,
-    REFERENCE,
-    RELEVANCE,
     SCOPE_FACTORS,
     ScoredLearning,
-    mmr,
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
+from sidecar.learnings.standing import read_standing, standing
 from sidecar.learnings.upkeep import Upkeep
 from sidecar.notes.files import today_utc
 from sidecar.notes.notes import Notes
 from sidecar.retrieval.embeddings import Embeddings
 from sidecar.retrieval.modes import DENSE, HYBRID, SPARSE
 from sidecar.retrieval.query import plan
-from sidecar.retrieval.ranking import Result, rank_tier
-from sidecar.safety import scan_remembered
+from sidecar.retrieval.ranking import rank_tier
 
 log = logging.getLogger(__name__)
 
 SWEEP_EVERY_S = 60.0
 POOL = 50  # candidates the hybrid ranking hands to prominence and MMR
-FILL_SHARE = 0.5  # a hit only the dense leg found counts at most this much relevance
-# Prominence orders only the hits at least this relevant (against the best): a lesson
-# reinforced a dozen times must not outrank the one that answers the question just for
-# sharing a word with it. The rest follow, by relevance.
-RELEVANCE_GATE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,12 +257,12 @@ class Learnings(Capability):
             candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
         if ask_lead:
             candidates += await self._from_lead(q, degraded)
-        picked = _within_budgets(_order(candidates, q.ranking), q.limit, q.max_chars)
+        picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
             await self.sessions.shown(caller, q.session_id, shown)
-        hits = [_hit(c) for c in picked]
-        body: dict[str, Any] = {"hits": hits, "count": len(hits), "mode": mode}
+        found = [hits.hit(c) for c in picked]
+        body: dict[str, Any] = {"hits": found, "count": len(found), "mode": mode}
         if degraded:
             body["degraded"] = degraded
         return body
@@ -289,7 +278,7 @@ class Learnings(Capability):
         results, _ = rank_tier(index.store, name, planned, pool, mode, vector, tier_vectors)
         today = today_utc()
         out: list[ScoredLearning] = []
-        for r, relevance in zip(results, _relevances(results), strict=True):
+        for r, relevance in zip(results, hits.relevances(results), strict=True):
             meta = index.entry(r.hit.path, r.hit.start_line)
             if meta is None or (q.types and meta["type"] not in q.types):
                 continue
@@ -329,10 +318,10 @@ class Learnings(Capability):
             for path in sorted(index.snapshot.by_line):
                 out += [{**meta, "tier": name, "file": path}
                         for meta in index.snapshot.by_line[path].values()
-                        if _standing(path, meta)]  # fmt: skip
+                        if standing(path, meta)]  # fmt: skip
         if "crew" not in self.tiers and self.lead is not None:
             crew = await asyncio.get_running_loop().run_in_executor(
-                None, _read_standing, self.settings.crew_dir
+                None, read_standing, self.settings.crew_dir
             )
             out += [{**meta, "tier": "crew"} for meta in crew]
         return out
@@ -362,95 +351,3 @@ class Learnings(Capability):
         for (name, file), error in sorted(self.upkeep.failed.items()):
             reasons.append(f"{name}: compaction of {file} after a change failed: {error}")
         return Health(reasons)
-
-
-def _standing(path: str, meta: dict[str, Any]) -> bool:
-    """An institutional directive still in force."""
-    archived = path.startswith(f"{FOLDER}/archive/")
-    return (
-        bool(meta["institutional"])
-        and meta["type"] == "directive"
-        and (meta["status"] == "active" and not archived)
-    )
-
-
-def _read_standing(root: Path) -> list[dict[str, Any]]:
-    """The institutional directives in a tier's learnings files, read without an index."""
-    out: list[dict[str, Any]] = []
-    for rel, _ in sorted(walk_markdown(root, FOLDER)):
-        got = read_confined(root, rel, MAX_FILE_BYTES)
-        if got is None:
-            continue
-        found, _ = entries.parse(rel, decode_text(got[0]))
-        out += [{**e.meta(), "file": rel} for e in found if _standing(rel, e.meta())]
-    return out
-
-
-def _relevances(results: list[Result]) -> list[float]:
-    """Each result's relevance from the notes' ranking, scaled to the best hit: BM25 (or
-    hybrid) scores over the best one; a dense-only hit's cosine, at most ``FILL_SHARE``
-    when words found anything (``fusion.rerank`` ranks such fills below, at -2 + cosine)."""
-    worded = [r.score for r in results if r.ranks and SPARSE in r.ranks]
-    top = max(worded) if worded else 0.0
-    dense_only = [r.score for r in results if not (r.ranks and SPARSE in r.ranks)]
-    best_sim = max(dense_only) if dense_only and not worded else 1.0
-    out: list[float] = []
-    for r in results:
-        if r.ranks and SPARSE in r.ranks:
-            out.append(r.score / top if top > 0 else 1.0)
-        elif worded:
-            out.append(FILL_SHARE * max(0.0, r.score + 2.0))
-        else:
-            out.append(max(0.0, r.score) / best_sim if best_sim > 0 else 0.0)
-    return out
-
-
-def _order(candidates: list[ScoredLearning], ranking: str) -> list[ScoredLearning]:
-    """``default``: the clearly relevant hits by prominence and MMR, then the rest by
-    relevance; ``prominence``: the same without MMR; ``reference``: the reference's
-    relevance x prominence x scope and MMR over every candidate; ``relevance`` alone."""
-    by_relevance = sorted(candidates, key=lambda c: -c.relevance)
-    if ranking == RELEVANCE:
-        return by_relevance
-    if ranking == REFERENCE:
-        return mmr(candidates, len(candidates))
-    best = by_relevance[0].relevance if by_relevance else 0.0
-    strong = [c for c in by_relevance if c.relevance >= RELEVANCE_GATE * best and c.score > 0]
-    rest = [c for c in by_relevance if c not in strong and c.prominence > 0]
-    if ranking == PROMINENCE:
-        return sorted(strong, key=lambda c: -c.score) + rest
-    return mmr(strong, len(strong)) + rest
-
-
-def _within_budgets(
-    ordered: list[ScoredLearning], limit: int, budgets: dict[str, int]
-) -> list[ScoredLearning]:
-    """The first ``limit`` hits, skipping any whose type has used its character budget."""
-    used: dict[str, int] = {}
-    out: list[ScoredLearning] = []
-    for c in ordered:
-        kind = c.meta["type"]
-        if kind in budgets and used.get(kind, 0) + len(c.text) > budgets[kind]:
-            continue
-        used[kind] = used.get(kind, 0) + len(c.text)
-        out.append(c)
-        if len(out) >= limit:
-            break
-    return out
-
-
-def _hit(c: ScoredLearning) -> dict[str, Any]:
-    meta = c.meta
-    hit: dict[str, Any] = {
-        "id": meta["id"], "tier": c.tier, "file": c.path, "line": meta["line"],
-        "type": meta["type"], "domain": meta["domain"], "importance": meta["importance"],
-        "reinforcement_count": meta["reinforcement_count"],
-        "last_reinforced": meta["last_reinforced"], "status": meta["status"],
-        "institutional": meta["institutional"], "text": c.text,
-        "relevance": round(c.relevance, 6), "prominence": round(c.prominence, 6),
-        "scope_factor": c.scope_factor, "score": round(c.score, 6),
-    }  # fmt: skip
-    finding = scan_remembered(c.text)
-    if finding is not None:  # say so; the MCP tools withhold the text
-        hit["flagged"] = {"category": finding.category, "pattern": finding.pattern}
-    return hit

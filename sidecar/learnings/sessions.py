@@ -85,7 +85,7 @@ class Sessions:
             for tier, ids in session.ids.items():
                 if tier not in self.tiers or (allowed is not None and tier not in allowed):
                     continue
-                reinforced[tier], left, error = await self._reinforce(tier, ids)
+                reinforced[tier], left, error = await self.reinforce(tier, ids)
                 self._remember(key, tier, ids - left)
                 if left:
                     self.touch(caller, session_id, tier, sorted(left))
@@ -96,6 +96,11 @@ class Sessions:
             with contextlib.suppress(LeadError, LeadUnavailable):
                 await self.lead.request("POST", "/memory/session/end", {"session_id": session_id})
         return {"session_id": session_id, "reinforced": reinforced}
+
+    def reinforced(self, caller: str, session_id: str, tier: str) -> set[str]:
+        """The entries of ``tier`` an ended session has reinforced (of the last
+        ``ENDED_KEPT``): what else reinforces for a session does not do it twice."""
+        return self._ended.get((caller, session_id), {}).get(tier, set())
 
     def _remember(self, key: Key, tier: str, ids: set[str]) -> None:
         done = self._ended.setdefault(key, {})
@@ -133,7 +138,7 @@ class Sessions:
             with contextlib.suppress(Exception):
                 await self.end(session_id, caller)
 
-    async def _reinforce(self, tier: str, ids: set[str]) -> tuple[int, set[str], Exception | None]:
+    async def reinforce(self, tier: str, ids: set[str]) -> tuple[int, set[str], Exception | None]:
         """(entries reinforced, ids whose file failed to write, the first such error)."""
         index = self.tiers[tier]
         by_file: dict[str, set[str]] = {}
