@@ -195,7 +195,7 @@ class Learnings(Capability):
             "status": "active",
             "created": today,
             "institutional": True if body.get("institutional") else None,
-            "source": body.get("source"),  # set by extraction, never by a request
+            "source": body.get("source"),  # set by extraction and distillation, not requests
         }
         rel = f"{FOLDER}/{slug}.md"
         written = await self.notes.write(scope, rel, "\n" + entries.render(fields, text), "append")
