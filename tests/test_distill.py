@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sidecar.config import Settings
 from sidecar.journal.events import MAX_SUMMARY_CHARS
@@ -145,7 +146,9 @@ async def test_distils_core_learning_and_facts_once(rig: Rig) -> None:
 
     learned = learnings_text(rig.root)
     assert "type: procedural" in learned and "vpn up staging" in learned
-    assert "source: daily/2025-10-01.md to daily/2025-10-03.md" in learned
+    (block,) = [yaml.safe_load(b) for b in learned.split("---\n")[1::2]]  # front matter
+    assert block["source"] == "daily/2025-10-01.md to daily/2025-10-03.md"
+    assert block["id"] == batch["learnings"][0]
     hits = await rig.svc.learnings.search(_query("make deploy vpn"))
     assert [h["id"] for h in hits["hits"]] == batch["learnings"]
 
