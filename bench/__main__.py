@@ -29,6 +29,7 @@ from bench import (
     crew,
     crossval,
     dense,
+    embed_lead,
     extraction,
     facts,
     freshness,
@@ -41,11 +42,13 @@ from bench import (
     journal_speed,
     latency,
     learnings,
+    lifecycle,
     memory,
     pg_failover,
     pg_store,
     prompt_block,
     retrieval,
+    sessions,
     writes,
 )
 from bench.context import REPO, Context
@@ -65,6 +68,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     memory.NAME: (memory.run, "idle resident memory of the daemon"),
     writes.NAME: (writes.run, "durable append latency and throughput"),
     crew.NAME: (crew.run, "crew search through a member vs on the lead"),
+    embed_lead.NAME: (embed_lead.run, "a member embedding through its lead: RSS, latency, load"),
     prompt_block.NAME: (prompt_block.run, "assembling the system-prompt memory block"),
     dense.NAME: (dense.run, "dense top-k over 100k vectors, embedding throughput"),
     injection.NAME: (injection.run, "injection scanner: caught per class, benign kept"),
@@ -75,6 +79,11 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     extraction.NAME: (extraction.run, "learning extraction: LLM tokens per ended session"),
     heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
     hooks.NAME: (hooks.run, "harness hooks: latency with process start, daemon up and down"),
+    sessions.NAME: (sessions.run, "a session's start (with its block) and end (40 events)"),
+    lifecycle.NAME: (
+        lifecycle.run,
+        "a year of daily logs archived; search with archive vs without",
+    ),
     pg_store.NAME: (
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",

@@ -146,8 +146,10 @@ class Hooks:
 
     session_ended: list[Callable[[str, dict[str, Any]], None]] = field(default_factory=list)
     """(tier, session): a session ended and its own steps (reinforcement, promotion of
-    its working notes, its summary episode) are durable. Fired once per session by
-    ``sessions``; heard by learnings' extraction, which queues an LLM job for it."""
+    its working notes, its summary episode) are durable. Fired by ``sessions`` when it
+    ends, and again at the next start if it ended within a day (the daemon may have died
+    before a listener kept it), so a listener ignores a session it already holds; heard
+    by learnings' extraction, which queues an LLM job for it."""
 
     def tell_recorded(self, tier: str, records: list[dict[str, Any]]) -> None:
         """The events are recorded whatever a listener makes of them."""

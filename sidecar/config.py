@@ -26,7 +26,8 @@ from sidecar.stores import validate as validate_store
 KIB = 1024
 MIB = KIB * KIB
 ROLES = ("agent", "lead")
-EMBEDDERS = ("auto", "minilm", "ollama", "none")  # see retrieval/embedders/factory.py
+# See retrieval/embedders/factory.py.
+EMBEDDERS = ("auto", "minilm", "ollama", "openai", "lead", "none")
 LLM_APIS = ("ollama", "openai")
 DEFAULT_NAMESPACE = "default"
 
@@ -164,6 +165,8 @@ class Caps:
     journal_tier: int = _cap(1024 * MIB, "a tier's whole journal", "cap-journal-tier-bytes")
     learnings: int = _cap(256 * KIB, "a learnings file", "cap-learnings-bytes")  # one <slug>.md
     facts_log: int = _cap(64 * MIB, "a tier's facts log", "cap-facts-log-bytes")  # log.jsonl
+    # Below ``archive/``: history the lifecycle engine moved out of the active tier.
+    archive: int = _cap(1024 * MIB, "a tier's archive", "cap-archive-bytes")
 
     def for_kind(self, kind: str) -> int:
         """The cap of a file kind (``sidecar.notes.files``: core, daily, topic, learning)."""
@@ -199,6 +202,14 @@ class Settings:
         env="ALLOWED_HOSTS", repeat=True,
     )  # fmt: skip
     caps: Caps = field(default_factory=Caps)
+    # The lifecycle engine: how often each tier is tended, and how long a daily log stays.
+    maintain_interval: float = setting(
+        6 * 3600.0, "seconds between maintenance passes of a tier (jittered by up to 10%)"
+    )
+    daily_retention_days: int = setting(
+        30, "days a daily log stays in daily/ before it is archived (at least 2: today's "
+        "and yesterday's are never archived)",
+    )  # fmt: skip
     # Below this, writes are withdrawn from MCP.
     min_free_bytes: int = setting(64 * MIB, "free disk below which writes are withheld",
                                   option="min-free-mb", unit=MIB)  # fmt: skip
@@ -213,12 +224,21 @@ class Settings:
     # The shared secret between the lead and its members: only ever from its variable.
     crew_token: str | None = setting(None, option="")
     embedder: str = setting("auto", "dense retrieval: auto = in-process MiniLM if installed, "
-                            "else sparse-only", choices=EMBEDDERS)  # fmt: skip
+                            "else sparse-only; lead = a member borrows its lead's model",
+                            choices=EMBEDDERS)  # fmt: skip
     embed_threads: int = setting(  # the rest of the machine stays responsive
         1, "inference threads for the in-process model"
     )
     ollama_url: str = setting("", "with --embedder ollama; default http://127.0.0.1:11434")
     ollama_model: str = setting("", "with --embedder ollama; default nomic-embed-text")
+    # One wire protocol (OpenAI's /v1/embeddings) for an external server and the lead.
+    embed_url: str = setting("", "with --embedder openai: the server (http://host:port/v1)")
+    embed_model: str = setting("", "with --embedder openai: the model the server embeds with")
+    embed_api_key_env: str = setting(  # the variable holding the key: never the key itself
+        "", "with --embedder openai: the name of the environment variable holding its API key"
+    )
+    embed_retry: float = setting(30.0, "seconds between attempts to reach an embedder that "
+                                 "failed (a server or lead away)")  # fmt: skip
     agent_id: str = setting(
         "", "recorded on journal events that do not name one ({env}; default the host name, "
         "which is the container's)", serve_default=socket.gethostname,
@@ -266,8 +286,19 @@ class Settings:
                                  f"not {value!r}")  # fmt: skip
         if self.embed_threads < 1:
             raise ValueError(f"embed threads must be at least 1, not {self.embed_threads}")
+        if self.embed_retry <= 0:
+            raise ValueError("embed retry must be positive")
+        if self.embedder == "openai" and not (self.embed_url and self.embed_model):
+            raise ValueError("--embedder openai needs --embed-url and --embed-model")
+        if self.embedder == "lead" and not self.lead_url:
+            raise ValueError("--embedder lead is for a crew member: it needs --lead-url")
         if self.reconcile_interval <= 0:
             raise ValueError("reconcile interval must be positive")
+        if self.maintain_interval <= 0:
+            raise ValueError("maintain interval must be positive")
+        if self.daily_retention_days < 2:
+            raise ValueError("daily retention must be at least 2 days: today's and "
+                             f"yesterday's logs stay, not {self.daily_retention_days}")  # fmt: skip
         if self.crew_listen and self.role != "lead":
             raise ValueError("only the lead (--role lead) serves a crew address")
         if self.lead_url and self.role == "lead":

@@ -35,6 +35,8 @@ from sidecar.journal.journal import Journal
 from sidecar.learnings import routes as learnings_routes
 from sidecar.learnings.extraction import Extraction
 from sidecar.learnings.learnings import Learnings
+from sidecar.lifecycle import routes as lifecycle_routes
+from sidecar.lifecycle.engine import Lifecycle
 from sidecar.llm.client import LLMClient
 from sidecar.llm.factory import make_client
 from sidecar.notes import routes as notes_routes
@@ -139,6 +141,8 @@ class MemoryService:
         self.working = Working(settings, self.journal, llm, hooks)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working, hooks)
         self.extraction = Extraction(self.learnings, self._session_events, llm, self.lead, hooks)
+        self.lifecycle = Lifecycle(settings, self.indexes, hooks)
+        self.search.archives = self.lifecycle.archive.store  # searched when asked
         has_crew = settings.role == "lead" or self.lead is not None or reader is not None
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew
@@ -158,6 +162,7 @@ class MemoryService:
             self.journal,
             self.facts,  # reads the journal's tiers at open, hears its recorded events
             self.extraction,  # reads the journal, writes learnings, hears ended sessions
+            self.lifecycle,  # tends the history of everything above, once it is open
             self.working,  # its sleep pass records summaries in the journal
             self.context,  # the memory block reads all of the above
             self.sessions,  # a start answers the block; an end runs through the above
@@ -180,6 +185,7 @@ class MemoryService:
         journal_routes.add_routes(app, self.journal)
         learnings_routes.add_routes(app, self.learnings)
         facts_routes.add_routes(app, self.facts)
+        lifecycle_routes.add_routes(app, self.lifecycle)
         working_routes.add_routes(app, self.working)
         operators_routes.add_routes(app, self.operators)
         context_routes.add_routes(app, self.context)

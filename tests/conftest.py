@@ -18,6 +18,8 @@ from sidecar.service import MemoryService
 
 # Sidecar processes the tests start are sparse-only too, unless a test says otherwise.
 os.environ.setdefault("SIDECAR_EMBEDDER", "none")
+# ...and keep daily logs of any date in daily/, unless a test is about archiving them.
+os.environ.setdefault("SIDECAR_DAILY_RETENTION_DAYS", "100000")
 
 
 async def eventually(
@@ -44,9 +46,11 @@ def tier_dirs(tmp_path: Path) -> tuple[Path, Path]:
 def settings(tier_dirs: tuple[Path, Path]) -> Settings:
     agent, crew = tier_dirs
     # Sparse-only unless a test is about dense retrieval: loading the model costs time.
+    # Daily logs of any date stay in daily/ unless a test is about archiving them.
     return Settings(
-        agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600, embedder="none"
-    )
+        agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600, embedder="none",
+        daily_retention_days=100_000,
+    )  # fmt: skip
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""A stand-in Ollama server speaking the real ``POST /api/embed`` wire format.
+"""A stand-in Ollama server speaking the real ``POST /api/embed`` wire format, and the
+OpenAI-compatible ``POST /v1/embeddings`` one (an external embedding server).
 
 It is a real socket server on loopback, so the embedder's HTTP client, timeouts
 and error handling are exercised exactly as against Ollama. Vectors come from
@@ -16,7 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-MODES = ("ok", "error", "hang", "malformed", "wrong_count", "ragged", "non_numeric")
+MODES = ("ok", "error", "hang", "malformed", "wrong_count", "ragged", "non_numeric", "nan",
+         "huge", "shuffled")  # fmt: skip
 HANG_CAP = 10.0  # a hung handler gives up on its own so a broken test cannot wedge shutdown
 
 
@@ -47,6 +49,8 @@ class OllamaStub:
         self.requests: list[dict[str, Any]] = []
         # A batch holding this word fails the way Ollama does when a model yields NaN.
         self.refuse_word: str | None = None
+        self.api_key: str | None = None  # /v1/embeddings wants this bearer key when set
+        self.connections = 0  # TCP connections accepted: kept-alive ones count once
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -98,6 +102,27 @@ class OllamaStub:
             rows[0][0] = "0.5"  # type: ignore[call-overload]
         return _json(200, {"model": model, "embeddings": rows, "prompt_eval_count": len(texts)})
 
+    def openai_reply(self, body: dict[str, Any], auth: str | None) -> tuple[int, bytes]:
+        """The same vectors in OpenAI's shape (``data`` rows with their ``index``)."""
+        if self.api_key and auth != f"Bearer {self.api_key}":
+            return _json(401, {"error": {"message": "Incorrect API key provided"}})
+        status, payload = self.reply(body)
+        if status != 200 or self.mode == "malformed":
+            if status == 404 or status == 500:
+                message = json.loads(payload)["error"]
+                return _json(status, {"error": {"message": message, "type": "server_error"}})
+            return status, payload
+        rows = json.loads(payload)["embeddings"]
+        data = [{"object": "embedding", "index": i, "embedding": r} for i, r in enumerate(rows)]
+        if self.mode == "nan":
+            data[0]["embedding"][0] = float("nan")  # Python's json writes NaN; JSON has none
+        elif self.mode == "huge":
+            data[0]["embedding"] = [0.5] * 1_000_000
+        elif self.mode == "shuffled":
+            data.reverse()
+        usage = {"prompt_tokens": 1, "total_tokens": 1}
+        return _json(200, {"object": "list", "data": data, "model": body["model"], "usage": usage})
+
 
 def _json(status: int, obj: dict[str, Any]) -> tuple[int, bytes]:
     return status, json.dumps(obj).encode()
@@ -107,9 +132,14 @@ def _handler_for(stub: OllamaStub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def setup(self) -> None:
+            super().setup()
+            with stub._lock:
+                stub.connections += 1
+
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            if self.path != "/api/embed":
+            if self.path not in ("/api/embed", "/v1/embeddings"):
                 self._send(404, b"404 page not found", "text/plain")
                 return
             try:
@@ -122,7 +152,10 @@ def _handler_for(stub: OllamaStub) -> type[BaseHTTPRequestHandler]:
             if problem:
                 self._send(*_json(400, {"error": problem}))
                 return
-            self._send(*stub.reply(body))
+            if self.path == "/v1/embeddings":
+                self._send(*stub.openai_reply(body, self.headers.get("Authorization")))
+            else:
+                self._send(*stub.reply(body))
 
         def _send(self, status: int, payload: bytes, ctype: str = "application/json") -> None:
             try:

@@ -130,7 +130,10 @@ def run_sidecar(args: list[str], env: dict[str, str]) -> subprocess.CompletedPro
     [
         ({"SIDECAR_EMBED_THREADS": "abc"}, "argument --embed-threads: invalid int value: 'abc'"),
         ({"SIDECAR_PORT": "9119x"}, "argument --port: invalid int value: '9119x'"),
-        ({"SIDECAR_EMBEDDER": "olama"}, "embedder must be one of auto, minilm, ollama, none"),
+        (
+            {"SIDECAR_EMBEDDER": "olama"},
+            "embedder must be one of auto, minilm, ollama, openai, lead, none",
+        ),
         ({"SIDECAR_EMBED_THREADS": "0"}, "embed threads must be at least 1"),
     ],
 )

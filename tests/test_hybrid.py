@@ -17,7 +17,6 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
-from sidecar.retrieval import embeddings as embeddings_module
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.ollama_stub import OllamaStub
@@ -408,6 +407,7 @@ import asyncio, sys, tempfile
 from pathlib import Path
 from sidecar.config import Settings
 from sidecar.service import MemoryService
+import sidecar.api.crew, sidecar.api.http  # the apps a daemon serves, the crew port's too
 
 async def main():
     root = Path(tempfile.mkdtemp())
@@ -436,11 +436,10 @@ def test_a_sparse_only_daemon_never_loads_numpy() -> None:
 
 
 async def test_an_unreachable_ollama_is_asked_again_until_hybrid_starts(
-    hybrid_settings: Settings, stub: OllamaStub, monkeypatch: pytest.MonkeyPatch
+    hybrid_settings: Settings, stub: OllamaStub
 ) -> None:
-    monkeypatch.setattr(embeddings_module, "EMBEDDER_RETRY_S", 0.05)
     stub.mode = "error"
-    svc = MemoryService(hybrid_settings)
+    svc = MemoryService(dataclasses.replace(hybrid_settings, embed_retry=0.05))
     await svc.start()
     try:
         health = await svc.health()

@@ -25,13 +25,17 @@ from sidecar.config import Settings
 from sidecar.facts.tools import FACTS
 from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
+from sidecar.lifecycle.tools import MAINTAIN
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
 from sidecar.service import MemoryService
+from sidecar.sessions.tools import END as SESSION_END
+from sidecar.sessions.tools import START as SESSION_START
 from sidecar.working.tools import REMEMBER
 from tests.conftest import eventually
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, SESSION_START,
+         SESSION_END, MAINTAIN, REINDEX]  # fmt: skip
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

@@ -31,6 +31,7 @@ from sidecar.journal.background import Background
 from sidecar.journal.events import NewEvent, check_batch, iso
 from sidecar.journal.index import Filters
 from sidecar.journal.log import day_file, today_file
+from sidecar.journal.nudge import Nudge
 from sidecar.journal.recall import Recalled, RecallQuery
 from sidecar.journal.tier import TierJournal
 from sidecar.retrieval.embeddings import Embeddings
@@ -38,8 +39,6 @@ from sidecar.retrieval.embeddings import Embeddings
 log = logging.getLogger(__name__)
 
 HIGH_VALUE = 0.7  # the crew entries crew_shared recall brings: importance now at least this
-NUDGE_AFTER = 60
-MEMORY_UPDATED = "memory.updated"  # what the nudge counts from
 SNAPSHOT_EVERY_S = 3600.0  # checks; one snapshot is kept per day
 
 
@@ -59,7 +58,7 @@ class Journal(Capability):
         self.hooks = hooks  # fires recorded, hears file_changed
         self.tiers: dict[str, TierJournal] = {}
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-recall")
-        self._nudged: set[tuple[str, float]] = set()  # (session, last memory.updated) reminded
+        self._nudge = Nudge(self.on_reader)
         self._catching_up: set[tuple[str, str]] = set()
         self.background = Background(self)
         self.tasks = Tasks()
@@ -423,26 +422,7 @@ class Journal(Capability):
         return Health(reasons, {"episodic": self.episodic()})
 
     async def nudge(self, session_id: str) -> str | None:
-        """One reminder a session, once it has ``NUDGE_AFTER`` events since memory was last
-        updated: the latest ``memory.updated`` event (a session's end records one when it
-        changed memory; an agent or its harness may record one itself)."""
-        tj = self.tiers.get("agent")
-        if tj is None or tj.index is None or not tj.ready.is_set():
-            return None
-        with contextlib.suppress(Exception):
-            last_update = await self.on_reader(tj.index.last_recorded, MEMORY_UPDATED)
-            key = (session_id, last_update)
-            if key in self._nudged:
-                return None
-            count = await self.on_reader(tj.index.count_since, session_id, last_update)
-            if count >= NUDGE_AFTER:
-                self._nudged.add(key)
-                return (
-                    f"You have {count} new journal entries since your last memory update. "
-                    "Before the session ends, save any lasting pattern or decision with "
-                    "memory.write (AGENT.md or daily/today)."
-                )
-        return None
+        return await self._nudge.text(self.tiers.get("agent"), session_id)
 
     # -- outside edits -------------------------------------------------------------------
 
@@ -476,6 +456,13 @@ class Journal(Capability):
         await self._ready(tj)
         assert tj.index is not None
         return [row.to_json() for row in await self.on_reader(tj.index.latest, limit, episodic)]
+
+    async def last_recorded(self, scope: str, kind: str) -> float:
+        """When the tier last recorded an event of type ``kind`` (0: never)."""
+        tj = self._tier(scope)
+        await self._ready(tj)
+        assert tj.index is not None
+        return float(await self.on_reader(tj.index.last_recorded, kind))
 
     async def rebuild(self, scope: str) -> None:
         names = ["agent", "crew"] if scope == "both" else [scope]

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from sidecar.disk.tiers import decode_text, is_note
+from sidecar.disk.tiers import decode_text, is_archived, is_note
 from sidecar.errors import ApiError
 
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
@@ -145,7 +145,7 @@ def _other_note(file: object) -> bool:
     return (
         file.endswith(".md")
         and all(p and not p.startswith(".") and len(p.encode()) <= _NAME_MAX for p in parts)
-        and is_note(file)
+        and (is_note(file) or is_archived(file))  # archived history is read like a note
     )
 
 

@@ -1,16 +1,20 @@
 """The dense side of retrieval: which embedder is loaded, the vectors kept in step with
-the indexes in the background, and query embeddings.
+the indexes in the background, query embeddings, and on a lead the embeddings it
+makes for members that borrow its model.
 
 Without an embedder the daemon is sparse-only (BM25) and says why, at start, in
-status and in health; an Ollama server that is not up yet is asked again until
-it answers, and hybrid search then starts by itself.
+status and in health; a server (Ollama, OpenAI-compatible, the crew lead) that is
+not up yet is asked again until it answers, and hybrid search then starts by itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +33,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EMBEDDER_RETRY_S = 30.0  # how often to ask again for a configured embedder that failed
+# Embedders served from elsewhere: one that is away at start is asked again until it answers.
+REMOTE = ("ollama", "openai", "lead")
+MEMBER_BATCH = 4  # a member's request of at most this many texts is a query, not indexing
+MEMBER_NICE = 10
+
+
+def _yield_cpu() -> None:
+    """Lower this thread's priority (Linux nice is per thread): the lead's own searches
+    come before the work it does for its members."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), MEMBER_NICE)
 
 
 class Embeddings(Capability):
@@ -41,6 +55,11 @@ class Embeddings(Capability):
         # Query embeddings get their own thread: a slow or hung embedder must not hold
         # the search threads that BM25-only searches and status need.
         self._queries = ThreadPoolExecutor(1, thread_name_prefix="sidecar-query-embed")
+        # A lead's members' queries get a third: the lead's own never queue behind them,
+        # and win the CPU when both want it.
+        self._members = ThreadPoolExecutor(
+            1, thread_name_prefix="sidecar-member-embed", initializer=_yield_cpu
+        )
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None  # why there is no embedder, if one was wanted
         self.vectors: VectorSync | None = None
@@ -61,16 +80,22 @@ class Embeddings(Capability):
             return
         why = self.embedder_error or "no embedder configured (--embedder none)"
         log.warning("search is sparse-only (BM25): %s", why, extra={"enable": HOW_TO_ENABLE})
-        if self.settings.embedder == "ollama":
+        if self.settings.embedder in REMOTE:
             self.tasks.run(self._retry(), "embedder")
 
     async def _load(self) -> bool:
         settings = self.settings
+        if settings.embedder == "lead":  # the lead's crew port, as crew traffic
+            url, key = settings.lead_url or "", settings.crew_token or ""
+        else:
+            key_env = settings.embed_api_key_env
+            url, key = settings.embed_url, os.environ.get(key_env, "") if key_env else ""
+        load = functools.partial(
+            load_embedder, settings.embedder, settings.embed_threads, settings.ollama_url,
+            settings.ollama_model, embed_url=url, embed_model=settings.embed_model, api_key=key,
+        )  # fmt: skip
         try:
-            self.embedder = await asyncio.get_running_loop().run_in_executor(
-                self._embedding, load_embedder, settings.embedder, settings.embed_threads,
-                settings.ollama_url, settings.ollama_model,
-            )  # fmt: skip
+            self.embedder = await asyncio.get_running_loop().run_in_executor(self._embedding, load)
         except EmbedderError as exc:
             self.embedder_error = str(exc)
             return False
@@ -80,7 +105,7 @@ class Embeddings(Capability):
     async def _retry(self) -> None:
         while not self._stop.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), EMBEDDER_RETRY_S)
+                await asyncio.wait_for(self._stop.wait(), self.settings.embed_retry)
             if not self._stop.is_set() and await self._load():
                 log.warning(
                     "embedder available; hybrid search is on",
@@ -95,7 +120,7 @@ class Embeddings(Capability):
         assert self.embedder is not None
         stores = {n: s.store for n, s in self.indexes.tiers.items()} | self.stores
         tiers = {n: TierVectors(store, self.embedder, n) for n, store in stores.items()}
-        self.vectors = VectorSync(self.embedder, tiers, self._embedding)
+        self.vectors = VectorSync(self.embedder, tiers, self._embedding, self.settings.embed_retry)
         self.indexes.vector_model = self.embedder.model_id
         self.hooks.index_changed.append(self.vectors.notify)
         self.tasks.run(self.vectors.run(), "vector-sync")
@@ -111,6 +136,7 @@ class Embeddings(Capability):
         """Wait for the batch in flight, so it is stored before the stores close."""
         await asyncio.to_thread(self._embedding.shutdown, cancel_futures=True)
         self._queries.shutdown(wait=False, cancel_futures=True)  # a hung query ends on its own
+        self._members.shutdown(wait=False, cancel_futures=True)
         if self.embedder is not None:
             self.embedder.close()
 
@@ -160,6 +186,29 @@ class Embeddings(Capability):
             self.vectors.embedder_failed(str(exc))
             raise
 
+    async def embed_for_members(self, texts: list[str]) -> tuple[Vectors, str]:
+        """A lead's vectors for its members' texts, and the model id they carry. A few
+        texts (a query) on the members' own thread; an indexing batch on the embedding
+        thread, one inference at a time with the lead's own backlog."""
+        if self.vectors is None or self.vectors.state.embedder_error is not None:
+            why = self.embedder_error if self.vectors is None else self.vectors.state.embedder_error
+            raise ApiError(503, "embedder_unavailable", "the lead has no working embedder "
+                           f"({why or 'no embedder configured'}); its members search "
+                           "sparse-only until it has one")  # fmt: skip
+        embedder = self.vectors.embedder
+        thread = self._members if len(texts) <= MEMBER_BATCH else self._embedding
+        try:
+            vectors = await asyncio.get_running_loop().run_in_executor(
+                thread, embedder.embed, texts
+            )
+        except EmbedderRefused as exc:
+            raise ApiError(400, "embedding_refused", f"the lead's model refused: {exc}") from None
+        except EmbedderError as exc:
+            self.vectors.embedder_failed(str(exc))
+            detail = f"the lead's embedder failed: {exc}"
+            raise ApiError(503, "embedder_unavailable", detail) from None
+        return vectors, embedder.model_id
+
     async def status(self, scope: str) -> dict[str, Any]:
         """``pending``: chunks searchable by BM25 but not yet by vector."""
         if self.vectors is None:
@@ -188,7 +237,7 @@ class Embeddings(Capability):
         reasons: list[str] = []
         fields: dict[str, Any] = {"retrieval": self.retrieval()}
         if self.vectors is None:
-            if self.settings.embedder in ("minilm", "ollama"):
+            if self.settings.embedder in ("minilm", *REMOTE):
                 reasons.append(
                     f"embedder unavailable, searches are sparse-only: {self.embedder_error}"
                 )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
+from sidecar.disk.tiers import is_archived
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
@@ -47,6 +48,8 @@ class Result:
         }
         if self.ranks:
             body["ranks"] = self.ranks
+        if is_archived(self.hit.path):  # history moved out of the active tier
+            body["archived"] = True
         finding = scan_remembered(self.hit.text)
         if finding is not None:  # say so; the MCP tools withhold the text
             body["flagged"] = {"category": finding.category, "pattern": finding.pattern}

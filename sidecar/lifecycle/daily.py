@@ -1,0 +1,326 @@
+"""The ``daily`` maintenance step: daily logs past the retention window move, byte for
+byte, into one markdown file a month below ``archive/daily/`` (format: ``months``).
+
+Crash-safe by order: the month file holding the day's section is durable before the
+day's log is removed, and the log is removed only while it still holds the bytes that
+were archived (under the lock notes take to write it), so a write racing the move is
+never lost. A pass after a crash finds the section already there: same bytes, the log is
+just removed; a log that extends the section replaces it; a log written again for a day
+already archived is added to its section. Every line ends up on disk exactly once.
+
+Before a window is archived a distiller, when one is configured, reads its logs and
+proposes what is durable (``lifecycle.distill``); its failure is reported, and archival
+proceeds anyway: history must never pile up because a model is down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import re
+import stat
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sidecar.config import Settings
+from sidecar.disk import durable
+from sidecar.disk.tiers import ARCHIVE_DIR, UnsafePath, decode_text, read_fd
+from sidecar.index.indexes import TierIndexes
+from sidecar.index.queue import OPTIMIZE, TREE, JobKey
+from sidecar.lifecycle import months
+from sidecar.lifecycle.archive_index import ArchiveIndex
+from sidecar.lifecycle.months import Month, Section
+
+log = logging.getLogger(__name__)
+
+# (tier, [(rel path, text) of each log about to be archived]) -> its report.
+Distiller = Callable[[str, list[tuple[str, str]]], Awaitable[dict[str, Any]]]
+
+DAILY_DIR = "daily"
+MONTHS_DIR = f"{ARCHIVE_DIR}/daily"
+_DAY_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
+NO_DISTILLER = "off: no LLM is configured (--llm-url, --llm-model); logs are archived as they are"
+
+# What became of a due day's log: its section was added, was there already, was
+# replaced by a log that extends it, or the log was added to it.
+ACTIONS = ("archived", "already_archived", "replaced", "merged")
+
+
+class ArchiveFull(Exception):
+    """The archive would pass its own cap (``--cap-archive-bytes``)."""
+
+
+@dataclass(slots=True)
+class Scan:
+    due: dict[str, dict[str, bytes]] = field(default_factory=dict)  # month -> day -> log
+    active_bytes: int = 0  # everything in daily/
+    archived_bytes: int = 0  # the month files
+    archive_total: int = 0  # everything below archive/, for its cap
+    problems: list[str] = field(default_factory=list)
+
+
+class DailyStep:
+    """One tier's daily logs, archived by month. Blocking work runs on ``executor``."""
+
+    name = "daily"
+
+    def __init__(
+        self,
+        settings: Settings,
+        indexes: TierIndexes,
+        archive: ArchiveIndex,
+        executor: Executor,
+        distiller: Distiller | None = None,
+    ) -> None:
+        self.settings, self.indexes, self.executor = settings, indexes, executor
+        self.archive = archive
+        self.distiller = distiller
+
+    def distillation(self) -> str:
+        return "on" if self.distiller is not None else NO_DISTILLER
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def usage(self, tier: str) -> dict[str, int]:
+        scan = await self._run(_scan, self._root(tier), None)
+        return {"active_bytes": scan.active_bytes, "archived_bytes": scan.archived_bytes}
+
+    def _root(self, tier: str) -> Path:
+        return self.indexes.tiers[tier].tier.root
+
+    async def maintain(self, tier: str, now: float, dry_run: bool) -> dict[str, Any]:
+        root = self._root(tier)
+        today = datetime.fromtimestamp(now, UTC).date()
+        cutoff = today - timedelta(days=self.settings.daily_retention_days)
+        scan: Scan = await self._run(_scan, root, cutoff)
+        days = sorted((d, data) for month in scan.due.values() for d, data in month.items())
+        counts = dict.fromkeys(ACTIONS, 0)
+        body: dict[str, Any] = {
+            "older_than": cutoff.isoformat(),
+            "due": len(days),
+            "due_bytes": sum(len(data) for _, data in days),
+            "months": sorted(scan.due),
+            "distillation": self.distillation(),
+        }
+        problems = scan.problems
+        if days and self.distiller is not None and not dry_run:
+            logs = [(f"{DAILY_DIR}/{d}.md", decode_text(data)) for d, data in days]
+            try:
+                body["distillation"] = await self.distiller(tier, logs)
+            except Exception as exc:  # reported; the logs are archived all the same
+                log.warning("distillation failed", extra={"tier": tier, "error": str(exc)})
+                problems.append(f"distillation failed ({type(exc).__name__}: {exc}); the "
+                                "logs were archived without it")  # fmt: skip
+                body["distillation"] = {"error": str(exc)}
+        archive_total, changed_meanwhile, full = scan.archive_total, 0, None
+        for month in sorted(scan.due):
+            try:
+                done = await self._run(
+                    _archive_month, root, month, scan.due[month], archive_total,
+                    self.settings.caps.archive, dry_run,
+                )  # fmt: skip
+            except ArchiveFull as exc:
+                full = str(exc)
+                break
+            archive_total += done.grew
+            changed_meanwhile += done.changed_meanwhile
+            problems += done.problems
+            for action in ACTIONS:
+                counts[action] += done.counts[action]
+        if days and not dry_run:
+            await self._reindex(tier)
+        after: Scan = await self._run(_scan, root, None)
+        body.update(counts)
+        if changed_meanwhile:
+            body["changed_meanwhile"] = changed_meanwhile  # archived again next pass
+        body["active_bytes"], body["archived_bytes"] = after.active_bytes, after.archived_bytes
+        body["archive_cap"] = self.settings.caps.archive
+        body["problems"] = sorted(set(problems + after.problems))
+        if full is not None:  # a health reason until a pass finds room again
+            body["degraded"] = full
+        if dry_run:
+            body["dry_run"] = True
+        return body
+
+    async def _reindex(self, tier: str) -> None:
+        """Index the moves before the pass answers: a write waiting for room measures the
+        tier by its index, so the index must no longer hold the logs that went. Then merge
+        its segments: the rows of the logs that went would slow every search until then."""
+        with contextlib.suppress(RuntimeError):  # stopping: the next start reconciles
+            queue = self.indexes.queue
+            await asyncio.gather(
+                queue.submit(JobKey(tier, TREE, DAILY_DIR)), return_exceptions=True
+            )
+            queue.submit(JobKey(tier, OPTIMIZE))
+        await self.archive.sync(tier)
+
+
+def _scan(root: Path, cutoff: date | None) -> Scan:
+    """Sizes of the logs and the archive, what is odd in them, and (given ``cutoff``) the
+    bytes of every log older than it, by month. Blocking."""
+    scan = Scan()
+    for name, st in _entries(root / DAILY_DIR):
+        rel = f"{DAILY_DIR}/{name}"
+        if not name.endswith(".md"):
+            continue
+        scan.active_bytes += st.st_size
+        day = _day_of(name)
+        if day is None:
+            scan.problems.append(f"{rel}: not a daily log name (YYYY-MM-DD.md with a real "
+                                 "date); left alone")  # fmt: skip
+            continue
+        if cutoff is not None and day < cutoff:
+            data = _read(root / DAILY_DIR, name)
+            if data is not None:
+                scan.due.setdefault(day.isoformat()[:7], {})[day.isoformat()] = data
+    for name, st in _entries(root / MONTHS_DIR):
+        if not name.endswith(".md"):
+            continue
+        scan.archived_bytes += st.st_size
+        rel = f"{MONTHS_DIR}/{name}"
+        if not months.MONTH_NAME.fullmatch(name):
+            scan.problems.append(f"{rel}: not an archive month file (YYYY-MM.md); left "
+                                 "alone, still read and searched as a note")  # fmt: skip
+            continue
+        if cutoff is not None:  # a pass, not a glance at the sizes
+            scan.problems += months.parse(_read(root / MONTHS_DIR, name), rel).problems
+    for dirpath, _, names in os.walk(root / ARCHIVE_DIR):
+        for name in names:
+            with contextlib.suppress(OSError):
+                st = os.lstat(os.path.join(dirpath, name))
+                scan.archive_total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return scan
+
+
+def _entries(folder: Path) -> list[tuple[str, os.stat_result]]:
+    """Regular, visible files of a folder (none if it is missing or a link)."""
+    try:
+        if not stat.S_ISDIR(folder.lstat().st_mode):
+            return []
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            st = entry.stat(follow_symlinks=False)
+            if not entry.name.startswith(".") and stat.S_ISREG(st.st_mode):
+                found.append((entry.name, st))
+    return found
+
+
+def _day_of(name: str) -> date | None:
+    m = _DAY_NAME.fullmatch(name)
+    if m is None:
+        return None
+    try:
+        return date.fromisoformat(m.group(1))
+    except ValueError:
+        return None
+
+
+def _read(folder: Path, name: str) -> bytes | None:
+    try:
+        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return read_fd(fd, name)[0]
+    except UnsafePath:  # not a regular file with one link: never ours to move
+        return None
+
+
+@dataclass(slots=True)
+class MonthDone:
+    counts: dict[str, int]
+    grew: int = 0  # bytes the month file gained
+    changed_meanwhile: int = 0  # logs written while they were archived: kept for next pass
+    problems: list[str] = field(default_factory=list)
+
+
+def _merge(month: Month, logs: dict[str, bytes]) -> dict[str, int]:
+    """Put each day's log into ``month``; how many days took each action."""
+    counts = dict.fromkeys(ACTIONS, 0)
+    for day, data in sorted(logs.items()):
+        have = month.section(day)
+        if have is None:
+            month.put(Section(day, data))
+            counts["archived"] += 1
+        elif have.content == data or (data and have.content.endswith(data)):
+            counts["already_archived"] += 1
+        elif data.startswith(have.content):
+            month.put(Section(day, data))
+            counts["replaced"] += 1
+        else:  # the day was written again after it was archived: keep both
+            sep = b"" if not have.content or have.content.endswith(b"\n") else b"\n"
+            month.put(Section(day, have.content + sep + data))
+            counts["merged"] += 1
+    return counts
+
+
+def _archive_month(
+    root: Path, month: str, logs: dict[str, bytes], archive_total: int, cap: int, dry_run: bool
+) -> MonthDone:
+    """Make the month file hold every log in ``logs`` (durably), then remove each log that
+    still holds what was archived. Blocking."""
+    rel = f"{MONTHS_DIR}/{month}.md"
+    folder = root / MONTHS_DIR
+    current = _read(folder, f"{month}.md") if folder.is_dir() else None
+    parsed = months.parse(current, rel)
+    done = MonthDone(_merge(parsed, logs), problems=parsed.problems)
+    if dry_run:
+        return done
+    if done.counts["already_archived"] < len(logs):
+
+        def build(now: bytes | None) -> bytes:
+            again = months.parse(now, rel)
+            if not again.parts:
+                again.parts.append(months.title(month))
+            done.counts = _merge(again, logs)
+            new = again.render()
+            projected = archive_total - len(now or b"") + len(new)
+            if projected > cap:
+                raise ArchiveFull(
+                    f"archive is full: {rel} would make it {projected} bytes, over its cap of "
+                    f"{cap} (--cap-archive-bytes); logs from {month} on stay in {DAILY_DIR}/"
+                )
+            return new
+
+        outcome = durable.write_file(root, rel, build)
+        done.grew = len(outcome.new) - len(outcome.old or b"")
+    for day, data in logs.items():
+        if not _remove_if_holds(root / DAILY_DIR, f"{day}.md", data):
+            done.changed_meanwhile += 1
+    return done
+
+
+def _remove_if_holds(folder: Path, name: str, expected: bytes) -> bool:
+    """Remove ``folder/name`` if it holds ``expected``, under the folder's lock (the one a
+    write to it takes), and make the removal durable. False if it changed meanwhile."""
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(dir_fd, fcntl.LOCK_EX)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return True  # gone already: a person removed it after it was archived
+        if read_fd(fd, name)[0] != expected:
+            return False
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
+        durable.fsync(dir_fd)
+        return True
+    finally:
+        os.close(dir_fd)

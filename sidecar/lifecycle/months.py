@@ -1,0 +1,115 @@
+"""The month files of archived daily logs: ``archive/daily/YYYY-MM.md``, one section a day.
+
+A section is the day's log, byte for byte, between two marker lines that name its source
+file, under a heading naming the day (so search hits and readers see which day it was)::
+
+    <!-- archived daily/2025-11-03.md bytes=1234 -->
+    ## 2025-11-03
+
+    ...the log...
+    <!-- end daily/2025-11-03.md -->
+
+The begin marker's byte count tells a section as archived from one a person edited since.
+Everything is bytes: text outside sections (the month's title, a person's notes, text that
+is not UTF-8) is kept exactly as it was, and a section is replaced in place.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_BEGIN = re.compile(rb"^<!-- archived (daily/(\d{4}-\d{2}-\d{2})\.md) bytes=(\d+) -->\n", re.M)
+MONTH_NAME = re.compile(r"(\d{4}-\d{2})\.md")
+
+
+@dataclass(slots=True)
+class Section:
+    day: str  # YYYY-MM-DD
+    content: bytes  # the log as archived; as found when edited by hand since
+    edited: bool = False  # the byte count does not match what is between the markers
+
+
+@dataclass(slots=True)
+class Month:
+    """A month file as parts in order: raw bytes, or a day's section."""
+
+    parts: list[bytes | Section]
+    problems: list[str]
+
+    def section(self, day: str) -> Section | None:
+        for part in self.parts:
+            if isinstance(part, Section) and part.day == day:
+                return part
+        return None
+
+    def put(self, section: Section) -> None:
+        """Replace the day's section, or add it before the first later day (else last)."""
+        for i, part in enumerate(self.parts):
+            if isinstance(part, Section) and part.day == section.day:
+                self.parts[i] = section
+                return
+        for i, part in enumerate(self.parts):
+            if isinstance(part, Section) and part.day > section.day:
+                self.parts.insert(i, section)
+                return
+        self.parts.append(section)
+
+    def days(self) -> list[str]:
+        return [p.day for p in self.parts if isinstance(p, Section)]
+
+    def render(self) -> bytes:
+        out = bytearray()
+        for part in self.parts:
+            if isinstance(part, Section):
+                if out and not out.endswith(b"\n"):
+                    out += b"\n"  # a marker only counts at the start of a line
+                out += _render(part)
+            else:
+                out += part
+        return bytes(out)
+
+
+def title(month: str) -> bytes:
+    return f"# Daily logs of {month} (archived)\n\n".encode()
+
+
+def _render(section: Section) -> bytes:
+    rel = f"daily/{section.day}.md".encode()
+    body = section.content
+    if body and not body.endswith(b"\n"):
+        body += b"\n"
+    day = section.day.encode()
+    head = b"<!-- archived %s bytes=%d -->\n## %s\n\n" % (rel, len(section.content), day)
+    return head + body + b"<!-- end %s -->\n" % rel
+
+
+def parse(data: bytes | None, rel: str) -> Month:
+    """A month file read back. A begin marker without its end marker is left as text and
+    reported: the file is still a readable note, and its day is archived again if its log
+    is still in ``daily/``."""
+    if not data:
+        return Month([], [])
+    parts: list[bytes | Section] = []
+    problems: list[str] = []
+    at = 0
+    for m in _BEGIN.finditer(data):
+        if m.start() < at:
+            continue  # inside a section already taken
+        source, day, count = m.group(1), m.group(2).decode(), int(m.group(3))
+        end = re.compile(rb"^<!-- end " + re.escape(source) + rb" -->\n?", re.M)
+        closing = end.search(data, m.end())
+        if closing is None:
+            problems.append(f"{rel}: the section of {day} has no end marker; kept as text")
+            continue
+        if m.start() > at:
+            parts.append(data[at : m.start()])
+        body = data[m.end() : closing.start()]
+        heading = b"## %s\n\n" % day.encode()
+        body = body[len(heading) :] if body.startswith(heading) else body
+        fits = len(body) >= count and body[count:] in (b"", b"\n")
+        parts.append(Section(day, body[:count] if fits else body, edited=not fits))
+        at = closing.end()
+    if at < len(data):
+        parts.append(data[at:])
+    return Month(parts, problems)
