@@ -1,6 +1,7 @@
 """The distiller wired into the lifecycle engine: a real service with an LLM configured
 distils the logs its first maintenance pass archives, once; with the LLM down the logs
-are archived all the same and the pass says they were not distilled."""
+are archived all the same, and the pass's problems and the health say they were not
+distilled."""
 
 from __future__ import annotations
 
@@ -45,9 +46,10 @@ async def test_the_first_pass_distils_what_it_archives_once(
     (agent / "AGENT.md").write_text(OLD_CORE)
     logs = lay_down(agent, range(0, 40))  # the oldest nine days are past the window
     stub.default = _distil_or_nothing
-    async with started(_with_llm(settings, stub.url + "/v1")) as (_svc, client):
+    async with started(_with_llm(settings, stub.url + "/v1")) as (svc, client):
         daily = (await status(client))["last_run"]["steps"]["daily"]
         report = daily["distillation"]
+        assert (await svc.lifecycle.health()).reasons == [] and "degraded" not in daily
         due = sorted(f"daily/{day_name(o)}.md" for o in range(31, 40))
         assert report["ok"] and report["distilled"] == due and daily["archived"] == len(due)
         assert (agent / "AGENT.md").read_text() == NEW_CORE
@@ -69,11 +71,14 @@ async def test_with_the_llm_down_logs_are_archived_undistilled(
     logs = lay_down(agent, range(29, 35))
     url = stub.url + "/v1"
     await stub.stop()  # nothing listens there now
-    async with started(_with_llm(settings, url)) as (_svc, client):
+    async with started(_with_llm(settings, url)) as (svc, client):
         daily = (await status(client))["last_run"]["steps"]["daily"]
         report = daily["distillation"]
         assert not report["ok"] and len(report["undistilled"]) == 4
         assert "unreachable" in report["problems"][0]
+        assert any("distillation: not distilled" in p for p in daily["problems"])
+        (reason,) = (await svc.lifecycle.health()).reasons  # not silent
+        assert "agent: daily: 4 log(s) archived undistilled" in reason and "unreachable" in reason
         assert (agent / "AGENT.md").read_text() == OLD_CORE and events(agent) == []
         assert daily["archived"] == 4 and not Path(agent / LEDGER).exists()
         assert_exactly_once(agent, logs)
