@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 9119
 LOCOMO ?= ../shared/bench/locomo
 
-.PHONY: run test bench lint conformance clean
+.PHONY: run test bench lint conformance screenshots clean
 
 $(STAMP): pyproject.toml requirements.lock requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ bench: $(STAMP)
 # folders; prints a line and succeeds without running anything when npx is missing.
 conformance: $(STAMP)
 	$(BIN)/python -m tests.conformance
+
+# The memory inspector's screenshots in docs/ui/, taken by its browser tests (needs Debian's
+# chromium: apt-get install -y chromium).
+screenshots: $(STAMP)
+	SIDECAR_UI_SCREENSHOTS=docs/ui $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ui_browser.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check sidecar tests bench

@@ -50,6 +50,7 @@ from bench import (
     prompt_block,
     retrieval,
     sessions,
+    ui,
     writes,
 )
 from bench.context import REPO, Context
@@ -90,6 +91,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
         pg_store.run,
         "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",
     ),
+    ui.NAME: (ui.run, "memory inspector: first paint of /ui in headless Chromium, asset bytes"),
     pg_failover.NAME: (
         pg_failover.run,
         "two leads on one PostgreSQL crew namespace: kill the writer",

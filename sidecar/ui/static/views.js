@@ -1,0 +1,198 @@
+// The read-only views: search, files, journal, facts, learnings and the memory block.
+// Each builds its form once and redraws its results on the user's request.
+import { get, post } from "./api.js";
+import { badge, el, field, markdown, show, when } from "./dom.js";
+
+/** A form whose submit runs `load` and shows what it returns, or the API's error. */
+export function panelForm(panel, controls, load, label) {
+  const results = el("div", { class: "results" });
+  const status = el("p", { class: "status", role: "status", "aria-live": "polite" });
+  const form = el("form", { class: "controls" }, controls, el("button", { type: "submit", text: label }));
+  const run = async () => {
+    status.textContent = "Loading…";
+    status.classList.remove("error");
+    try {
+      const [summary, nodes] = await load();
+      status.textContent = summary;
+      show(results, nodes);
+    } catch (err) {
+      status.textContent = err.detail ? `${err.code}: ${err.detail}` : String(err);
+      status.classList.add("error");
+      show(results);
+    }
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    run();
+  });
+  panel.append(form, status, results);
+  return { form, run, results, status };
+}
+
+function scopeSelect(name, options, value) {
+  return el("select", { name }, options.map((o) => el("option", { value: o, selected: o === value, text: o })));
+}
+
+function flaggedNote(flag) {
+  if (!flag) return null;
+  return el(
+    "p",
+    { class: "flag" },
+    badge("flagged", "warn"),
+    ` looks like a prompt injection (${flag.category}: ${flag.pattern}); shown as plain text`,
+  );
+}
+
+export function searchView(panel) {
+  const query = el("input", { type: "search", name: "query", required: true, maxlength: 4096 });
+  const scope = scopeSelect("scope", ["both", "agent", "crew"], "both");
+  const limit = el("input", { type: "number", name: "limit", min: 1, max: 50, value: 10 });
+  panelForm(
+    panel,
+    [field("Query", query), field("Tier", scope), field("Hits", limit)],
+    async () => {
+      const body = { query: query.value, scope: scope.value, limit: Number(limit.value) || 10 };
+      const answer = await post("/memory/search", body);
+      const hits = answer.results.map((hit) =>
+        el(
+          "article",
+          { class: `hit${hit.flagged ? " flagged" : ""}` },
+          el(
+            "header",
+            {},
+            el("strong", { class: "file", text: hit.file }),
+            ` lines ${hit.start_line}–${hit.end_line} `,
+            badge(hit.source),
+          ),
+          hit.heading ? el("p", { class: "heading", text: hit.heading }) : null,
+          el(
+            "p",
+            { class: "score" },
+            `score ${hit.score}`,
+            hit.ranks ? ` (rank ${Object.entries(hit.ranks).map(([leg, r]) => `${leg} #${r}`).join(", ")})` : "",
+          ),
+          flaggedNote(hit.flagged),
+          el("pre", { class: "snippet", text: hit.snippet }),
+        ),
+      );
+      return [`${answer.count} hit(s), ${answer.mode} retrieval, ${answer.query_mode} query`, hits];
+    },
+    "Search",
+  );
+}
+
+function fileList(tier, files, open) {
+  return el(
+    "section",
+    { class: "tier" },
+    el("h2", { text: `${tier} tier` }),
+    el(
+      "ul",
+      { class: "files" },
+      files.map((f) => {
+        const archived = f.file.includes("/archive/");
+        return el(
+          "li",
+          {},
+          el("button", { type: "button", class: "link", onclick: () => open(tier, f.file), text: f.file }),
+          " ",
+          badge(f.kind),
+          archived ? badge("archived", "muted") : null,
+          el("span", { class: "meta", text: ` ${f.bytes} B, ${when(f.modified)}` }),
+        );
+      }),
+    ),
+  );
+}
+
+export function filesView(panel) {
+  const viewer = el("article", { class: "viewer", tabindex: -1, "aria-label": "file contents" });
+  const open = async (tier, file) => {
+    show(viewer, el("p", { text: `Reading ${file}…` }));
+    try {
+      const body = await get("/memory/files/read", { file, scope: tier });
+      const cut = body.bytes < body.file_bytes ? el("p", { class: "meta", text: `first ${body.bytes} of ${body.file_bytes} bytes` }) : null;
+      const text = file.endsWith(".md") ? markdown(body.content) : el("pre", { text: body.content });
+      show(viewer, el("h2", { text: `${tier}: ${file}` }), cut, flaggedNote(body.flagged), text);
+    } catch (err) {
+      show(viewer, el("p", { class: "error", text: `${err.code}: ${err.detail}` }));
+    }
+    viewer.focus();
+  };
+  const { run } = panelForm(
+    panel,
+    [],
+    async () => {
+      const tiers = await Promise.all(["agent", "crew"].map((scope) => get("/memory/files", { scope })));
+      const total = tiers.reduce((n, t) => n + t.files.length, 0);
+      return [`${total} file(s) in both tiers`, [el("div", { class: "columns" }, tiers.map((t) => fileList(t.scope, t.files, open))), viewer]];
+    },
+    "List files",
+  );
+  return run;
+}
+
+function isoDay(value, end) {
+  return value ? `${value}T${end ? "23:59:59" : "00:00:00"}Z` : undefined;
+}
+
+const PAGE = 100; // events a request lists; "Show later events" asks for the next ones
+
+export function journalView(panel) {
+  const scope = scopeSelect("scope", ["agent", "crew"], "agent");
+  const type = el("input", { name: "type", placeholder: "deploy.failed" });
+  const severity = scopeSelect("severity", ["any", "info", "warn", "error"], "any");
+  const session = el("input", { name: "session_id" });
+  const since = el("input", { type: "date", name: "since" });
+  const until = el("input", { type: "date", name: "until" });
+  const page = (cursor) =>
+    get("/memory/journal", {
+      scope: scope.value,
+      type: type.value.split(",").map((t) => t.trim()).filter(Boolean),
+      session_id: session.value.trim(),
+      since: isoDay(since.value, false),
+      until: isoDay(until.value, true),
+      limit: PAGE,
+      cursor,
+    });
+  const { run } = panelForm(
+    panel,
+    [field("Tier", scope), field("Type", type), field("Severity", severity), field("Session", session), field("From", since), field("To", until)],
+    async () => {
+      const timeline = el("ol", { class: "timeline" });
+      const summary = el("p", { class: "meta" });
+      const more = el("button", { type: "button", text: "Show later events" });
+      let shown = 0;
+      const add = async (cursor) => {
+        const answer = await page(cursor);
+        const kept = answer.events.filter((e) => severity.value === "any" || e.severity === severity.value);
+        timeline.append(...kept.map(eventItem));
+        shown += kept.length;
+        summary.textContent = `${shown} event(s) shown, oldest first${answer.next_cursor ? "; more after them" : ""}`;
+        more.hidden = !answer.next_cursor;
+        more.onclick = () => add(answer.next_cursor).catch((err) => (summary.textContent = `${err.code}: ${err.detail}`));
+      };
+      await add(undefined);
+      return [`${shown} event(s)`, [summary, timeline, more]];
+    },
+    "Show events",
+  );
+  return run;
+}
+
+/** One journal event; what corrected it, what it corrects and when it stopped holding. */
+function eventItem(e) {
+  const expired = e.valid_until && Date.parse(e.valid_until) < Date.now();
+  const gone = e.superseded_by || expired;
+  return el(
+    "li",
+    { class: `event sev-${e.severity}${gone ? " gone" : ""}`, "data-id": e.id },
+    el("time", { datetime: e.ts, text: when(e.ts) }),
+    el("div", {}, badge(e.type), badge(e.severity, e.severity), e.superseded_by ? badge("superseded", "muted") : null, expired ? badge("expired", "muted") : null),
+    el("p", { class: "summary", text: e.summary }),
+    el("p", { class: "meta", text: `session ${e.session_id || "—"} · id ${e.id} · referenced ${e.reference_count}×` }),
+    e.supersedes ? el("p", { class: "relation", text: `corrects ${e.supersedes}` }) : null,
+    e.superseded_by ? el("p", { class: "relation", text: `superseded by ${e.superseded_by}` }) : null,
+    e.valid_until ? el("p", { class: "relation", text: `true until ${when(e.valid_until)}` }) : null,
+  );
+}
