@@ -19,8 +19,8 @@ from bench.report import BenchResult
 MODULES = (
     "retrieval", "crossval", "latency", "hybrid_speed", "indexing", "cold_start", "freshness",
     "memory", "writes", "crew", "embed_lead", "prompt_block", "dense", "injection",
-    "journal_speed", "journal_recall", "learnings", "facts", "extraction", "heldout", "hooks",
-    "sessions", "lifecycle", "pg_store", "ui", "pg_failover",
+    "journal_speed", "journal_recall", "learnings", "lifecycle_journal", "facts", "extraction",
+    "heldout", "hooks", "sessions", "lifecycle", "pg_store", "ui", "pg_failover",
 )  # fmt: skip
 
 

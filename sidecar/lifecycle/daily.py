@@ -111,11 +111,15 @@ class DailyStep:
             "months": sorted(scan.due),
             "distillation": self.distillation(),
         }
-        problems = scan.problems
+        problems, undistilled = scan.problems, None
         if days and self.distiller is not None and not dry_run:
             logs = [(f"{DAILY_DIR}/{d}.md", decode_text(data)) for d, data in days]
             try:
-                body["distillation"] = await self.distiller(tier, logs)
+                report = body["distillation"] = await self.distiller(tier, logs)
+                problems += [f"distillation: {p}" for p in report["problems"]]
+                if not report["ok"]:  # a health reason until a pass distils again
+                    undistilled = (f"{len(report['undistilled'])} log(s) archived undistilled: "
+                                   f"{report['problems'][-1]}")  # fmt: skip
             except Exception as exc:  # reported; the logs are archived all the same
                 log.warning("distillation failed", extra={"tier": tier, "error": str(exc)})
                 problems.append(f"distillation failed ({type(exc).__name__}: {exc}); the "
@@ -145,8 +149,8 @@ class DailyStep:
         body["active_bytes"], body["archived_bytes"] = after.active_bytes, after.archived_bytes
         body["archive_cap"] = self.settings.caps.archive
         body["problems"] = sorted(set(problems + after.problems))
-        if full is not None:  # a health reason until a pass finds room again
-            body["degraded"] = full
+        if full is not None or undistilled is not None:  # until a pass does better
+            body["degraded"] = "; ".join(filter(None, [full, undistilled]))
         if dry_run:
             body["dry_run"] = True
         return body
