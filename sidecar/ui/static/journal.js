@@ -57,33 +57,38 @@ export function journalView(panel) {
 const RECALL_K = 50; // the most a recall ranks: the event is looked for among them
 
 /**
- * The event's relations: a recall on its own summary that walks one hop, read from the
- * hit that is this event. The journal lists no relations, so this is the way in.
+ * An event's relations, either direction: a recall on `words` that walks one hop, read
+ * from the hit that is the event. The journal lists no relations, so this is the way in.
+ * null when the recall did not rank the event at all.
  */
+export async function linksOf(id, words, tier) {
+  const body = { query: words, scope: tier, k: RECALL_K, walk: 1, mark: false, include_superseded: true };
+  const answer = await post("/memory/recall", body);
+  const hit = answer.hits.find((h) => h.id === id);
+  return hit ? hit.neighbours ?? [] : null;
+}
+
+/** Related events as a list: the relation, the other event's type, time and words. */
+export function linkList(links) {
+  return el(
+    "ul",
+    { class: "relations" },
+    links.map((n) => el("li", { "data-id": n.id }, badge(n.relation ?? n.type), n.relation ? badge(n.type) : null, el("span", { class: "meta", text: `${when(n.ts)}${n.weight === undefined ? "" : ` · weight ${n.weight}`} · id ${n.id}` }), el("p", { class: "summary", text: n.summary }))),
+  );
+}
+
 function relations(e, tier, area) {
   return async () => {
     show(area, el("p", { class: "meta", text: "Looking up relations…" }));
     try {
-      const body = { query: e.summary, scope: tier, k: RECALL_K, walk: 1, mark: false, include_superseded: true };
-      const answer = await post("/memory/recall", body);
-      const hit = answer.hits.find((h) => h.id === e.id);
-      if (!hit) {
+      const links = await linksOf(e.id, e.summary, tier);
+      if (links === null) {
         show(area, el("p", { class: "meta", text: `a recall of its words did not rank this event among the ${RECALL_K} best, so its relations cannot be shown` }));
-        return;
+      } else if (!links.length) {
+        show(area, el("p", { class: "meta", text: "no relations: no event supports or contradicts this one, nor it any other" }));
+      } else {
+        show(area, el("p", { class: "meta", text: "Related events (a relation reads either way):" }), linkList(links));
       }
-      const links = hit.neighbours ?? [];
-      show(
-        area,
-        links.length
-          ? el(
-              "ul",
-              { class: "relations" },
-              links.map((n) =>
-                el("li", { "data-id": n.id }, badge(n.relation), badge(n.type), el("span", { class: "meta", text: `${when(n.ts)} · weight ${n.weight} · id ${n.id}` }), el("p", { class: "summary", text: n.summary })),
-              ),
-            )
-          : el("p", { class: "meta", text: "no relations: no event supports or contradicts this one, nor it any other" }),
-      );
     } catch (err) {
       show(area, el("p", { class: "error", text: `${err.code}: ${err.detail}` }));
     }

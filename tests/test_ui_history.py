@@ -218,3 +218,52 @@ def test_an_events_relations_show_the_episodes_it_links(ui: Page, seeded: tuple)
     plain.get_by_role("button", name="Relations").click()
     plain.get_by_text("no relations").wait_for()
     ui.shot("journal-relations")
+
+
+# The new-user study's fixes: a fact's episodes readable where the fact is, a changed
+# preference marked in the list, learnings ordered by how often they were reinforced.
+
+
+def test_a_facts_episodes_are_shown_as_the_journal_has_them(ui: Page, seeded: tuple) -> None:
+    _, ids = seeded
+    panel = ui.tab("Facts")
+    panel.get_by_label("As of (days back)").fill("0")
+    panel.get_by_label("About").fill("status reports")
+    panel.get_by_role("button", name="Find facts").click()
+    fact = panel.locator(f"article.fact[data-id={PROSE}]")
+    fact.wait_for()
+    assert "changed" in fact.locator(".changed").inner_text()
+    fact.get_by_role("button", name="History").click()
+    versions = fact.locator("ol.versions > li")
+    versions.nth(1).wait_for()
+    for version in versions.all():
+        version.get_by_role("button", name="Show the episodes").click()
+    old, new = (v.locator(".episodes ul.relations > li") for v in versions.all())
+    new.nth(1).wait_for()
+    # the current version through its consolidation event's supports relations...
+    assert [n.get_attribute("data-id") for n in new.all()] == [ids["ep44"], ids["ep43"]]
+    assert "supports" in new.first.inner_text()
+    assert EPISODES[44] in new.first.inner_text() and EPISODES[43] in new.nth(1).inner_text()
+    # ...the old one, without such an event, from the journal around it
+    old.first.wait_for()
+    assert old.count() == 1 and old.first.get_attribute("data-id") == ids["ep68"]
+    assert EPISODES[68] in old.first.inner_text() and "supports" not in old.first.inner_text()
+    ui.shot("facts-episodes")
+
+
+def test_learnings_can_be_ordered_by_reinforcement(ui: Page, daemon: SidecarProcess) -> None:
+    body = {"query": "the", "scope": "both", "limit": 20}
+    hits = daemon.request("POST", "/memory/learnings/search", body)["hits"]
+    counts = sorted((h["reinforcement_count"] for h in hits), reverse=True)
+    assert counts[0] == 7 and [h["reinforcement_count"] for h in hits] != counts
+    panel = ui.tab("Learnings")
+    panel.get_by_label("About").fill("the")
+    panel.get_by_label("Order by").select_option("reinforced")
+    panel.get_by_role("button", name="Rank learnings").click()
+    panel.get_by_text("most reinforced first").wait_for()
+    rows = panel.locator("li.learning")
+    shown = [int(t.split("reinforced ")[1].split("\u00d7")[0])
+             for t in rows.locator(".meta").all_inner_texts()]  # fmt: skip
+    assert shown == counts
+    assert rows.first.locator(".learning-text").inner_text() == LEARNINGS[1][1]
+    panel.get_by_label("Order by").select_option("score")
