@@ -142,6 +142,7 @@ def test_health_shows_each_tiers_lifecycle(ui: Page, daemon: SidecarProcess) -> 
     assert daily.split() == ["daily", str(active), "B", str(archived), "B"]
     assert "30 days" in agent.inner_text()
     assert panel.locator("section.lifecycle[data-tier=crew]").count() == 1
+    panel.get_by_role("heading", name="Maintenance (lifecycle)").scroll_into_view_if_needed()
     ui.shot("health-lifecycle")
 
 
@@ -217,6 +218,7 @@ def test_an_events_relations_show_the_episodes_it_links(ui: Page, seeded: tuple)
     plain = panel.locator("li.event", has_text="Deployed api build 60")
     plain.get_by_role("button", name="Relations").click()
     plain.get_by_text("no relations").wait_for()
+    event.scroll_into_view_if_needed()
     ui.shot("journal-relations")
 
 

@@ -87,7 +87,7 @@ function relations(e, tier, area) {
       } else if (!links.length) {
         show(area, el("p", { class: "meta", text: "no relations: no event supports or contradicts this one, nor it any other" }));
       } else {
-        show(area, el("p", { class: "meta", text: "Related events (a relation reads either way):" }), linkList(links));
+        show(area, el("p", { class: "meta", text: "Linked events (a recall does not say which way a link points: a consolidation event supports its episodes):" }), linkList(links));
       }
     } catch (err) {
       show(area, el("p", { class: "error", text: `${err.code}: ${err.detail}` }));
