@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from sidecar.facts.log import CATEGORIES
 from sidecar.journal.events import uuid7
 from tests.sidecar_process import SidecarProcess, wait_for
 from tests.test_ui_browser import Page, ago, browser, no_script_errors  # noqa: F401 (fixtures)
@@ -269,3 +270,20 @@ def test_learnings_can_be_ordered_by_reinforcement(ui: Page, daemon: SidecarProc
     assert shown == counts
     assert rows.first.locator(".learning-text").inner_text() == LEARNINGS[1][1]
     panel.get_by_label("Order by").select_option("score")
+
+
+def test_facts_can_be_narrowed_to_a_category(ui: Page) -> None:
+    panel = ui.tab("Facts")
+    category = panel.get_by_label("Category")
+    options = category.locator("option").all_inner_texts()
+    assert options == ["any", *CATEGORIES]  # the page's list is the capability's
+    panel.get_by_label("As of (days back)").fill("0")
+    panel.get_by_label("About").fill("operator")
+    category.select_option("identity")
+    panel.get_by_role("button", name="Find facts").click()
+    panel.get_by_text("0 identity fact(s) true now").wait_for()
+    category.select_option("preference")
+    panel.get_by_role("button", name="Find facts").click()
+    panel.get_by_text("1 preference fact(s) true now").wait_for()
+    assert panel.locator("article.fact").get_attribute("data-id") == PROSE
+    category.select_option("any")

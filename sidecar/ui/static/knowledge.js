@@ -6,6 +6,8 @@ import { linkList, linksOf } from "./journal.js";
 import { panelForm } from "./views.js";
 
 const DAY_MS = 86_400_000;
+// What a fact is about, as the facts capability files it (sidecar/facts/log.py).
+const CATEGORIES = ["identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline"];
 const EPISODE_DAYS = 30; // an episode without an evidence link is looked for this far before its fact
 const EPISODE_PAGES = 4; // journal pages read looking for them, 500 events each
 
@@ -84,6 +86,7 @@ function history(scope, id, area) {
 export function factsView(panel) {
   const query = el("input", { type: "search", name: "query", required: true, maxlength: 4096 });
   const scope = el("select", { name: "scope" }, ["agent", "crew"].map((s) => el("option", { value: s, text: s })));
+  const category = el("select", { name: "category" }, ["any", ...CATEGORIES].map((c) => el("option", { value: c, text: c })));
   const slider = el("input", { type: "range", name: "as_of", min: -365, max: 0, step: 1, value: 0, "aria-describedby": "facts-asof-shown" });
   const shown = el("output", { id: "facts-asof-shown", text: "now" });
   const asOf = () => (Number(slider.value) === 0 ? null : new Date(Date.now() + Number(slider.value) * DAY_MS));
@@ -95,11 +98,12 @@ export function factsView(panel) {
   slider.addEventListener("input", label);
   const { run } = panelForm(
     panel,
-    [field("About", query), field("Tier", scope), el("div", { class: "asof" }, field("As of (days back)", slider), shown)],
+    [field("About", query), field("Tier", scope), field("Category", category), el("div", { class: "asof" }, field("As of (days back)", slider), shown)],
     async () => {
       const at = asOf();
       const body = { query: query.value, scope: scope.value, limit: 20 };
       if (at) body.as_of = at.toISOString();
+      if (category.value !== "any") body.category = category.value;
       const answer = await post("/memory/facts", body);
       const facts = answer.facts.map((f) => {
         const more = el("div", { class: "history" });
@@ -129,7 +133,8 @@ export function factsView(panel) {
           more,
         );
       });
-      return [`${facts.length} fact(s) ${at ? `as of ${when(at.toISOString())}` : "true now"}`, facts];
+      const kind = category.value === "any" ? "fact(s)" : `${category.value} fact(s)`;
+      return [`${facts.length} ${kind} ${at ? `as of ${when(at.toISOString())}` : "true now"}`, facts];
     },
     "Find facts",
   );
