@@ -78,8 +78,8 @@ async def test_a_held_model_never_holds_a_write(settings: Settings, stub: LLMStu
     try:
         await svc.indexes.queue.wait_idle()  # the tier is measured by its index: over its cap
         async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
-            write = asyncio.ensure_future(post(client, "/memory/write", 201, scope="agent",
-                                               file="daily/today", content="- shipped"))  # fmt: skip
+            body = {"scope": "agent", "file": "daily/today", "content": "- shipped"}
+            write = asyncio.ensure_future(post(client, "/memory/write", 201, **body))
 
             async def answered() -> bool:
                 return write.done()
