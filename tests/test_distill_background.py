@@ -19,6 +19,7 @@ from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
 from sidecar.lifecycle.distill_jobs import JOB_DAYS
 from sidecar.lifecycle.distill_ledger import LEDGER
+from sidecar.lifecycle.tools import render
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.llm_stub import LLMStub, Step
@@ -159,3 +160,4 @@ async def test_archived_days_are_distilled_once_across_a_crash(
         assert plan_now["days_pending"] == len(more) and plan_now["next_job_days"] == len(more)
         assert plan_now["next_job"] == [f"daily/{day_name(79)}.md", f"daily/{day_name(75)}.md"]
         assert tree(agent) == before and len(stub.requests) == asked
+        assert "would distil 5 of 5 day(s) not yet distilled" in render(dry, {})  # CLI and MCP
