@@ -161,3 +161,25 @@ async def test_archived_days_are_distilled_once_across_a_crash(
         assert plan_now["next_job"] == [f"daily/{day_name(79)}.md", f"daily/{day_name(75)}.md"]
         assert tree(agent) == before and len(stub.requests) == asked
         assert "would distil 5 of 5 day(s) not yet distilled" in render(dry, {})  # CLI and MCP
+
+
+async def test_stop_cancels_a_held_job_and_the_next_start_distils_its_days_once(
+    settings: Settings, stub: LLMStub
+) -> None:
+    agent = settings.agent_dir
+    lay_down(agent, range(31, 36))
+    release = asyncio.Event()
+    stub.script(Step(answer=answer(core=None), hold=release))
+    stub.default = _distil_or_nothing
+    try:
+        async with started(_with_llm(settings, stub.url + "/v1")) as (svc, _client):
+            await stub.arrived.wait()  # the job is held by the model; stop must not wait
+        assert svc.lifecycle.distill.state("agent")["state"] == "idle"  # cancelled
+        assert [x for x in ledger(agent) if x["kind"] == "day"] == []
+        async with started(_with_llm(settings, stub.url + "/v1")) as (svc, _client):
+            await svc.lifecycle.distill.wait("agent")
+        archived = sorted(f"daily/{day_name(o)}.md" for o in range(31, 36))
+        days = [x["day"] for x in ledger(agent) if x["kind"] == "day"]
+        assert days == archived and sent(stub) == archived * 2  # asked again: never answered
+    finally:
+        release.set()
