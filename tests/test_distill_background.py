@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -183,3 +184,23 @@ async def test_stop_cancels_a_held_job_and_the_next_start_distils_its_days_once(
         assert days == archived and sent(stub) == archived * 2  # asked again: never answered
     finally:
         release.set()
+
+
+async def test_a_ledger_that_cannot_be_read_distils_nothing_and_says_so(
+    settings: Settings, stub: LLMStub, tmp_path: Path
+) -> None:
+    """A ledger that is a link could repeat what was distilled: the job asks nothing, and
+    the status and the health say why until a job can read it."""
+    agent = settings.agent_dir
+    logs = lay_down(agent, range(31, 34))
+    (tmp_path / "elsewhere.jsonl").write_text("")
+    (agent / LEDGER).parent.mkdir(parents=True)
+    (agent / LEDGER).symlink_to(tmp_path / "elsewhere.jsonl")
+    stub.default = _distil_or_nothing
+    async with started(_with_llm(settings, stub.url + "/v1")) as (svc, client):
+        await svc.lifecycle.distill.wait("agent")
+        state = (await status(client))["distillation"]
+        assert "unreadable" in state["last_error"] and stub.requests == []
+        (reason,) = (await svc.lifecycle.health()).reasons
+        assert reason.startswith(f"lifecycle: agent: distillation: {LEDGER} unreadable")
+        assert_exactly_once(agent, logs)  # archived all the same

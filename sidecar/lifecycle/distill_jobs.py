@@ -163,6 +163,9 @@ class DistillJobs:
     def reasons(self) -> list[str]:
         """Health reasons: each tier whose last job left days undistilled, until one does
         better."""
-        return [f"lifecycle: {tier}: distillation: {jobs.undistilled} archived day(s) not "
-                f"distilled: {jobs.last_error}"
-                for tier, jobs in sorted(self.tiers.items()) if jobs.last_error]  # fmt: skip
+        reasons = []
+        for tier, jobs in sorted(self.tiers.items()):
+            if jobs.last_error:
+                days = jobs.undistilled and f"{jobs.undistilled} archived day(s) not distilled: "
+                reasons.append(f"lifecycle: {tier}: distillation: {days or ''}{jobs.last_error}")
+        return reasons
