@@ -1,7 +1,7 @@
 """The distiller wired into the lifecycle engine: a real service with an LLM configured
-distils the logs its first maintenance pass archives, once; with the LLM down the logs
-are archived all the same, and the pass's problems and the health say they were not
-distilled."""
+archives first and then distils the archived days in the background, once each; with the
+LLM down the logs are archived all the same, and the status and the health say they were
+not distilled. A held model never holds a write."""
 
 from __future__ import annotations
 
@@ -39,27 +39,30 @@ def _distil_or_nothing(prompt: str) -> dict[str, Any]:
     return answer() if "Daily logs to distil" in prompt else {"facts": []}
 
 
-async def test_the_first_pass_distils_what_it_archives_once(
-    settings: Settings, stub: LLMStub
-) -> None:
+async def test_the_first_pass_archives_then_distils_once(settings: Settings, stub: LLMStub) -> None:
     agent = settings.agent_dir
     (agent / "AGENT.md").write_text(OLD_CORE)
     logs = lay_down(agent, range(0, 40))  # the oldest nine days are past the window
     stub.default = _distil_or_nothing
     async with started(_with_llm(settings, stub.url + "/v1")) as (svc, client):
         daily = (await status(client))["last_run"]["steps"]["daily"]
-        report = daily["distillation"]
-        assert (await svc.lifecycle.health()).reasons == [] and "degraded" not in daily
+        assert daily["archived"] == 9 and daily["distillation"]["job"] == "started"
+        await svc.lifecycle.distill.wait("agent")
+        state = (await status(client))["distillation"]
+        assert state["state"] == "idle" and state["last_error"] is None
+        assert state["days_distilled"] == 9 and state["days_pending"] == 0
+        assert state["prompt_tokens"] == stub.prompt_tokens > 0
+        assert (await svc.lifecycle.health()).reasons == []
         due = sorted(f"daily/{day_name(o)}.md" for o in range(31, 40))
-        assert report["ok"] and report["distilled"] == due and daily["archived"] == len(due)
         assert (agent / "AGENT.md").read_text() == NEW_CORE
         assert "vpn up staging" in learnings_text(agent) and len(events(agent)) == 1
         assert distilled(agent) == due and (agent / LEDGER).exists()
-        assert_exactly_once(agent, logs)  # archived all the same, every line once
+        assert_exactly_once(agent, logs)
         asked = len(stub.requests)
 
         again = await post(client, "/memory/maintain", scope="agent")
         assert again["tiers"]["agent"]["steps"]["daily"]["due"] == 0
+        await svc.lifecycle.distill.wait("agent")
         assert len(stub.requests) == asked and len(events(agent)) == 1
 
 
@@ -72,13 +75,15 @@ async def test_with_the_llm_down_logs_are_archived_undistilled(
     url = stub.url + "/v1"
     await stub.stop()  # nothing listens there now
     async with started(_with_llm(settings, url)) as (svc, client):
-        daily = (await status(client))["last_run"]["steps"]["daily"]
-        report = daily["distillation"]
-        assert not report["ok"] and len(report["undistilled"]) == 4
-        assert "unreachable" in report["problems"][0]
-        assert any("distillation: not distilled" in p for p in daily["problems"])
+        await svc.lifecycle.distill.wait("agent")
+        lc = await status(client)
+        daily, state = lc["last_run"]["steps"]["daily"], lc["distillation"]
+        assert daily["archived"] == 4 and "degraded" not in daily
+        assert state["days_pending"] == 4 and "unreachable" in state["last_error"]
+        assert state["last_job"]["undistilled"] == 4
         (reason,) = (await svc.lifecycle.health()).reasons  # not silent
-        assert "agent: daily: 4 log(s) archived undistilled" in reason and "unreachable" in reason
+        assert "agent: distillation: 4 archived day(s) not distilled" in reason
+        assert "unreachable" in reason
         assert (agent / "AGENT.md").read_text() == OLD_CORE and events(agent) == []
-        assert daily["archived"] == 4 and not Path(agent / LEDGER).exists()
+        assert not Path(agent / LEDGER).exists()
         assert_exactly_once(agent, logs)
