@@ -10,10 +10,12 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
+from sidecar.retrieval.dates import hit_date
 from sidecar.retrieval.updates import later_first, stems
 from sidecar.service import MemoryService
 from tests.conftest import eventually
@@ -125,3 +127,43 @@ async def test_recall_with_vectors_puts_a_reworded_update_first(settings: Settin
             assert [h["id"] for h in await recall(client, query)] == [newer, older, other]
     finally:
         await svc.stop()
+
+
+@pytest.mark.parametrize(
+    ("path", "heading", "expected"),
+    [
+        ("daily/2023-05-08.md", "Session 1 (1:56 pm on 8 May, 2023)", "2023-05-08"),
+        ("daily/2023-05-08.md", "Session 2 (10:00 am on 9 May, 2023)", "2023-05-09"),
+        ("notes/standups.md", "Standup > May 3rd, 2024", "2024-05-03"),
+        ("daily/2026-11-21.md", "Decisions > Database", "2026-11-21"),
+        ("daily/2023-02-30.md", "", None),  # not a day: no date, no error
+        ("AGENT.md", "Session 9 (on 31 June, 2023)", None),
+        ("AGENT.md", "Decisions", None),
+    ],
+)
+def test_a_hits_date_is_its_headings_else_its_file_names(
+    path: str, heading: str, expected: str | None
+) -> None:
+    assert hit_date(path, heading) == expected
+
+
+async def test_search_hits_carry_the_day_they_are_about(
+    client: TestClient, settings: Settings
+) -> None:
+    daily = settings.agent_dir / "daily"
+    daily.mkdir(parents=True, exist_ok=True)
+    (daily / "2026-03-02.md").write_text("# Standup\n\nThe ingest queue moved to Redis.\n")
+    (daily / "2025-12-01.md").write_text(
+        "## Session 4 (9:05 am on 28 November, 2025)\n\nThe ingest queue runs on RabbitMQ.\n"
+    )
+    (settings.agent_dir / "AGENT.md").write_text("# Notes\n\nThe ingest queue has alerts.\n")
+
+    async def indexed() -> bool:
+        resp = await client.post("/memory/search", json={"query": "ingest queue"})
+        return (await resp.json())["count"] == 3
+
+    await eventually(indexed, "the three notes indexed")
+    resp = await client.post("/memory/search", json={"query": "ingest queue"})
+    dates = {r["file"]: r.get("date") for r in (await resp.json())["results"]}
+    assert dates == {"daily/2026-03-02.md": "2026-03-02", "daily/2025-12-01.md": "2025-11-28",
+                     "AGENT.md": None}  # fmt: skip
