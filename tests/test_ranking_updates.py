@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
-from sidecar.retrieval.dates import hit_date
+from sidecar.index.dates import hit_date
 from sidecar.retrieval.updates import later_first, stems
 from sidecar.service import MemoryService
 from tests.conftest import eventually

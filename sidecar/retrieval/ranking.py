@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
+from sidecar.index.dates import hit_date
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
-from sidecar.retrieval.dates import hit_date
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
 from sidecar.safety import scan_remembered
