@@ -30,6 +30,7 @@ from sidecar.learnings.index import FOLDER, Change, LearningsIndex, is_learnings
 from sidecar.learnings.ranking import (
     SCOPE_FACTORS,
     ScoredLearning,
+    fit,
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
@@ -257,6 +258,8 @@ class Learnings(Capability):
             candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
         if ask_lead:
             candidates += await self._from_lead(q, degraded)
+        for c in candidates:
+            c.fit = fit(q.text, c.text)
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
