@@ -11,8 +11,10 @@ JSON. The test SIGKILLs it at random moments of the pass.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from sidecar.config import Settings
@@ -21,7 +23,12 @@ from sidecar.journal.retention import JournalRetention
 from sidecar.journal.tier import TierJournal
 
 
-async def main(root: Path, now: float, window: int) -> None:
+@contextlib.asynccontextmanager
+async def lone_retention(root: Path, window: int) -> AsyncIterator[JournalRetention]:
+    """The journal's retention step over the agent tier at ROOT, without a daemon.
+
+    Shared with ``bench/lifecycle_journal.py`` so the benchmark times the very pass
+    this test kills."""
     settings = Settings(agent_dir=root, crew_dir=root.parent / "crew", embedder="none",
                         journal_retention_days=window)  # fmt: skip
     tj = TierJournal(Tier("agent", root), settings.caps, [])
@@ -31,12 +38,18 @@ async def main(root: Path, now: float, window: int) -> None:
     async def ready(_: TierJournal) -> None:
         return None
 
-    step = JournalRetention({"agent": tj}, settings, ready)
-    print("ready", flush=True)
-    answer = await step.maintain("agent", now, dry_run=False)
-    print(json.dumps(answer), flush=True)
-    await tj.run(tj.close)
-    tj.writer.shutdown()
+    try:
+        yield JournalRetention({"agent": tj}, settings, ready)
+    finally:
+        await tj.run(tj.close)
+        tj.writer.shutdown()
+
+
+async def main(root: Path, now: float, window: int) -> None:
+    async with lone_retention(root, window) as step:
+        print("ready", flush=True)
+        answer = await step.maintain("agent", now, dry_run=False)
+        print(json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":
