@@ -8,7 +8,6 @@ answer goes to extraction.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from collections import deque
 from collections.abc import AsyncIterator
@@ -120,21 +119,10 @@ def learnings_of(root: Path, slug: str = "deploys") -> list[entries.Entry]:
 
 
 @pytest.fixture
-async def stub() -> AsyncIterator[LLMStub]:
-    server = await LLMStub().start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
 async def served(
     settings: Settings, stub: LLMStub
 ) -> AsyncIterator[tuple[TestClient, LLMStub, MemoryService]]:
-    configured = dataclasses.replace(
-        settings, llm_url=stub.url + "/v1", llm_model="stub-3b", llm_api="openai"
-    )
+    configured = stub.serving(settings)
     async with (
         _running(configured) as svc,
         TestClient(TestServer(create_app(svc), host="127.0.0.1")) as c,
@@ -333,9 +321,7 @@ async def test_a_short_session_makes_no_llm_call(served: Any, settings: Settings
 async def test_a_session_is_extracted_once_and_a_cut_short_job_runs_again_without_a_copy(
     settings: Settings, stub: LLMStub
 ) -> None:
-    configured = dataclasses.replace(
-        settings, llm_url=stub.url + "/v1", llm_model="stub-3b", llm_api="openai"
-    )
+    configured = stub.serving(settings)
     async with _running(configured) as svc:
         async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
             await record_session(client, "s1", scripted_session(2))
@@ -405,9 +391,7 @@ async def test_a_burst_past_the_bound_waits_in_the_ledger_and_is_taken_in_turn(
     settings: Settings, stub: LLMStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(extraction, "MAX_WAITING", 2)
-    configured = dataclasses.replace(
-        settings, llm_url=stub.url + "/v1", llm_model="stub-3b", llm_api="openai"
-    )
+    configured = stub.serving(settings)
     stub.default = lambda prompt: {"learnings": []}
     held = asyncio.Event()
     stub.script(Step(answer={"learnings": []}, hold=held))  # the worker busy with the first
