@@ -28,7 +28,7 @@ from bench.context import Context
 from bench.report import BenchResult, Figure, at_most, progress
 from sidecar.journal.events import iso
 from sidecar.journal.retention import usage
-from tests.journal_trimmer import lone_retention
+from tests.journal_trimmer import standalone
 
 NAME = "lifecycle_journal"
 DAY = 86400.0
@@ -80,7 +80,7 @@ def bare(root: Path, scratch: Path, trimmed_sizes: dict[str, int]) -> float:
 
 
 async def one_pass(root: Path, now: float) -> tuple[dict[str, Any], dict[str, Any], float]:
-    async with lone_retention(root, WINDOW) as step:
+    async with standalone(root, WINDOW) as step:
         started = time.perf_counter()
         first = await step.maintain("agent", now, dry_run=False)
         elapsed = time.perf_counter() - started
