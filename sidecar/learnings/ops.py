@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sidecar import ops
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
-from sidecar.learnings import entries
+from sidecar.learnings import entries, listing
 from sidecar.learnings.ranking import RANKINGS
 from sidecar.retrieval.modes import MODES
 
@@ -118,6 +118,17 @@ SEARCH = ops.Op.of(
 )
 SEARCH_TOOL_SCHEMA = SEARCH.schema(
     omit=("max_chars_per_type", "mode", "ranking"), types={"maxItems": 4}
+)
+
+LIST = ops.Op.of(
+    "GET /memory/learnings",
+    order=ops.choice(
+        listing.ORDERS, listing.PROMINENCE, "prominence, reinforced or recent: best first"
+    ),
+    limit=ops.whole(1, listing.MAX_LIST, 50),
+    scope=ops.scope(SCOPES, None),  # absent: the capability's own default
+    status=ops.choice((*entries.STATUSES, listing.ANY), "active"),
+    type=ops.choice(entries.TYPES),
 )
 
 COMPACT = ops.Op.of(
