@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from sidecar.journal.events import uuid7
-from sidecar.learnings.listing import MAX_LIST
+from sidecar.learnings.ranking import MAX_LIST
 from tests.test_ui_browser import ago
 
 LEARNED = [  # id, reinforcement count, last reinforced (days back), status, text

@@ -62,12 +62,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     answer = call(args.url, "GET", f"/memory/learnings?{query}")
     if print_json(args, answer):
         return 0
-    if not answer["learnings"]:
-        print("no learnings")
-    for e in answer["learnings"]:
-        print(f"{e['prominence']:.3f}  reinforced {e['reinforcement_count']}x  {e['type']:<11} "
-              f"{e['tier']:<5} {' '.join(e['text'].split())[:90]}")  # fmt: skip
+    listed = {**answer, "hits": answer["learnings"]}  # shown as search hits are: flagged withheld
+    print_hits(args, listed, "degraded", "no learnings", "text", _listed)
     return 0
+
+
+def _listed(e: dict[str, Any], text: str) -> list[str]:
+    return [f"{e['prominence']:.3f}  reinforced {e['reinforcement_count']}x  {e['type']:<11} "
+            f"{e['tier']:<5} {e['status']:<9} {' '.join(text.split())[:80]}"]  # fmt: skip
 
 
 def cmd_compact(args: argparse.Namespace) -> int:

@@ -13,13 +13,15 @@ from typing import Any
 from sidecar.disk.tiers import decode_text
 from sidecar.learnings import entries
 from sidecar.learnings.index import LearningsIndex
-from sidecar.learnings.ranking import SCOPE_FACTORS, decay, prominence
+from sidecar.learnings.ranking import (
+    ANY_STATUS,
+    RECENT,
+    REINFORCED,
+    SCOPE_FACTORS,
+    decay,
+    prominence,
+)
 from sidecar.safety import scan_remembered
-
-REINFORCED, RECENT, PROMINENCE = "reinforced", "recent", "prominence"
-ORDERS = (PROMINENCE, REINFORCED, RECENT)
-ANY = "any"
-MAX_LIST = 200
 
 
 def sort_key(order: str) -> Any:
@@ -50,7 +52,9 @@ def list_tier(
     matched: list[dict[str, Any]] = []
     for path, by_line in index.snapshot.by_line.items():
         for meta in by_line.values():
-            if (status != ANY and meta["status"] != status) or (kind and meta["type"] != kind):
+            if status != ANY_STATUS and meta["status"] != status:
+                continue
+            if kind and meta["type"] != kind:
                 continue
             matched.append(_row(tier, path, meta, today))
     matched.sort(key=sort_key(order))

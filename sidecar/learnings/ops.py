@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from sidecar import ops
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
-from sidecar.learnings import entries, listing
-from sidecar.learnings.ranking import RANKINGS
+from sidecar.learnings import entries
+from sidecar.learnings.ranking import ANY_STATUS, MAX_LIST, ORDERS, PROMINENCE, RANKINGS
 from sidecar.retrieval.modes import MODES
 
 if TYPE_CHECKING:  # the capability loads the safety scanner: the command line reads these
@@ -122,12 +122,10 @@ SEARCH_TOOL_SCHEMA = SEARCH.schema(
 
 LIST = ops.Op.of(
     "GET /memory/learnings",
-    order=ops.choice(
-        listing.ORDERS, listing.PROMINENCE, "prominence, reinforced or recent: best first"
-    ),
-    limit=ops.whole(1, listing.MAX_LIST, 50),
+    order=ops.choice(ORDERS, PROMINENCE, "prominence, reinforced or recent: best first"),
+    limit=ops.whole(1, MAX_LIST, 50),
     scope=ops.scope(SCOPES, None),  # absent: the capability's own default
-    status=ops.choice((*entries.STATUSES, listing.ANY), "active"),
+    status=ops.choice((*entries.STATUSES, ANY_STATUS), "active"),
     type=ops.choice(entries.TYPES),
 )
 
