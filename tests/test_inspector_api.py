@@ -42,7 +42,8 @@ def seeded(tier_dirs: tuple[Path, Path]) -> None:
     """Learnings and a journal with relations, written before the daemon starts."""
     agent, _ = tier_dirs
     (agent / "learnings").mkdir()
-    (agent / "learnings/work.md").write_text("".join(entry(*e) for e in LEARNED))
+    broken = "---\nid: l-broken\nreinforcement_count: lots\n---\nRotate the CI token.\n"
+    (agent / "learnings/work.md").write_text("".join(entry(*e) for e in LEARNED) + broken)
     (agent / "journal").mkdir()
     day = ago(20)[:10]
     lines = [
@@ -68,20 +69,23 @@ async def test_learnings_are_listed_in_each_order_without_a_query(
     seeded: None, client: TestClient
 ) -> None:
     by_count = await get(client, "/memory/learnings", order="reinforced", scope="agent")
-    assert [e["id"] for e in by_count["learnings"]] == ["l-old-often", "l-mid", "l-new-once"]
-    assert by_count["total"] == 3  # active only, by default
+    ids = ["l-old-often", "l-mid", "l-new-once", "l-broken"]
+    assert [e["id"] for e in by_count["learnings"]] == ids
+    assert by_count["total"] == 4  # active only, by default
+    broken = by_count["learnings"][-1]  # a count that is no number: read as 0, listed
+    assert (broken["reinforcement_count"], broken["text"]) == (0, "Rotate the CI token.")
     top = by_count["learnings"][0]
     assert top["text"] == LEARNED[0][4] and top["reinforcement_count"] == 9
     # prominence = importance x decay x (1 + count), the decay from 200 days back
     assert top["prominence"] == pytest.approx(0.5 * top["decay"] * 10, abs=1e-5)
     assert top["decay"] == pytest.approx(2 ** (-200 / 90), abs=1e-5)
     recent = await get(client, "/memory/learnings", order="recent", scope="agent")
-    assert [e["id"] for e in recent["learnings"]] == ["l-new-once", "l-mid", "l-old-often"]
+    assert [e["id"] for e in recent["learnings"][:3]] == ["l-new-once", "l-mid", "l-old-often"]
     prominent = await get(client, "/memory/learnings", scope="agent")
-    assert [e["id"] for e in prominent["learnings"]] == ["l-mid", "l-old-often", "l-new-once"]
+    assert [e["id"] for e in prominent["learnings"][:3]] == ["l-mid", "l-old-often", "l-new-once"]
     every = await get(client, "/memory/learnings", order="reinforced", status="any", limit=2)
     assert [e["id"] for e in every["learnings"]] == ["l-retired", "l-old-often"]
-    assert every["total"] == 4 and every["learnings"][0]["prominence"] == 0
+    assert every["total"] == 5 and every["learnings"][0]["prominence"] == 0
     assert every["learnings"][0]["text"] == LEARNED[3][4]  # read from its file: not indexed
 
 
