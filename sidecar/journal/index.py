@@ -387,6 +387,17 @@ class JournalIndex:
                 out[dst].append((src, relation, weight))
         return out
 
+    def relations_of(self, event_id: str) -> list[tuple[str, str, str, float]]:
+        """Every relation touching the event, which way it points said:
+        [(relation, "out" | "in", other id, weight)], its own links first."""
+        rows = self.reader().execute(
+            "SELECT src, dst, relation, weight FROM relations WHERE src = ? OR dst = ? "
+            "ORDER BY src != ?, relation, src, dst",
+            (event_id, event_id, event_id),
+        )
+        return [(rel, "out" if src == event_id else "in", dst if src == event_id else src, w)
+                for src, dst, rel, w in rows]  # fmt: skip
+
     def vectors(self, model: str) -> list[tuple[int, str, bytes]]:
         """(seq, id, vector) of every embeddable event that has one for ``model``."""
         return list(

@@ -261,6 +261,31 @@ class Journal(Capability):
         cursor = f"{rows[-1].ts!r}|{rows[-1].id}" if more and rows else None
         return {"scope": scope, "events": events, "next_cursor": cursor}
 
+    async def event(self, scope: str, event_id: str) -> dict[str, Any]:
+        """One event by id, with every relation touching it and which way each points."""
+        tj = self._tier(scope)
+        await self._ready(tj)
+        assert tj.index is not None
+        found = await self.on_reader(tj.index.fetch, "id", [event_id])
+        if not found:
+            raise ApiError(404, "unknown_event", f"no event {event_id!r} in the {scope} journal; "
+                           "GET /memory/journal lists its events")  # fmt: skip
+        links = await self.on_reader(tj.index.relations_of, event_id)
+        others = {
+            r.id: r for r in await self.on_reader(tj.index.fetch, "id", {o for *_, o, _ in links})
+        }
+        body = found[0].to_json()
+        flag = journal_recall.flagged(found[0])
+        if flag is not None:
+            body["flagged"] = flag
+        body["relations"] = [
+            {"relation": rel, "direction": way, "weight": weight,
+             "other": {"id": other, **({k: o.to_json()[k] for k in ("type", "summary", "ts")}
+                                       if (o := others.get(other)) else {"missing": True})}}
+            for rel, way, other, weight in links
+        ]  # fmt: skip
+        return {"scope": scope, **body}
+
     # -- recall ---------------------------------------------------------------------
 
     async def recall(self, q: RecallQuery, scope: str, mark: bool) -> dict[str, Any]:

@@ -109,6 +109,8 @@ RELATE = ops.Op.of(
     weight=ops.score(1.0),
 )
 
+EVENT = ops.Op.of("GET /memory/journal/{id}", scope=ops.scope())
+
 HEALTH = ops.Op.of("GET /memory/health", scope=ops.scope())
 
 

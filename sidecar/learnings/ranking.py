@@ -29,6 +29,11 @@ DECAY_FLOOR = 0.1
 SCOPE_FACTORS = {"agent": 1.5, "crew": 1.2}
 RELEVANCE, PROMINENCE, REFERENCE = "relevance", "prominence", "reference"
 RANKINGS = ("default", RELEVANCE, PROMINENCE, REFERENCE)  # a search's ``ranking``, to compare
+# The listing's orders without a query (``listing.py`` sorts by them), best first for each.
+REINFORCED, RECENT = "reinforced", "recent"
+ORDERS = (PROMINENCE, REINFORCED, RECENT)
+ANY_STATUS = "any"
+MAX_LIST = 200
 MMR_LAMBDA = 0.7  # share of the score in MMR; the rest penalises likeness to earlier hits
 
 
