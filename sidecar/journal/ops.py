@@ -77,7 +77,7 @@ RECALL = ops.Op.of(
     query=ops.query(),
     k=ops.whole(1, 50, 5),
     scope=ops.scope(SCOPES, aliases=True),
-    session_id=ops.label(),
+    session_id=ops.label(about="only this session's events; an open session it names is not idle"),
     types=ops.words(None, 50, "an array of up to 50 event types"),
     since=time(),
     until=time(),
