@@ -176,3 +176,22 @@ def test_an_index_of_version_4_gains_the_operator_column_and_keeps_its_history(
         assert row.id == event["id"]
     finally:
         index.close()
+
+
+async def test_an_event_recorded_over_mcp_may_name_its_operator(
+    service: MemoryService, settings: Settings
+) -> None:
+    from mcp import Client
+
+    async with (
+        TestServer(create_app(service), host="127.0.0.1") as srv,
+        Client(str(srv.make_url("/mcp"))) as mcp,
+    ):
+        done = await mcp.call_tool("memory.record", {"type": "user.said", "summary": "hi",
+                                                     **ADA})  # fmt: skip
+        assert not done.is_error
+        half = await mcp.call_tool("memory.record", {"type": "user.said", "summary": "hi",
+                                                     "user_id": "ada"})  # fmt: skip
+        assert half.is_error and "workspace_id" in half.content[0].text
+    (line,) = on_disk(settings.agent_dir).values()
+    assert len(line["operator"]) == 32 and "ada@example.com" not in json.dumps(line)

@@ -300,7 +300,7 @@ class Journal(Capability):
         embedding = asyncio.create_task(self.embeddings.query_vector(q.text, "hybrid"))
         try:  # the lead and BM25 answer while the query is embedded
             if ask_lead:
-                remote = await self._recall_lead(q, mark, warnings)
+                remote = await journal_recall.ask_lead(self.lead, q, mark, warnings)
             for name, filters in plan:
                 tj = self._tier(name)
                 await self._ready(tj)
@@ -357,32 +357,6 @@ class Journal(Capability):
         for body in bodies:
             if body["id"] in links:
                 body["neighbours"] = links[body["id"]]
-
-    async def _recall_lead(
-        self, q: RecallQuery, mark: bool, warnings: list[str]
-    ) -> list[dict[str, Any]]:
-        assert self.lead is not None
-        f = q.filters
-        body = {
-            "query": q.text,
-            "k": q.k,
-            "scope": "crew_shared",
-            "walk": q.walk,
-            "mark": mark,
-            "ranking": q.ranking,
-            "include_superseded": f.include_superseded,
-            **({"session_id": f.session_id} if f.session_id else {}),
-            **({"types": list(f.types)} if f.types else {}),
-            **({"since": iso(f.since)} if f.since is not None else {}),
-            **({"until": iso(f.until)} if f.until is not None else {}),
-        }
-        answer = await self.lead.answer_or_note(
-            "/memory/recall", body, warnings, "own journal only"
-        )
-        if answer is None:
-            return []
-        warnings += [f"crew: {w}" for w in answer.get("warnings", [])]
-        return [h for h in answer.get("hits", []) if isinstance(h, dict) and "score" in h]
 
     # -- health, status, the memory block ---------------------------------------------------
 

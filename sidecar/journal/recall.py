@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import ranking
-from sidecar.journal.events import payload_text
+from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
 from sidecar.journal.ranking import Candidate
 from sidecar.retrieval import query as planner
 from sidecar.safety import scan_remembered
 
 if TYPE_CHECKING:
+    from sidecar.crew.client import LeadClient
     from sidecar.journal.tier import TierJournal
     from sidecar.retrieval.embedders.base import Vectors
 
@@ -195,3 +196,29 @@ def neighbours(
             shown.append(entry)
         out[event_id] = shown
     return out
+
+
+async def ask_lead(
+    lead: LeadClient, q: RecallQuery, mark: bool, warnings: list[str]
+) -> list[dict[str, Any]]:
+    """The crew's high-value events, asked of the lead (``warnings`` says if it could not
+    answer)."""
+    f = q.filters
+    body = {
+        "query": q.text,
+        "k": q.k,
+        "scope": "crew_shared",
+        "walk": q.walk,
+        "mark": mark,
+        "ranking": q.ranking,
+        "include_superseded": f.include_superseded,
+        **({"session_id": f.session_id} if f.session_id else {}),
+        **({"types": list(f.types)} if f.types else {}),
+        **({"since": iso(f.since)} if f.since is not None else {}),
+        **({"until": iso(f.until)} if f.until is not None else {}),
+    }
+    answer = await lead.answer_or_note("/memory/recall", body, warnings, "own journal only")
+    if answer is None:
+        return []
+    warnings += [f"crew: {w}" for w in answer.get("warnings", [])]
+    return [h for h in answer.get("hits", []) if isinstance(h, dict) and "score" in h]
