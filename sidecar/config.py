@@ -167,6 +167,9 @@ class Caps:
     facts_log: int = _cap(64 * MIB, "a tier's facts log", "cap-facts-log-bytes")  # log.jsonl
     # Below ``archive/``: history the lifecycle engine moved out of the active tier.
     archive: int = _cap(1024 * MIB, "a tier's archive", "cap-archive-bytes")
+    # Day files retention archived (``archive/journal/``): apart from the active journal's.
+    journal_archive: int = _cap(16 * 1024 * MIB, "a tier's journal archive",
+                                "cap-journal-archive-bytes")  # fmt: skip
 
     def for_kind(self, kind: str) -> int:
         """The cap of a file kind (``sidecar.notes.files``: core, daily, topic, learning)."""
@@ -247,6 +250,10 @@ class Settings:
         "", "recorded on journal events that do not name one ({env}; default the host name, "
         "which is the container's)", serve_default=socket.gethostname,
     )  # fmt: skip
+    journal_retention_days: int = setting(
+        90, "days after which an ordinary journal event keeps only its summary and a "
+        "payload excerpt (the whole day file is archived, compressed)",
+    )  # fmt: skip
     # Consolidation of episodes into facts: off unless an LLM server is named.
     llm_url: str = setting(
         "", "an LLM server for consolidating episodes into facts: Ollama "
@@ -296,6 +303,8 @@ class Settings:
             raise ValueError("--embedder openai needs --embed-url and --embed-model")
         if self.embedder == "lead" and not self.lead_url:
             raise ValueError("--embedder lead is for a crew member: it needs --lead-url")
+        if self.journal_retention_days < 1:
+            raise ValueError("journal retention must be at least 1 day")
         if self.reconcile_interval <= 0:
             raise ValueError("reconcile interval must be positive")
         if self.maintain_interval <= 0:

@@ -36,6 +36,7 @@ from sidecar.learnings import routes as learnings_routes
 from sidecar.learnings.extraction import Extraction
 from sidecar.learnings.learnings import Learnings
 from sidecar.lifecycle import routes as lifecycle_routes
+from sidecar.lifecycle.distill import Distiller
 from sidecar.lifecycle.engine import Lifecycle
 from sidecar.llm.client import LLMClient
 from sidecar.llm.factory import make_client
@@ -141,7 +142,8 @@ class MemoryService:
         self.working = Working(settings, self.journal, llm, hooks)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working, hooks)
         self.extraction = Extraction(self.learnings, self._session_events, llm, self.lead, hooks)
-        self.lifecycle = Lifecycle(settings, self.indexes, hooks)
+        distiller = llm and Distiller(settings, llm, self.notes, self.learnings, self.journal)
+        self.lifecycle = Lifecycle(settings, self.indexes, hooks, distiller)  # None: no LLM
         self.search.archives = self.lifecycle.archive.store  # searched when asked
         has_crew = settings.role == "lead" or self.lead is not None or reader is not None
         self.context = ContextBuilder(

@@ -37,6 +37,7 @@ from sidecar.retrieval.query import terms
 from sidecar.working.working import SUMMARY as WORKING_SUMMARY
 
 CONSOLIDATED = "memory.consolidated"  # a job's own event in the journal (``evidence``)
+JOB_SOURCE = "consolidation"  # that event's source
 MAX_EPISODES = 20  # per job
 MAX_FACTS_IN_PROMPT = 20
 DEDUPE_COSINE = 0.95
@@ -116,9 +117,11 @@ def episodic(event: dict[str, Any]) -> bool:
     """Whether an event is worth a job: the embedding policy's episodic types (and
     anything tagged ``refs.episodic``) and working memory's summaries, which are its
     episodes; never telemetry or high-volume types, and never a job's own
-    ``memory.consolidated`` event, which would feed consolidation itself."""
+    ``memory.consolidated`` event, which would feed consolidation itself (the daily logs'
+    distillation records its facts as one of another source, for consolidation)."""
     kind = event.get("type")
-    return kind == WORKING_SUMMARY or (kind != CONSOLIDATED and should_embed(event))
+    own = kind == CONSOLIDATED and event.get("source") == JOB_SOURCE
+    return kind == WORKING_SUMMARY or (not own and should_embed(event))
 
 
 @dataclass(frozen=True, slots=True)

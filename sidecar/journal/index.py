@@ -28,12 +28,12 @@ from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import log as journal_log
 from sidecar.journal.fold import BATCH, apply
 from sidecar.journal.index_schema import (
-    ADD_OPERATOR,
     DERIVED,
     PROBE,
     REREAD_FROM,
     SCHEMA,
     SCHEMA_VERSION,
+    UPGRADE,
 )
 from sidecar.journal.ranking import importance_now
 
@@ -68,6 +68,7 @@ class Row:
     embeddable: bool
     refs: int
     last_ref: float | None
+    trimmed: int | None  # the payload's bytes before retention cut it (-1: not known)
     flag: str | None
 
     def to_json(self) -> dict[str, Any]:
@@ -93,6 +94,9 @@ class Row:
                 body[name] = getattr(self, name)
         if self.valid_until is not None:
             body["valid_until"] = iso(self.valid_until)
+        if self.trimmed is not None:  # the payload is an excerpt; the whole is archived
+            body["trimmed"] = True
+            body["payload_bytes"] = self.trimmed if self.trimmed >= 0 else None
         return body
 
 
@@ -164,10 +168,11 @@ class JournalIndex:
         # The tables were (re)created, or are an older version's: every file must be read again.
         self.rebuilt = self.db.found != SCHEMA_VERSION
         if self.db.found in REREAD_FROM:
-            columns = {r[1] for r in self.db.writer.execute("PRAGMA table_info(events)")}
-            if "operator" not in columns:
-                for statement in ADD_OPERATOR:
-                    self.db.writer.execute(statement)
+            columns = {c[1] for c in self.db.writer.execute("PRAGMA table_info(events)")}
+            for column, statements in UPGRADE.items():
+                if column not in columns:
+                    for statement in statements:
+                        self.db.writer.execute(statement)
 
     def reader(self) -> sqlite3.Connection:
         return self.db.reader()
@@ -222,6 +227,48 @@ class JournalIndex:
         if st.st_size == offset:
             return 0
         return self.apply(rel, jsonl.read_lines(root, rel, offset, lines + 1), st.st_ino)
+
+    def day_events(self, rel: str) -> list[tuple[Any, ...]]:
+        """(line, id, ts, recorded_at, base, floor, last_ref, trimmed) of the events ``rel``
+        holds, for retention (writer thread: what it sees is what it will change)."""
+        return self.db.writer.execute(
+            "SELECT line, id, ts, recorded_at, base, floor, last_ref, trimmed FROM events "
+            "WHERE file = ? ORDER BY line",
+            (rel,),
+        ).fetchall()
+
+    def retrim(self, rel: str, rows: list[dict[str, Any]], size: int, inode: int) -> None:
+        """``rel`` was replaced by its trimmed version: each row (``fold.event_row`` of a
+        trimmed line, with its ``problem``) takes its new payload, words and size, and its
+        line's problem is the new line's, in one transaction with the file's new size and
+        inode, so the index stays what a rebuild would make."""
+        with self.db.transaction() as conn:
+            for row in rows:
+                old = conn.execute(
+                    "SELECT seq, summary, body FROM events WHERE id = ?", (row["id"],)
+                ).fetchone()
+                if old is None:
+                    continue
+                conn.execute(
+                    "INSERT INTO events_fts(events_fts, rowid, summary, body) "
+                    "VALUES ('delete', ?, ?, ?)",
+                    old,
+                )
+                conn.execute(
+                    "UPDATE events SET payload = ?, body = ?, trimmed = ? WHERE seq = ?",
+                    (row["payload"], row["body"], row["trimmed"], old[0]),
+                )
+                conn.execute(
+                    "INSERT INTO events_fts(rowid, summary, body) VALUES (?, ?, ?)",
+                    (old[0], old[1], row["body"]),
+                )
+                conn.execute("DELETE FROM problems WHERE file = ? AND line = ?", (rel, row["line"]))
+                if row["problem"] is not None:
+                    conn.execute("INSERT INTO problems VALUES (?, ?, ?)",
+                                 (rel, row["line"], row["problem"]))  # fmt: skip
+            conn.execute(
+                "UPDATE files SET offset = ?, inode = ? WHERE path = ?", (size, inode, rel)
+            )
 
     def add_vectors(self, model: str, items: list[tuple[str, bytes]]) -> None:
         with self.db.transaction() as conn:

@@ -33,6 +33,7 @@ from sidecar.journal.index import Filters
 from sidecar.journal.log import day_file, today_file
 from sidecar.journal.nudge import Nudge
 from sidecar.journal.recall import Recalled, RecallQuery
+from sidecar.journal.retention import JournalRetention
 from sidecar.journal.tier import TierJournal
 from sidecar.retrieval.embeddings import Embeddings
 
@@ -55,7 +56,7 @@ class Journal(Capability):
         self.indexes = indexes
         self.embeddings = embeddings
         self.lead = lead
-        self.hooks = hooks  # fires recorded, hears file_changed
+        self.hooks = hooks  # fires recorded and make_room, hears file_changed
         self.tiers: dict[str, TierJournal] = {}
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-recall")
         self._nudge = Nudge(self.on_reader)
@@ -64,13 +65,16 @@ class Journal(Capability):
         self.tasks = Tasks()
         # Per tier: a tier's efficiency is measured on the hits recall found in it.
         self.cosines: dict[str, journal_health.RecallCosines] = {}
+        self.retention = JournalRetention(self.tiers, settings, self._ready)
+        hooks.maintenance.append(self.retention)
 
     # -- lifecycle -----------------------------------------------------------------
 
     async def open(self) -> None:
         """Start reading each tier's journal into its index; appends queue behind it."""
         for name, state in self.indexes.tiers.items():
-            tj = self.tiers[name] = TierJournal(state.tier, self.settings.caps)
+            tj = TierJournal(state.tier, self.settings.caps, self.hooks.make_room)
+            self.tiers[name] = tj
             self.tasks.run(self._open_tier(tj), f"journal-{name}")
         self.hooks.file_changed.append(self._file_changed)
 
@@ -300,7 +304,7 @@ class Journal(Capability):
         embedding = asyncio.create_task(self.embeddings.query_vector(q.text, "hybrid"))
         try:  # the lead and BM25 answer while the query is embedded
             if ask_lead:
-                remote = await journal_recall.ask_lead(self.lead, q, mark, warnings)
+                remote = await journal_recall.from_lead(self.lead, q, mark, warnings)
             for name, filters in plan:
                 tj = self._tier(name)
                 await self._ready(tj)
@@ -399,10 +403,17 @@ class Journal(Capability):
             log.warning("journal index unreadable", extra={"tier": scope, "error": str(exc)})
             return {"indexing": False, "events": None, "error": f"journal index unreadable "
                     f"({exc}); POST /memory/reindex rebuilds it from the day files"}  # fmt: skip
-        return journal_health.tier_status(tj, stats, self.model() is not None)
+        body = journal_health.tier_status(tj, stats, self.model() is not None)
+        body["archived_bytes"] = (await self.retention.usage(scope))["archived_bytes"]
+        body["retention"] = self.retention.last.get(scope)  # the last pass; None: none yet
+        return body
 
     async def health(self) -> Health:
         reasons = journal_health.reasons(self.tiers)
+        for name, last in self.retention.last.items():
+            if last["problems"]:
+                reasons.append(f"{name}: journal retention left {len(last['problems'])} day "
+                               "file(s) whole; /memory/status says why")  # fmt: skip
         return Health(reasons, {"episodic": self.episodic()})
 
     async def nudge(self, session_id: str) -> str | None:

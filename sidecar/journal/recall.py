@@ -198,11 +198,11 @@ def neighbours(
     return out
 
 
-async def ask_lead(
+async def from_lead(
     lead: LeadClient, q: RecallQuery, mark: bool, warnings: list[str]
 ) -> list[dict[str, Any]]:
-    """The crew's high-value events, asked of the lead (``warnings`` says if it could not
-    answer)."""
+    """A member's crew leg: the lead's answer for the crew's high-value events (none, and a
+    warning, if the lead does not answer)."""
     f = q.filters
     body = {
         "query": q.text,

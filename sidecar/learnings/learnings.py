@@ -184,7 +184,7 @@ class Learnings(Capability):
         slug = body.get("file", "general")
         text = body["text"].strip("\n")
         today = today_utc().isoformat()
-        entry_id = str(uuid.uuid4())
+        entry_id = body.get("id") or str(uuid.uuid4())  # a replayable writer brings its own
         fields = {
             "id": entry_id,
             "type": body.get("type", "declarative"),
@@ -195,7 +195,7 @@ class Learnings(Capability):
             "status": "active",
             "created": today,
             "institutional": True if body.get("institutional") else None,
-            "source": body.get("source"),  # set by extraction, never by a request
+            "source": body.get("source"),  # set by extraction and distillation, not requests
         }
         rel = f"{FOLDER}/{slug}.md"
         written = await self.notes.write(scope, rel, "\n" + entries.render(fields, text), "append")
