@@ -150,7 +150,7 @@ async def test_recalls_and_searches_name_their_session_which_is_then_not_idle(
     assert await service.sessions.end_idle(time.time() + 3600) == [sid]
 
 
-def test_an_index_of_version_4_gains_the_operator_column_and_keeps_its_history(
+def test_an_older_index_gains_the_operator_column_and_keeps_its_history(
     tmp_path: Path,
 ) -> None:
     from sidecar.journal.index import JournalIndex
