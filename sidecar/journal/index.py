@@ -369,16 +369,11 @@ class JournalIndex:
         """The events last recorded, newest first (what consolidation may not have seen);
         ``embeddable``: only those the embedding policy takes, the episodic ones;
         ``operator``: only that operator's (by their key)."""
-        where, args = ["1"], []
-        if embeddable:
-            where.append("e.embeddable = 1")
-        if operator is not None:
-            where.append("e.operator = ?")
-            args.append(operator)
-        sql = (
-            f"SELECT {EVENT_COLUMNS} FROM events e WHERE {' AND '.join(where)} "
-            "ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?"
-        )
+        where = " AND e.embeddable = 1" if embeddable else ""
+        where += " AND e.operator = ?" if operator is not None else ""
+        sql = (f"SELECT {EVENT_COLUMNS} FROM events e WHERE 1{where} "
+               "ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?")  # fmt: skip
+        args = [operator] if operator is not None else []
         return _events(self.reader(), sql, (*args, limit))
 
     def neighbours(self, ids: Iterable[str]) -> dict[str, list[tuple[str, str, float]]]:
