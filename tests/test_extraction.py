@@ -23,7 +23,8 @@ from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.learnings import entries, extraction
 from sidecar.learnings import extraction_prompt as ep
-from sidecar.learnings.extraction import LEDGER, MIN_EVENTS
+from sidecar.learnings.extraction import MIN_EVENTS
+from sidecar.learnings.ledger import LEDGER
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.llm_stub import LLMStub, Step
