@@ -26,11 +26,9 @@ from typing import Any
 
 from bench.context import Context
 from bench.report import BenchResult, Figure, at_most, progress
-from sidecar.config import Settings
-from sidecar.disk.tiers import Tier
 from sidecar.journal.events import iso
-from sidecar.journal.retention import JournalRetention, usage
-from sidecar.journal.tier import TierJournal
+from sidecar.journal.retention import usage
+from tests.journal_trimmer import standalone
 
 NAME = "lifecycle_journal"
 DESCRIPTION = "journal retention: one pass over 300 days"
@@ -83,22 +81,11 @@ def bare(root: Path, scratch: Path, trimmed_sizes: dict[str, int]) -> float:
 
 
 async def one_pass(root: Path, now: float) -> tuple[dict[str, Any], dict[str, Any], float]:
-    settings = Settings(agent_dir=root, crew_dir=root.parent / "crew", embedder="none",
-                        journal_retention_days=WINDOW)  # fmt: skip
-    tj = TierJournal(Tier("agent", root), settings.caps, [])
-    await tj.run(tj.open)
-    tj.ready.set()
-
-    async def ready(_: TierJournal) -> None:
-        return None
-
-    step = JournalRetention({"agent": tj}, settings, ready)
-    started = time.perf_counter()
-    first = await step.maintain("agent", now, dry_run=False)
-    elapsed = time.perf_counter() - started
-    second = await step.maintain("agent", now, dry_run=False)
-    await tj.run(tj.close)
-    tj.writer.shutdown()
+    async with standalone(root, WINDOW) as step:
+        started = time.perf_counter()
+        first = await step.maintain("agent", now, dry_run=False)
+        elapsed = time.perf_counter() - started
+        second = await step.maintain("agent", now, dry_run=False)
     return first, second, elapsed
 
 

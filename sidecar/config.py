@@ -213,6 +213,10 @@ class Settings:
         30, "days a daily log stays in daily/ before it is archived (at least 2: today's "
         "and yesterday's are never archived)",
     )  # fmt: skip
+    sessions_retention_days: int = setting(
+        30, "days an ended session stays in sessions/log.jsonl (and its extraction in "
+        "extraction/ledger.jsonl) before it moves below archive/ (at least 2)",
+    )  # fmt: skip
     # Below this, writes are withdrawn from MCP.
     min_free_bytes: int = setting(64 * MIB, "free disk below which writes are withheld",
                                   option="min-free-mb", unit=MIB)  # fmt: skip
@@ -308,6 +312,9 @@ class Settings:
         if self.daily_retention_days < 2:
             raise ValueError("daily retention must be at least 2 days: today's and "
                              f"yesterday's logs stay, not {self.daily_retention_days}")  # fmt: skip
+        if self.sessions_retention_days < 2:
+            raise ValueError("session retention must be at least 2 days: sessions ended "
+                             "within a day are told to extraction again at start")  # fmt: skip
         if self.crew_listen and self.role != "lead":
             raise ValueError("only the lead (--role lead) serves a crew address")
         if self.lead_url and self.role == "lead":

@@ -130,7 +130,7 @@ class MemoryService:
         self.embeddings = Embeddings(settings, self.indexes, hooks)
         reader = settings.crew_reader()  # a member reading the crew index in PostgreSQL
         self.crew_reader = open_store(*reader, read_only=True) if reader else None
-        self.search = Search(self.indexes, self.embeddings, self.lead, self.crew_reader)
+        self.search = Search(self.indexes, self.embeddings, self.lead, self.crew_reader, hooks)
         self.notes = Notes(settings, self.indexes, hooks)
         self.browser = Browser(settings, self.indexes, self.notes.read, hooks)  # MCP resources
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead, hooks)

@@ -64,15 +64,6 @@ def answer(**over: Any) -> dict[str, Any]:
     return base | over
 
 
-@pytest.fixture
-async def stub() -> AsyncIterator[LLMStub]:
-    server = await LLMStub().start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
 @dataclasses.dataclass
 class Rig:
     svc: MemoryService

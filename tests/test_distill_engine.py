@@ -6,26 +6,14 @@ not distilled. A held model never holds a write."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from sidecar.config import Settings
 from sidecar.lifecycle.distill_ledger import LEDGER
 from tests.llm_stub import LLMStub
 from tests.test_distill import NEW_CORE, OLD_CORE, answer, distilled, events, learnings_text
 from tests.test_lifecycle import assert_exactly_once, day_name, lay_down, post, started, status
-
-
-@pytest.fixture
-async def stub() -> AsyncIterator[LLMStub]:
-    server = await LLMStub().start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 def _with_llm(settings: Settings, url: str) -> Settings:

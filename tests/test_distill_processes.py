@@ -7,11 +7,8 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from sidecar.config import Settings
 from sidecar.lifecycle.distill_ledger import LEDGER
@@ -27,16 +24,6 @@ from tests.test_distill import (
     learnings_text,
     ledger,
 )
-
-
-@pytest.fixture
-async def stub() -> AsyncIterator[LLMStub]:
-    server = await LLMStub().start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
 
 CHILD = Path(__file__).resolve().parent / "distill_child.py"
 

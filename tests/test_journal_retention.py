@@ -8,7 +8,6 @@ engine's ``make_room`` is stood in for where it is not part of this daemon.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gzip
 import json
@@ -22,15 +21,14 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
-from sidecar.disk.tiers import Tier
 from sidecar.journal import retention
 from sidecar.journal.events import iso
 from sidecar.journal.log import today_file
-from sidecar.journal.retention import EXCERPT_CHARS, JournalRetention
-from sidecar.journal.tier import TierJournal
+from sidecar.journal.retention import EXCERPT_CHARS
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.journal_history import DAY, History, index_state, lay_down, whole_payload
+from tests.journal_trimmer import standalone
 
 WINDOW = 30
 DAYS = 300
@@ -60,26 +58,6 @@ async def first_pass(svc: MemoryService) -> dict[str, Any]:
     await eventually(done, "the engine's first pass")
     assert tier.last is not None
     return dict(tier.last["steps"]["journal"])
-
-
-@contextlib.asynccontextmanager
-async def standalone(root: Path, caps: Caps | None = None) -> AsyncIterator[JournalRetention]:
-    """The journal step over ``root`` with no engine (and no daemon) around it, so a test
-    runs each pass itself: the tier's journal opened as at start."""
-    settings = Settings(agent_dir=root, crew_dir=root.parent / "crew", embedder="none",
-                        journal_retention_days=WINDOW, caps=caps or Caps())  # fmt: skip
-    tj = TierJournal(Tier("agent", root), settings.caps, [])
-    await tj.run(tj.open)
-    tj.ready.set()
-
-    async def ready(_: TierJournal) -> None:
-        return None
-
-    try:
-        yield JournalRetention({"agent": tj}, settings, ready)
-    finally:
-        await tj.run(tj.close)
-        tj.writer.shutdown()
 
 
 def stand_in_engine(svc: MemoryService) -> list[str] | None:
@@ -245,7 +223,7 @@ async def test_a_second_pass_and_a_dry_run_change_nothing(
 ) -> None:
     root = tier_dirs[0]
     now = time.time()
-    async with standalone(root) as step:
+    async with standalone(root, WINDOW) as step:
         dry = await step.maintain("agent", now, dry_run=True)
         assert dry["days"] > 200 and dry["bytes_after"] < dry["bytes_before"]
         assert not (root / "archive").exists()
@@ -273,7 +251,7 @@ async def test_a_kill_after_archiving_finds_the_archive_and_goes_on(
     archive = root / "archive" / "journal" / f"{rel.removeprefix('journal/')}.gz"
     archive.write_bytes(gzip.compress(small_history.files[rel]))
     packed = archive.read_bytes()
-    async with standalone(root) as step:
+    async with standalone(root, WINDOW) as step:
         answer = await step.maintain("agent", time.time(), False)
     assert answer["problems"] == []
     assert archive.read_bytes() == packed  # used as it was
@@ -371,7 +349,7 @@ async def test_an_archive_over_its_cap_leaves_the_days_whole(
     small_history: History, tier_dirs: tuple[Path, Path]
 ) -> None:
     root = tier_dirs[0]
-    async with standalone(root, dataclasses.replace(Caps(), journal_archive=1000)) as step:
+    async with standalone(root, WINDOW, dataclasses.replace(Caps(), journal_archive=1000)) as step:
         answer = await step.maintain("agent", time.time(), False)
     assert answer["days"] == 0 and answer["problems"]
     assert all("--cap-journal-archive-bytes" in p for p in answer["problems"])
@@ -414,7 +392,7 @@ async def test_an_event_recalled_while_its_day_is_archived_keeps_the_day_whole(
     root = tier_dirs[0]
     event_id = small_history.ordinary[5]
     rel = day_of(small_history, event_id)
-    async with standalone(root) as step:
+    async with standalone(root, WINDOW) as step:
         tj = step.tiers["agent"]
         cutoff = time.time() - WINDOW * DAY
         due = await tj.run(retention.due_events, tj, rel, cutoff, retention.Kept())

@@ -287,3 +287,77 @@ def test_facts_can_be_narrowed_to_a_category(ui: Page) -> None:
     panel.get_by_text("1 preference fact(s) true now").wait_for()
     assert panel.locator("article.fact").get_attribute("data-id") == PROSE
     category.select_option("any")
+
+
+# Issue 35's API gaps: learnings listed without words, relations read by event id with
+# their direction, and a Search without note hits pointing to the rest of memory.
+
+
+def test_every_learning_is_listed_by_reinforcement_without_words(
+    ui: Page, daemon: SidecarProcess
+) -> None:
+    listed = daemon.get("/memory/learnings?order=reinforced&scope=both&limit=200")["learnings"]
+    assert listed[0]["text"] == LEARNINGS[1][1] and len(listed) >= len(LEARNINGS)
+    panel = ui.tab("Learnings")
+    panel.get_by_label("About").fill("")
+    panel.get_by_label("Order by").select_option("reinforced")
+    panel.get_by_role("button", name="Rank learnings").click()
+    panel.get_by_text(f"{len(listed)} learning(s), most reinforced first").wait_for()
+    rows = panel.locator("li.learning")
+    assert rows.evaluate_all("els => els.map(e => e.dataset.id)") == [e["id"] for e in listed]
+    top = rows.first.locator(".score").inner_text()
+    assert f"decay {listed[0]['decay']}" in top and "(1 + reinforced 7)" in top
+    ui.shot("learnings-listed")
+    panel.get_by_label("Order by").select_option("score")
+
+
+def test_relations_say_which_way_they_point_and_ids_open_events(ui: Page, seeded: tuple) -> None:
+    _, ids = seeded
+    panel = ui.tab("Journal")
+    panel.get_by_role("button", name="Show events").click()
+    episode = panel.locator(f"li.event[data-id='{ids['ep44']}']")
+    episode.get_by_role("button", name="Relations").click()
+    link = episode.locator("ul.relations > li").first
+    link.wait_for()
+    assert "← supports this" in link.inner_text()
+    link.locator(f"button[data-event='{ids['consolidated']}']").click()
+    opened = link.locator(f".opened[data-id='{ids['consolidated']}']")
+    opened.wait_for()
+    assert "memory.consolidated" in opened.inner_text()
+    assert opened.locator("ul.relations > li").count() == 2  # its supports, pointing out
+    assert "this supports →" in opened.locator("ul.relations").inner_text()
+
+
+def test_a_facts_replacement_and_episode_ids_are_links(ui: Page, seeded: tuple) -> None:
+    _, ids = seeded
+    panel = ui.tab("Facts")
+    panel.get_by_label("As of (days back)").fill("0")
+    panel.get_by_label("About").fill("status reports")
+    panel.get_by_role("button", name="Find facts").click()
+    fact = panel.locator(f"article.fact[data-id={PROSE}]")
+    fact.wait_for()
+    fact.get_by_role("button", name="History").click()
+    old = fact.locator("ol.versions > li").first
+    old.locator(f"button[data-event='{ids['ep68']}']").click()
+    old.locator(f".opened[data-id='{ids['ep68']}']").get_by_text(EPISODES[68]).wait_for()
+    old.locator(f"button[data-fact={PROSE}]").click()
+    old.locator(".history ol.versions > li").nth(1).wait_for()  # the replacement's history
+
+
+def test_a_search_without_note_hits_runs_the_words_elsewhere(ui: Page) -> None:
+    panel = ui.tab("Search")
+    panel.get_by_label("Query").fill("bumping dependency")
+    panel.get_by_role("button", name="Search").click()
+    elsewhere = panel.locator("p.elsewhere")
+    elsewhere.wait_for()
+    ui.shot("search-elsewhere")
+    elsewhere.get_by_role("button", name="Learnings").click()
+    learnings = ui.page.get_by_role("tabpanel", name="Learnings")
+    learnings.get_by_text("learning(s) about these words").wait_for()
+    assert learnings.locator(".learning-text").first.inner_text() == LEARNINGS[0][1]
+    ui.tab("Search")
+    elsewhere.get_by_role("button", name="Journal").click()
+    journal = ui.page.get_by_role("tabpanel", name="Journal")
+    panel_text = journal.get_by_text("event(s) recalled for these words")
+    panel_text.wait_for()
+    journal.get_by_label("Words").fill("")

@@ -33,6 +33,7 @@ from sidecar.facts.log import (
     MAX_KEYWORDS,
 )
 from sidecar.journal.events import iso, should_embed, uuid7
+from sidecar.llm.guards import shown_target
 from sidecar.retrieval.query import terms
 from sidecar.working.working import SUMMARY as WORKING_SUMMARY
 
@@ -207,15 +208,12 @@ def plan(
         touched.add(target.id)
 
     for item in answer.get("facts", []):
-        action, target_id = item["action"], item.get("existing_fact_id")
         valid_at, sources = when(item["episode_ids"])
-        target = shown.get(target_id) if target_id else None
-        if action != "new" and target is None:
-            if action == "invalidate":
-                out.notes.append(f"invalidate of {target_id!r} dropped: not a fact it was shown")
-                continue
-            out.notes.append(f"{action} of {target_id!r} made new: not a fact it was shown")
-            action = "new"
+        resolved = shown_target(item["action"], item.get("existing_fact_id"), shown,
+                                removal="invalidate", noun="fact", notes=out.notes)  # fmt: skip
+        if resolved is None:
+            continue
+        action, target = resolved
         if target is not None and target.id in touched:
             out.notes.append(f"{action} of {target.id} dropped: already changed by this job")
             continue

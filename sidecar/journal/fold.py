@@ -187,7 +187,8 @@ def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[dict[str, An
     if supersedes is not None and not _text(supersedes):
         supersedes = default("supersedes", "is not an event id", None, "none")
     labels = {}
-    for name, fallback in (("session_id", "default"), ("source", None), ("agent_id", None)):
+    names = (("session_id", "default"), ("source", None), ("agent_id", None), ("operator", None))
+    for name, fallback in names:
         value = record.get(name)
         # What a request may send: 1-128 characters, no control, bidi or invisible ones.
         if value is None:  # absent: its default, with nothing to report or check

@@ -58,6 +58,7 @@ class Row:
     session_id: str
     source: str | None
     agent_id: str | None
+    operator: str | None
     base: float
     floor: float
     priority: str | None
@@ -88,7 +89,7 @@ class Row:
             "last_referenced_at": iso(self.last_ref) if self.last_ref else None,
             "embeddable": bool(self.embeddable),
         }
-        for name in ("priority", "supersedes", "superseded_by"):
+        for name in ("operator", "priority", "supersedes", "superseded_by"):
             if getattr(self, name):
                 body[name] = getattr(self, name)
         if self.valid_until is not None:
@@ -111,6 +112,7 @@ def _events(conn: sqlite3.Connection, sql: str, args: Sequence[Any]) -> list[Row
 @dataclass(frozen=True, slots=True)
 class Filters:
     session_id: str | None = None
+    operator: str | None = None  # the operator's key: their events only
     types: tuple[str, ...] = ()
     since: float | None = None
     until: float | None = None
@@ -124,6 +126,9 @@ class Filters:
         if self.session_id is not None:
             where.append("e.session_id = ?")
             args.append(self.session_id)
+        if self.operator is not None:
+            where.append("e.operator = ?")
+            args.append(self.operator)
         if self.types:
             where.append(f"e.type IN ({','.join('?' * len(self.types))})")
             args += list(self.types)
@@ -164,9 +169,10 @@ class JournalIndex:
         self.rebuilt = self.db.found != SCHEMA_VERSION
         if self.db.found in REREAD_FROM:
             columns = {c[1] for c in self.db.writer.execute("PRAGMA table_info(events)")}
-            if "trimmed" not in columns:
-                for statement in UPGRADE:
-                    self.db.writer.execute(statement)
+            for column, statements in UPGRADE.items():
+                if column not in columns:
+                    for statement in statements:
+                        self.db.writer.execute(statement)
 
     def reader(self) -> sqlite3.Connection:
         return self.db.reader()
@@ -358,15 +364,17 @@ class JournalIndex:
         sql = f"SELECT {EVENT_COLUMNS} FROM events e WHERE {where} ORDER BY e.ts, e.id LIMIT ?"
         return _events(self.reader(), sql, [*args, limit])
 
-    def latest(self, limit: int, embeddable: bool = False) -> list[Row]:
+    def latest(self, limit: int, embeddable: bool = False, operator: str | None = None
+               ) -> list[Row]:  # fmt: skip
         """The events last recorded, newest first (what consolidation may not have seen);
-        ``embeddable``: only those the embedding policy takes, the episodic ones."""
-        where = "WHERE e.embeddable = 1 " if embeddable else ""
-        sql = (
-            f"SELECT {EVENT_COLUMNS} FROM events e {where}"
-            "ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?"
-        )
-        return _events(self.reader(), sql, (limit,))
+        ``embeddable``: only those the embedding policy takes, the episodic ones;
+        ``operator``: only that operator's (by their key)."""
+        where = " AND e.embeddable = 1" if embeddable else ""
+        where += " AND e.operator = ?" if operator is not None else ""
+        sql = (f"SELECT {EVENT_COLUMNS} FROM events e WHERE 1{where} "
+               "ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?")  # fmt: skip
+        args = [operator] if operator is not None else []
+        return _events(self.reader(), sql, (*args, limit))
 
     def neighbours(self, ids: Iterable[str]) -> dict[str, list[tuple[str, str, float]]]:
         """One hop along relations, either direction: id -> [(other id, relation, weight)]."""
@@ -386,6 +394,17 @@ class JournalIndex:
             if dst in out:
                 out[dst].append((src, relation, weight))
         return out
+
+    def relations_of(self, event_id: str) -> list[tuple[str, str, str, float]]:
+        """Every relation touching the event, which way it points said:
+        [(relation, "out" | "in", other id, weight)], its own links first."""
+        rows = self.reader().execute(
+            "SELECT src, dst, relation, weight FROM relations WHERE src = ? OR dst = ? "
+            "ORDER BY src != ?, relation, src, dst",
+            (event_id, event_id, event_id),
+        )
+        return [(rel, "out" if src == event_id else "in", dst if src == event_id else src, w)
+                for src, dst, rel, w in rows]  # fmt: skip
 
     def vectors(self, model: str) -> list[tuple[int, str, bytes]]:
         """(seq, id, vector) of every embeddable event that has one for ``model``."""

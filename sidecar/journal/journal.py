@@ -176,6 +176,7 @@ class Journal(Capability):
         tj = self._writable(scope)
         now = time.time()
         events = check_batch(body, now, self.settings.agent_id)
+        await self.stamp(scope, [e.record for e in events], [e.who for e in events])
         await self._ready(tj)
         await self._check_supersedes(tj, events)
         rel = day_file(datetime.fromtimestamp(now, UTC).date().isoformat())
@@ -191,6 +192,14 @@ class Journal(Capability):
             "recorded_at": iso(now),
         }
         return answer
+
+    async def stamp(
+        self, scope: str, records: list[dict[str, Any]], who: list[tuple[str, str] | None]
+    ) -> None:
+        """Each record gets its operator's key (``hooks.stamp``) before it is written: the
+        key is on the line on disk, so a rebuild indexes it again; the raw ids never are."""
+        for listener in self.hooks.stamp:
+            await listener(scope, records, who)
 
     async def _check_supersedes(self, tj: TierJournal, events: list[NewEvent]) -> None:
         targets = {e.record["supersedes"] for e in events if "supersedes" in e.record}
@@ -261,6 +270,31 @@ class Journal(Capability):
         cursor = f"{rows[-1].ts!r}|{rows[-1].id}" if more and rows else None
         return {"scope": scope, "events": events, "next_cursor": cursor}
 
+    async def event(self, scope: str, event_id: str) -> dict[str, Any]:
+        """One event by id, with every relation touching it and which way each points."""
+        tj = self._tier(scope)
+        await self._ready(tj)
+        assert tj.index is not None
+        found = await self.on_reader(tj.index.fetch, "id", [event_id])
+        if not found:
+            raise ApiError(404, "unknown_event", f"no event {event_id!r} in the {scope} journal; "
+                           "GET /memory/journal lists its events")  # fmt: skip
+        links = await self.on_reader(tj.index.relations_of, event_id)
+        others = {
+            r.id: r for r in await self.on_reader(tj.index.fetch, "id", {o for *_, o, _ in links})
+        }
+        body = found[0].to_json()
+        flag = journal_recall.flagged(found[0])
+        if flag is not None:
+            body["flagged"] = flag
+        body["relations"] = [
+            {"relation": rel, "direction": way, "weight": weight,
+             "other": {"id": other, **({k: o.to_json()[k] for k in ("type", "summary", "ts")}
+                                       if (o := others.get(other)) else {"missing": True})}}
+            for rel, way, other, weight in links
+        ]  # fmt: skip
+        return {"scope": scope, **body}
+
     # -- recall ---------------------------------------------------------------------
 
     async def recall(self, q: RecallQuery, scope: str, mark: bool) -> dict[str, Any]:
@@ -268,6 +302,7 @@ class Journal(Capability):
         plus the crew's high-value events (from the lead's own crew tier, or asked of the lead
         by a member). ``crew``: the crew's high-value events alone."""
         scope = parse_scope(scope)
+        self.hooks.tell_seen(q.filters.session_id)  # a recall in a session: it is not idle
         if scope == "crew" and self.lead is None and "crew" not in self.tiers:
             raise ApiError(503, "tier_unavailable", "this sidecar has no crew journal and no "
                            "crew lead (--lead-url): recall with scope agent")  # fmt: skip
@@ -435,12 +470,16 @@ class Journal(Capability):
             log.error("journal catch-up failed", extra={"file": rel, "error": str(exc)})
         self.background.wake_embed.set()
 
-    async def latest(self, scope: str, limit: int, episodic: bool = False) -> list[dict[str, Any]]:
-        """The tier's last recorded events (``episodic``: of those embedded), newest first."""
+    async def latest(
+        self, scope: str, limit: int, episodic: bool = False, operator: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The tier's last recorded events (``episodic``: of those embedded; ``operator``:
+        of that operator's), newest first."""
         tj = self._tier(scope)
         await self._ready(tj)
         assert tj.index is not None
-        return [row.to_json() for row in await self.on_reader(tj.index.latest, limit, episodic)]
+        rows = await self.on_reader(tj.index.latest, limit, episodic, operator)
+        return [row.to_json() for row in rows]
 
     async def last_recorded(self, scope: str, kind: str) -> float:
         """When the tier last recorded an event of type ``kind`` (0: never)."""

@@ -2,7 +2,7 @@
 // prominence, and the memory block an agent is given for a query and a budget.
 import { get, post } from "./api.js";
 import { badge, el, field, show, when } from "./dom.js";
-import { linkList, linksOf } from "./journal.js";
+import { eventLink, linkList, linksOf } from "./journal.js";
 import { panelForm } from "./views.js";
 
 const DAY_MS = 86_400_000;
@@ -19,7 +19,7 @@ async function episodesOf(scope, v) {
   const wanted = new Set(v.source_episode_ids);
   const found = new Map();
   if (v.evidence) {
-    for (const n of (await linksOf(v.evidence, v.fact, scope)) ?? []) if (wanted.has(n.id)) found.set(n.id, n);
+    for (const n of await linksOf(v.evidence, scope)) if (wanted.has(n.id)) found.set(n.id, n);
   }
   const since = new Date(Date.parse(v.valid_at) - EPISODE_DAYS * DAY_MS).toISOString();
   const until = v.invalid_at ?? new Date().toISOString();
@@ -42,7 +42,7 @@ function episodesButton(scope, v) {
       const missing = v.source_episode_ids.filter((id) => !found.has(id));
       show(
         area,
-        found.size ? linkList([...found.values()]) : null,
+        found.size ? linkList([...found.values()], scope) : null,
         missing.length ? el("p", { class: "meta", text: `not found in the ${scope} journal near the fact: ${missing.join(", ")}` }) : null,
       );
     } catch (err) {
@@ -50,6 +50,19 @@ function episodesButton(scope, v) {
     }
   };
   return [el("button", { type: "button", class: "quiet", onclick: open, text: "Show the episodes" }), area];
+}
+
+/** The episode ids a version rests on, each a link that shows the event. */
+function episodeIds(scope, v) {
+  const opened = el("div", { class: "linked", "aria-live": "polite" });
+  const ids = v.source_episode_ids.flatMap((id, i) => [i ? ", " : "", eventLink(id, scope, opened)]);
+  return el("div", {}, el("p", { class: "meta" }, `rests on ${v.sources} episode(s): `, ids.length ? ids : "none listed"), opened);
+}
+
+/** A fact id as a link that shows that fact's history. */
+function factLink(scope, id) {
+  const area = el("div", { class: "history" });
+  return el("span", {}, el("button", { type: "button", class: "link", "data-fact": id, onclick: history(scope, id, area), text: id }), area);
 }
 
 function history(scope, id, area) {
@@ -62,19 +75,21 @@ function history(scope, id, area) {
         el(
           "ol",
           { class: "versions" },
-          body.versions.map((v) =>
-            el(
+          body.versions.map((v) => {
+            const opened = el("div", { class: "linked", "aria-live": "polite" });
+            return el(
               "li",
               {},
               el("p", { class: "fact-text", text: v.fact }),
               el("p", { class: "meta", text: `true from ${when(v.valid_at)} until ${v.invalid_at ? when(v.invalid_at) : "now"}` }),
-              v.replaced_by ? el("p", { class: "relation", text: `replaced by ${v.replaced_by}` }) : null,
+              v.replaced_by ? el("p", { class: "relation" }, "replaced by ", factLink(scope, v.replaced_by)) : null,
               v.reason ? el("p", { class: "relation", text: `why it stopped: ${v.reason}` }) : null,
-              el("p", { class: "meta", text: `rests on ${v.sources} episode(s): ${v.source_episode_ids.join(", ") || "none listed"}` }),
-              v.evidence ? el("p", { class: "meta", text: `linked to its episodes by journal event ${v.evidence}` }) : null,
+              episodeIds(scope, v),
+              v.evidence ? el("p", { class: "meta" }, "linked to its episodes by journal event ", eventLink(v.evidence, scope, opened)) : null,
+              opened,
               v.source_episode_ids.length ? episodesButton(scope, v) : null,
-            ),
-          ),
+            );
+          }),
         ),
       );
     } catch (err) {
@@ -122,7 +137,7 @@ export function factsView(panel) {
           el("p", { class: "fact-text", text: f.fact }),
           el("p", {}, badge(f.category), f.invalid_at ? badge("no longer true", "muted") : null),
           el("p", { class: "meta", text: `true from ${when(f.valid_at)}${f.invalid_at ? ` until ${when(f.invalid_at)}` : ""} · ${f.sources} episode(s)` }),
-          f.replaced_by ? el("p", { class: "relation", text: `replaced by ${f.replaced_by}` }) : null,
+          f.replaced_by ? el("p", { class: "relation" }, "replaced by ", factLink(scope.value, f.replaced_by)) : null,
           f.replaces ? el("p", { class: "relation changed" }, badge("changed", "warn"), `replaced an earlier fact on ${when(f.valid_at)}: History shows what it said`) : null,
           el(
             "div",
@@ -142,31 +157,45 @@ export function factsView(panel) {
   label();
 }
 
-const ORDERS = { score: "score (as retrieval ranks them)", reinforced: "times reinforced" };
+// With words: the search's ranking (or re-sorted by reinforcement); without: every learning.
+const ORDERS = { score: "score (prominence without words)", prominence: "prominence", reinforced: "times reinforced", recent: "last reinforced" };
+const BY = { prominence: "most prominent first", reinforced: "most reinforced first", recent: "most recently reinforced first", score: "best score first" };
+const MAX_LISTED = 200; // the most the learnings listing answers
+
+function learningRow(h, scored) {
+  const parts = scored
+    ? `#${h.rank} score ${h.score} = relevance ${h.relevance} × prominence ${h.prominence} × tier ${h.scope_factor}`
+    : `prominence ${h.prominence} = importance ${h.importance} × decay ${h.decay} × (1 + reinforced ${h.reinforcement_count}) · tier ×${h.scope_factor}`;
+  return el(
+    "li",
+    { class: "learning", "data-id": h.id },
+    el("p", { class: "learning-text", text: h.text }),
+    el("p", {}, badge(h.type), badge(h.domain), badge(h.status, h.status === "active" ? "" : "muted"), h.institutional ? badge("institutional") : null),
+    el("p", { class: "score", text: parts }),
+    el("p", { class: "meta", text: `importance ${h.importance} · reinforced ${h.reinforcement_count}× (last ${h.last_reinforced || "never"}) · ${h.tier}: ${h.file}:${h.line}` }),
+  );
+}
 
 export function learningsView(panel) {
-  const query = el("input", { type: "search", name: "query", required: true, maxlength: 4096 });
+  const query = el("input", { type: "search", name: "query", maxlength: 4096, placeholder: "blank: list every learning" });
   const scope = el("select", { name: "scope" }, ["both", "agent", "crew"].map((s) => el("option", { value: s, text: s })));
   const order = el("select", { name: "order" }, Object.entries(ORDERS).map(([value, text]) => el("option", { value, text })));
+  const status = el("select", { name: "status" }, ["active", "any"].map((s) => el("option", { value: s, text: s })));
   panelForm(
     panel,
-    [field("About", query), field("Tier", scope), field("Order by", order)],
+    [field("About", query), field("Tier", scope), field("Order by", order), field("Status", status)],
     async () => {
+      if (!query.value.trim()) {
+        const by = order.value === "score" ? "prominence" : order.value;
+        const answer = await get("/memory/learnings", { order: by, scope: scope.value, status: status.value, limit: MAX_LISTED });
+        const more = answer.total > answer.count ? ` (the first ${answer.count} of ${answer.total})` : "";
+        return [`${answer.count} learning(s)${more}, ${BY[by]}`, el("ol", { class: "ranked" }, answer.learnings.map((h) => learningRow(h, false)))];
+      }
       const answer = await post("/memory/learnings/search", { query: query.value, scope: scope.value, limit: 20 });
       const ranked = answer.hits.map((h, i) => ({ ...h, rank: i + 1 }));
-      if (order.value === "reinforced") ranked.sort((a, b) => b.reinforcement_count - a.reinforcement_count || a.rank - b.rank);
-      const rows = ranked.map((h) =>
-        el(
-          "li",
-          { class: "learning" },
-          el("p", { class: "learning-text", text: h.text }),
-          el("p", {}, badge(h.type), badge(h.domain), badge(h.status, h.status === "active" ? "" : "muted"), h.institutional ? badge("institutional") : null),
-          el("p", { class: "score", text: `#${h.rank} score ${h.score} = relevance ${h.relevance} × prominence ${h.prominence} × tier ${h.scope_factor}` }),
-          el("p", { class: "meta", text: `importance ${h.importance} · reinforced ${h.reinforcement_count}× (last ${h.last_reinforced || "never"}) · ${h.tier}: ${h.file}:${h.line}` }),
-        ),
-      );
-      const by = order.value === "reinforced" ? "most reinforced first" : "best score first";
-      return [`${answer.count} learning(s) about these words, ${by} (${answer.mode} retrieval); a learning that shares no word with them is not listed`, el("ol", { class: "ranked" }, rows)];
+      const key = { reinforced: (h) => h.reinforcement_count, prominence: (h) => h.prominence, recent: (h) => Date.parse(h.last_reinforced ?? "") || 0 }[order.value];
+      if (key) ranked.sort((a, b) => key(b) - key(a) || a.rank - b.rank);
+      return [`${answer.count} learning(s) about these words, ${BY[order.value]} (${answer.mode} retrieval); a learning that shares no word with them is not listed: leave About blank to list them all`, el("ol", { class: "ranked" }, ranked.map((h) => learningRow(h, true)))];
     },
     "Rank learnings",
   );

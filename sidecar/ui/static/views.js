@@ -9,14 +9,18 @@ export function panelForm(panel, controls, load, label) {
   const results = el("div", { class: "results" });
   const status = el("p", { class: "status", role: "status", "aria-live": "polite" });
   const form = el("form", { class: "controls" }, controls, el("button", { type: "submit", text: label }));
+  let latest = 0; // a run started later wins: an earlier one's answer arriving last is dropped
   const run = async () => {
+    const mine = ++latest;
     status.textContent = "Loading…";
     status.classList.remove("error");
     try {
       const [summary, nodes] = await load();
+      if (mine !== latest) return;
       status.textContent = summary;
       show(results, nodes);
     } catch (err) {
+      if (mine !== latest) return;
       status.textContent = err.detail ? `${err.code}: ${err.detail}` : String(err);
       status.classList.add("error");
       show(results);
@@ -42,6 +46,21 @@ function flaggedNote(flag) {
     badge("flagged", "warn"),
     ` looks like a prompt injection (${flag.category}: ${flag.pattern}); shown as plain text`,
   );
+}
+
+/** Show another tab and run `words` there (its form's query field, then its submit). */
+function runIn(view, words) {
+  const tab = document.querySelector(`[role="tab"][data-view="${view}"]`);
+  tab.click();
+  const panel = document.getElementById(tab.getAttribute("aria-controls"));
+  panel.querySelector('input[name="query"]').value = words;
+  panel.querySelector("form.controls").requestSubmit();
+}
+
+/** Search reads notes only: with no note hit, the same words where the rest of memory is. */
+function lookElsewhere(words) {
+  const link = (view, text) => el("button", { type: "button", class: "link", "data-view": view, onclick: () => runIn(view, words), text });
+  return el("p", { class: "elsewhere" }, "No note matches. Search covers notes only; look for the same words in ", link("facts", "Facts"), ", ", link("journal", "Journal"), " or ", link("learnings", "Learnings"), ".");
 }
 
 export function searchView(panel) {
@@ -79,7 +98,8 @@ export function searchView(panel) {
           el("pre", { class: "snippet", text: hit.snippet }),
         ),
       );
-      return [`${answer.count} hit(s), ${answer.mode} retrieval, ${answer.query_mode} query`, hits];
+      const elsewhere = answer.count ? null : lookElsewhere(query.value);
+      return [`${answer.count} hit(s), ${answer.mode} retrieval, ${answer.query_mode} query`, [elsewhere, ...hits]];
     },
     "Search",
   );
