@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 9119
 LOCOMO ?= ../shared/bench/locomo
 
-.PHONY: run test bench lint conformance screenshots clean
+.PHONY: run test bench docs lint conformance screenshots clean
 
 $(STAMP): pyproject.toml requirements.lock requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench --locomo $(LOCOMO)
+
+# The generated parts of the documentation (API reference, settings tables, the
+# performance page); BENCH=bench-results/latest.json takes a new run's figures first.
+docs: $(STAMP)
+	$(BIN)/python docs/generate.py $(if $(BENCH),--bench $(BENCH))
 
 # The official MCP conformance suite (Node, through npx) against a live daemon on temp
 # folders; prints a line and succeeds without running anything when npx is missing.

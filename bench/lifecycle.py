@@ -29,6 +29,7 @@ from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
 
 NAME = "lifecycle"
+DESCRIPTION = "a year of daily logs archived; search with archive vs without"
 DAYS, LOG_BYTES = 400, 30_000
 RETENTION = 30
 RATIO_TARGET = at_most(1.10, "<= 1.10x")  # the issue: the archive slows search <= 10%

@@ -31,6 +31,7 @@ from sidecar.journal.retention import usage
 from tests.journal_trimmer import standalone
 
 NAME = "lifecycle_journal"
+DESCRIPTION = "journal retention: one pass over 300 days"
 DAY = 86400.0
 WINDOW = 90
 PER_DAY = 40

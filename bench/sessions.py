@@ -19,6 +19,7 @@ from bench.report import BenchResult, Figure, Table, progress
 from bench.timing import LATENCY_HEADERS, Latency
 
 NAME = "sessions"
+DESCRIPTION = "a session's start (with its block) and end (40 events)"
 TASK = "database migration rollback"
 EVENTS = 40
 

@@ -21,6 +21,7 @@ from sidecar import demo
 from sidecar.ui.routes import load
 
 NAME = "ui"
+DESCRIPTION = "memory inspector: first paint of /ui in headless Chromium, asset bytes"
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
