@@ -177,7 +177,9 @@ class MemoryService:
 
     async def _session_events(self, tier: str, session_id: str, limit: int) -> list[Any]:
         """A session's events, oldest first, for its learnings' extraction."""
-        return (await self.journal.listing(tier, Filters(session_id), None, limit))["events"]
+        return (await self.journal.listing(tier, Filters(session_id=session_id), None, limit))[
+            "events"
+        ]
 
     def add_routes(self, app: web.Application) -> None:
         """Each capability registers its own HTTP routes."""

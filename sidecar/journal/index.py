@@ -109,7 +109,7 @@ def _events(conn: sqlite3.Connection, sql: str, args: Sequence[Any]) -> list[Row
     return list(starmap(Row, conn.execute(sql, args)))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)  # by name: fields get added between others
 class Filters:
     session_id: str | None = None
     operator: str | None = None  # the operator's key: their events only

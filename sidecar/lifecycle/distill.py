@@ -323,7 +323,7 @@ class Distiller:
         session = f"distill-{plan['job']}"
         try:
             seen = await self.journal.listing(
-                scope, Filters(session, (EVENT_TYPE,), include_superseded=True,
+                scope, Filters(session_id=session, types=(EVENT_TYPE,), include_superseded=True,
                                include_expired=True), None, 1,
             )  # fmt: skip
             if seen["events"]:
