@@ -36,7 +36,7 @@ conformance: $(STAMP)
 # The memory inspector's screenshots in docs/ui/, taken by its browser tests (needs Debian's
 # chromium: apt-get install -y chromium).
 screenshots: $(STAMP)
-	SIDECAR_UI_SCREENSHOTS=docs/ui $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ui_browser.py
+	SIDECAR_UI_SCREENSHOTS=docs/ui $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ui_browser.py tests/test_ui_history.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check sidecar tests bench

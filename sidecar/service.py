@@ -36,6 +36,7 @@ from sidecar.learnings import routes as learnings_routes
 from sidecar.learnings.extraction import Extraction
 from sidecar.learnings.learnings import Learnings
 from sidecar.lifecycle import routes as lifecycle_routes
+from sidecar.lifecycle.distill import Distiller
 from sidecar.lifecycle.engine import Lifecycle
 from sidecar.llm.client import LLMClient
 from sidecar.llm.factory import make_client
@@ -129,7 +130,7 @@ class MemoryService:
         self.embeddings = Embeddings(settings, self.indexes, hooks)
         reader = settings.crew_reader()  # a member reading the crew index in PostgreSQL
         self.crew_reader = open_store(*reader, read_only=True) if reader else None
-        self.search = Search(self.indexes, self.embeddings, self.lead, self.crew_reader)
+        self.search = Search(self.indexes, self.embeddings, self.lead, self.crew_reader, hooks)
         self.notes = Notes(settings, self.indexes, hooks)
         self.browser = Browser(settings, self.indexes, self.notes.read, hooks)  # MCP resources
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead, hooks)
@@ -141,7 +142,8 @@ class MemoryService:
         self.working = Working(settings, self.journal, llm, hooks)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working, hooks)
         self.extraction = Extraction(self.learnings, self._session_events, llm, self.lead, hooks)
-        self.lifecycle = Lifecycle(settings, self.indexes, hooks)
+        distiller = llm and Distiller(settings, llm, self.notes, self.learnings, self.journal)
+        self.lifecycle = Lifecycle(settings, self.indexes, hooks, distiller)  # None: no LLM
         self.search.archives = self.lifecycle.archive.store  # searched when asked
         has_crew = settings.role == "lead" or self.lead is not None or reader is not None
         self.context = ContextBuilder(

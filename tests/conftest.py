@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.service import MemoryService
+from tests.llm_stub import LLMStub
 
 # Sidecar processes the tests start are sparse-only too, unless a test says otherwise.
 os.environ.setdefault("SIDECAR_EMBEDDER", "none")
@@ -51,6 +52,16 @@ def settings(tier_dirs: tuple[Path, Path]) -> Settings:
         agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600, embedder="none",
         daily_retention_days=100_000,
     )  # fmt: skip
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[LLMStub]:
+    """An OpenAI-compatible model server on loopback (a module with another stub overrides it)."""
+    server = await LLMStub().start()
+    try:
+        yield server
+    finally:
+        await server.stop()
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from sidecar.config import Caps, Settings
 from sidecar.index.queue import TREE, JobKey
 from sidecar.lifecycle import months
 from sidecar.lifecycle.daily import ArchiveFull, _archive_month
+from sidecar.lifecycle.distill_jobs import DistillJobs
 from sidecar.notes.files import today_utc
 from sidecar.service import MemoryService
 from tests.conftest import eventually
@@ -311,19 +312,26 @@ async def test_a_failing_step_is_a_health_reason_and_the_others_still_run(
         calls.append((tier, days))
         raise RuntimeError("model server down")
 
-    svc.lifecycle.daily.distiller = distiller
+    jobs = DistillJobs(distiller, lc_settings.caps.core, svc.lifecycle.tasks)
+    svc.lifecycle.daily.jobs = svc.lifecycle.distill = jobs
     await svc.start()
     try:
         await eventually(lambda: _first_pass_done(svc), "the first maintenance pass")
+        await jobs.wait("agent")  # started once the logs were archived
         health = await svc.health()
         assert health["status"] == "degraded"
         assert any("lifecycle: agent: broken: OSError" in r for r in health["reasons"])
+        assert (
+            "lifecycle: agent: distillation: 3 archived day(s) not distilled: RuntimeError: "
+            "model server down" in health["reasons"]
+        )
         lc = (await svc.status("agent"))["lifecycle"]
         assert lc["last_run"]["steps"]["broken"]["error"].startswith("OSError")
         daily = lc["last_run"]["steps"]["daily"]
-        assert daily["archived"] == 3  # archived all the same
-        assert any("distillation failed" in p for p in daily["problems"])
-        assert lc["distillation"] == "on"
+        assert daily["archived"] == 3  # archived before the distiller was asked
+        assert daily["distillation"]["job"] == "started"
+        assert lc["distillation"]["last_error"] == "RuntimeError: model server down"
+        assert lc["distillation"]["state"] == "idle"
         assert [(t, [rel for rel, _ in days]) for t, days in calls] == [
             ("agent", [f"daily/{d}.md" for d in sorted(logs)])
         ]

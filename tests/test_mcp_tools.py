@@ -32,6 +32,7 @@ from sidecar.sessions.tools import END as SESSION_END
 from sidecar.sessions.tools import START as SESSION_START
 from sidecar.working.tools import REMEMBER
 
+# The tools every MCP endpoint lists, in order (test_mcp and test_mcp_http hold theirs to it).
 NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, SESSION_START,
          SESSION_END, MAINTAIN, REINDEX]  # fmt: skip
 

@@ -35,6 +35,13 @@ async def post(client: TestClient, path: str, status: int = 200, **body: Any) ->
     return dict(answer)
 
 
+async def tool_calls(client: TestClient, session_id: str, word: str, count: int) -> None:
+    """``count`` tool calls journaled for the session in one batch, summaries "WORD n"."""
+    calls = [{"type": "tool.call", "summary": f"{word} {n}", "session_id": session_id}
+             for n in range(count)]  # fmt: skip
+    await post(client, "/memory/journal", 201, events=calls)
+
+
 def session_log(settings: Settings) -> list[dict[str, Any]]:
     path = settings.agent_dir / "sessions" / "log.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
@@ -132,14 +139,7 @@ async def test_a_session_that_wrote_a_note_records_memory_updated_and_resets_the
     quiet = (await post(client, "/memory/session/start", task="read logs"))["session_id"]
     await post(client, "/memory/journal", 201, type="tool.call", summary="tail", session_id=quiet)
     busy = (await post(client, "/memory/session/start", task="fix the deploy"))["session_id"]
-    await post(
-        client,
-        "/memory/journal",
-        201,
-        events=[
-            {"type": "tool.call", "summary": f"step {n}", "session_id": busy} for n in range(60)
-        ],
-    )
+    await tool_calls(client, busy, "step", 60)
     block = (await post(client, "/memory/session/start", session_id=busy))["context"]
     assert "60 new journal entries since your last memory update" in block
     await post(client, "/memory/write", 201, file="AGENT.md", content="Run migrations first.")
@@ -147,14 +147,7 @@ async def test_a_session_that_wrote_a_note_records_memory_updated_and_resets_the
     (updated,) = await journal(service, busy, "memory.updated")
     assert updated["id"] == ended["memory_updated"]
     assert updated["payload"]["changed"] == ["agent notes written"]
-    await post(
-        client,
-        "/memory/journal",
-        201,
-        events=[
-            {"type": "tool.call", "summary": f"more {n}", "session_id": quiet} for n in range(59)
-        ],
-    )
+    await tool_calls(client, quiet, "more", 59)
     block = (await post(client, "/memory/session/start", session_id=quiet))["context"]
     assert "NUDGE" not in block  # 60 events in all, but only 59 since memory was updated
     await post(client, "/memory/journal", 201, type="tool.call", summary="one", session_id=quiet)

@@ -165,6 +165,13 @@ class Page:
         self.page.get_by_role("tab", name=name).click()
         return self.page.get_by_role("tabpanel", name=name)
 
+    def search(self, query: str) -> Any:
+        """The Search tab once it has been asked ``query``."""
+        panel = self.tab("Search")
+        panel.get_by_label("Query").fill(query)
+        panel.get_by_role("button", name="Search").click()
+        return panel
+
     def shot(self, name: str) -> None:
         if SHOTS:
             Path(SHOTS).mkdir(parents=True, exist_ok=True)
@@ -203,9 +210,7 @@ def test_the_page_and_its_assets_carry_a_strict_csp_and_stay_small(
 def test_search_shows_the_hit_the_api_returns(ui: Page, daemon: SidecarProcess) -> None:
     query = "Helm chart rollouts"
     expected = daemon.search(query, scope="both")[0]
-    panel = ui.tab("Search")
-    panel.get_by_label("Query").fill(query)
-    panel.get_by_role("button", name="Search").click()
+    panel = ui.search(query)
     hit = panel.locator("article.hit").first
     hit.wait_for()
     assert hit.locator(".file").inner_text() == expected["file"]
@@ -220,9 +225,7 @@ def test_search_shows_the_hit_the_api_returns(ui: Page, daemon: SidecarProcess) 
 
 
 def test_a_flagged_hit_is_marked_and_shown_as_text(ui: Page) -> None:
-    panel = ui.tab("Search")
-    panel.get_by_label("Query").fill("previous instructions ssh")
-    panel.get_by_role("button", name="Search").click()
+    panel = ui.search("previous instructions ssh")
     hit = panel.locator("article.hit.flagged").first
     hit.wait_for()
     assert "instruction_override" in hit.locator(".flag").inner_text()
@@ -230,9 +233,7 @@ def test_a_flagged_hit_is_marked_and_shown_as_text(ui: Page) -> None:
 
 
 def test_hostile_markup_in_a_note_is_visible_as_text_and_never_runs(ui: Page) -> None:
-    panel = ui.tab("Search")
-    panel.get_by_label("Query").fill("vendor page said")
-    panel.get_by_role("button", name="Search").click()
+    panel = ui.search("vendor page said")
     snippet = panel.locator("article.hit .snippet").first
     snippet.wait_for()
     assert "<script>" in snippet.inner_text()

@@ -8,9 +8,9 @@ never lost. A pass after a crash finds the section already there: same bytes, th
 just removed; a log that extends the section replaces it; a log written again for a day
 already archived is added to its section. Every line ends up on disk exactly once.
 
-Before a window is archived a distiller, when one is configured, reads its logs and
-proposes what is durable (``lifecycle.distill``); its failure is reported, and archival
-proceeds anyway: history must never pile up because a model is down.
+With an LLM configured, the step then starts distillation of the archived days in the
+background (``distill_jobs``) and answers without waiting for it: archival never waits
+for a model, so history never piles up, and a write waiting for room never waits on one.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -32,20 +32,18 @@ from typing import Any
 
 from sidecar.config import Settings
 from sidecar.disk import durable
-from sidecar.disk.tiers import ARCHIVE_DIR, UnsafePath, decode_text, read_fd
+from sidecar.disk.tiers import ARCHIVE_DIR, read_fd
 from sidecar.index.indexes import TierIndexes
 from sidecar.index.queue import OPTIMIZE, TREE, JobKey
 from sidecar.lifecycle import months
 from sidecar.lifecycle.archive_index import ArchiveIndex
+from sidecar.lifecycle.distill_jobs import DistillJobs
 from sidecar.lifecycle.months import Month, Section
 
 log = logging.getLogger(__name__)
 
-# (tier, [(rel path, text) of each log about to be archived]) -> its report.
-Distiller = Callable[[str, list[tuple[str, str]]], Awaitable[dict[str, Any]]]
-
 DAILY_DIR = "daily"
-MONTHS_DIR = f"{ARCHIVE_DIR}/daily"
+MONTHS_DIR = months.FOLDER
 _DAY_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
 NO_DISTILLER = "off: no LLM is configured (--llm-url, --llm-model); logs are archived as they are"
 
@@ -78,14 +76,14 @@ class DailyStep:
         indexes: TierIndexes,
         archive: ArchiveIndex,
         executor: Executor,
-        distiller: Distiller | None = None,
+        jobs: DistillJobs | None = None,
     ) -> None:
         self.settings, self.indexes, self.executor = settings, indexes, executor
         self.archive = archive
-        self.distiller = distiller
+        self.jobs = jobs  # None: no LLM is configured
 
-    def distillation(self) -> str:
-        return "on" if self.distiller is not None else NO_DISTILLER
+    def distillation(self, tier: str) -> str | dict[str, Any]:
+        return NO_DISTILLER if self.jobs is None else self.jobs.state(tier)
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
@@ -109,18 +107,8 @@ class DailyStep:
             "due": len(days),
             "due_bytes": sum(len(data) for _, data in days),
             "months": sorted(scan.due),
-            "distillation": self.distillation(),
         }
         problems = scan.problems
-        if days and self.distiller is not None and not dry_run:
-            logs = [(f"{DAILY_DIR}/{d}.md", decode_text(data)) for d, data in days]
-            try:
-                body["distillation"] = await self.distiller(tier, logs)
-            except Exception as exc:  # reported; the logs are archived all the same
-                log.warning("distillation failed", extra={"tier": tier, "error": str(exc)})
-                problems.append(f"distillation failed ({type(exc).__name__}: {exc}); the "
-                                "logs were archived without it")  # fmt: skip
-                body["distillation"] = {"error": str(exc)}
         archive_total, changed_meanwhile, full = scan.archive_total, 0, None
         for month in sorted(scan.due):
             try:
@@ -138,6 +126,7 @@ class DailyStep:
                 counts[action] += done.counts[action]
         if days and not dry_run:
             await self._reindex(tier)
+        body["distillation"] = await self._distil(tier, root, scan, dry_run)
         after: Scan = await self._run(_scan, root, None)
         body.update(counts)
         if changed_meanwhile:
@@ -145,11 +134,22 @@ class DailyStep:
         body["active_bytes"], body["archived_bytes"] = after.active_bytes, after.archived_bytes
         body["archive_cap"] = self.settings.caps.archive
         body["problems"] = sorted(set(problems + after.problems))
-        if full is not None:  # a health reason until a pass finds room again
+        if full is not None:  # until a pass does better
             body["degraded"] = full
         if dry_run:
             body["dry_run"] = True
         return body
+
+    async def _distil(self, tier: str, root: Path, scan: Scan, dry_run: bool) -> Any:
+        """Start the tier's distillation job (unless one runs) and answer its state; a dry
+        run answers what it would distil, the days due now included."""
+        if self.jobs is None:
+            return NO_DISTILLER
+        if dry_run:
+            due = {day: data for month in scan.due.values() for day, data in month.items()}
+            return await self.jobs.plan(tier, root, due)
+        started = self.jobs.start(tier, root)
+        return {"job": "started" if started else "running", **self.jobs.state(tier)}
 
     async def _reindex(self, tier: str) -> None:
         """Index the moves before the pass answers: a write waiting for room measures the
@@ -168,7 +168,7 @@ def _scan(root: Path, cutoff: date | None) -> Scan:
     """Sizes of the logs and the archive, what is odd in them, and (given ``cutoff``) the
     bytes of every log older than it, by month. Blocking."""
     scan = Scan()
-    for name, st in _entries(root / DAILY_DIR):
+    for name, st in months.entries(root / DAILY_DIR):
         rel = f"{DAILY_DIR}/{name}"
         if not name.endswith(".md"):
             continue
@@ -179,10 +179,10 @@ def _scan(root: Path, cutoff: date | None) -> Scan:
                                  "date); left alone")  # fmt: skip
             continue
         if cutoff is not None and day < cutoff:
-            data = _read(root / DAILY_DIR, name)
+            data = months.read(root / DAILY_DIR, name)
             if data is not None:
                 scan.due.setdefault(day.isoformat()[:7], {})[day.isoformat()] = data
-    for name, st in _entries(root / MONTHS_DIR):
+    for name, st in months.entries(root / MONTHS_DIR):
         if not name.endswith(".md"):
             continue
         scan.archived_bytes += st.st_size
@@ -192,30 +192,13 @@ def _scan(root: Path, cutoff: date | None) -> Scan:
                                  "alone, still read and searched as a note")  # fmt: skip
             continue
         if cutoff is not None:  # a pass, not a glance at the sizes
-            scan.problems += months.parse(_read(root / MONTHS_DIR, name), rel).problems
+            scan.problems += months.parse(months.read(root / MONTHS_DIR, name), rel).problems
     for dirpath, _, names in os.walk(root / ARCHIVE_DIR):
         for name in names:
             with contextlib.suppress(OSError):
                 st = os.lstat(os.path.join(dirpath, name))
                 scan.archive_total += st.st_size if stat.S_ISREG(st.st_mode) else 0
     return scan
-
-
-def _entries(folder: Path) -> list[tuple[str, os.stat_result]]:
-    """Regular, visible files of a folder (none if it is missing or a link)."""
-    try:
-        if not stat.S_ISDIR(folder.lstat().st_mode):
-            return []
-        entries = list(os.scandir(folder))
-    except OSError:
-        return []
-    found = []
-    for entry in entries:
-        with contextlib.suppress(OSError):
-            st = entry.stat(follow_symlinks=False)
-            if not entry.name.startswith(".") and stat.S_ISREG(st.st_mode):
-                found.append((entry.name, st))
-    return found
 
 
 def _day_of(name: str) -> date | None:
@@ -225,17 +208,6 @@ def _day_of(name: str) -> date | None:
     try:
         return date.fromisoformat(m.group(1))
     except ValueError:
-        return None
-
-
-def _read(folder: Path, name: str) -> bytes | None:
-    try:
-        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        return read_fd(fd, name)[0]
-    except UnsafePath:  # not a regular file with one link: never ours to move
         return None
 
 
@@ -274,7 +246,7 @@ def _archive_month(
     still holds what was archived. Blocking."""
     rel = f"{MONTHS_DIR}/{month}.md"
     folder = root / MONTHS_DIR
-    current = _read(folder, f"{month}.md") if folder.is_dir() else None
+    current = months.read(folder, f"{month}.md") if folder.is_dir() else None
     parsed = months.parse(current, rel)
     done = MonthDone(_merge(parsed, logs), problems=parsed.problems)
     if dry_run:

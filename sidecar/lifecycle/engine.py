@@ -6,7 +6,8 @@ journal's days from the journal) in order, each crash-safe on its own. Passes ru
 start, on a jittered schedule, on demand (``POST /memory/maintain``) and when a write is
 refused for room (``hooks.make_room``). One pass at a time per tier: a request while one
 runs joins it rather than starting a second. A failing step is logged and is a health
-reason; the other steps still run.
+reason; the other steps still run. No pass waits for a model: the daily step starts
+distillation as a background job of its own (``distill_jobs``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
 from sidecar.lifecycle.archive_index import ArchiveIndex
-from sidecar.lifecycle.daily import DailyStep, Distiller
+from sidecar.lifecycle.daily import DailyStep
+from sidecar.lifecycle.distill_jobs import Distiller, DistillJobs
 from sidecar.metrics import LIFECYCLE_BYTES, LIFECYCLE_LAST_RUN, LIFECYCLE_RUNS
 
 log = logging.getLogger(__name__)
@@ -60,14 +62,15 @@ class Lifecycle(Capability):
         self.settings = settings
         self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-lifecycle")
         self.archive = ArchiveIndex(settings.chunk_chars, self._files)
-        self.daily = DailyStep(settings, indexes, self.archive, self._files, distiller)
+        self.tasks = Tasks()
+        self.distill = distiller and DistillJobs(distiller, settings.caps.core, self.tasks)
+        self.daily = DailyStep(settings, indexes, self.archive, self._files, self.distill)
         hooks.maintenance.append(self.daily)
         hooks.file_changed.append(self.archive.changed)
         hooks.make_room.append(self.make_room)
         self.steps: list[MaintenanceStep] = hooks.maintenance  # the journal adds its own
         self.indexes = indexes
         self.runs: dict[str, TierRun] = {}
-        self.tasks = Tasks()
 
     async def open(self) -> None:
         tiers = self.indexes.tiers  # open by now
@@ -82,6 +85,8 @@ class Lifecycle(Capability):
         for tr in self.runs.values():  # a pass under way finishes its step: it is crash-safe
             if tr.running is not None and not tr.running.done():
                 await asyncio.gather(tr.running, return_exceptions=True)
+        if self.distill is not None:  # after the passes, which start its jobs
+            await self.distill.stop()
 
     async def close(self) -> None:
         await self.archive.close()
@@ -220,7 +225,7 @@ class Lifecycle(Capability):
             "next_run": iso(tr.next_run) if tr.next_run else None,
             "interval_s": self.settings.maintain_interval,
             "daily_retention_days": self.settings.daily_retention_days,
-            "distillation": self.daily.distillation(),
+            "distillation": self.daily.distillation(scope),
             "kinds": kinds,
             "archive_index": await self.archive.status(scope),
             "errors": dict(tr.errors),
@@ -237,4 +242,5 @@ class Lifecycle(Capability):
         ]
         reasons += [f"lifecycle: {tier}: archive index: {why}"
                     for tier, why in sorted(self.archive.problems.items())]  # fmt: skip
+        reasons += self.distill.reasons() if self.distill is not None else []
         return Health(reasons)

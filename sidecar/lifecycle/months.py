@@ -11,16 +11,24 @@ file, under a heading naming the day (so search hits and readers see which day i
 
 The begin marker's byte count tells a section as archived from one a person edited since.
 Everything is bytes: text outside sections (the month's title, a person's notes, text that
-is not UTF-8) is kept exactly as it was, and a section is replaced in place.
+is not UTF-8) is kept exactly as it was, and a section is replaced in place. Files are read
+without following links (``entries``, ``read``): a link below the tier is never ours.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import stat
 from dataclasses import dataclass
+from pathlib import Path
+
+from sidecar.disk.tiers import UnsafePath, read_fd
 
 _BEGIN = re.compile(rb"^<!-- archived (daily/(\d{4}-\d{2}-\d{2})\.md) bytes=(\d+) -->\n", re.M)
 MONTH_NAME = re.compile(r"(\d{4}-\d{2})\.md")
+FOLDER = "archive/daily"  # in the tier
 
 
 @dataclass(slots=True)
@@ -113,3 +121,43 @@ def parse(data: bytes | None, rel: str) -> Month:
     if at < len(data):
         parts.append(data[at:])
     return Month(parts, problems)
+
+
+def entries(folder: Path) -> list[tuple[str, os.stat_result]]:
+    """Regular, visible files of a folder (none if it is missing or a link)."""
+    try:
+        if not stat.S_ISDIR(folder.lstat().st_mode):
+            return []
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            st = entry.stat(follow_symlinks=False)
+            if not entry.name.startswith(".") and stat.S_ISREG(st.st_mode):
+                found.append((entry.name, st))
+    return found
+
+
+def read(folder: Path, name: str) -> bytes | None:
+    """A regular file's bytes; None if it is missing, a link, or has other links."""
+    try:
+        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return read_fd(fd, name)[0]
+    except UnsafePath:  # not a regular file with one link: never ours to move
+        return None
+
+
+def archived_days(folder: Path) -> dict[str, bytes]:
+    """Every day's section in the month files of ``folder``, as found. Blocking."""
+    days: dict[str, bytes] = {}
+    for name, _ in entries(folder):
+        if MONTH_NAME.fullmatch(name):
+            for part in parse(read(folder, name), name).parts:
+                if isinstance(part, Section):
+                    days[part.day] = part.content
+    return days

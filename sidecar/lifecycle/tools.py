@@ -18,9 +18,14 @@ def summary(name: str, tier: dict[str, Any], dry_run: bool) -> str:
     moved = sum(daily.get(k, 0) for k in ("archived", "replaced", "merged"))
     verb = "would archive" if dry_run else "archived"
     what = f"{daily.get('due', 0)} daily log(s) due" if dry_run else f"{moved} daily log(s)"
-    return (f"{name}: {verb} {what} older than {daily.get('older_than')}; active "
+    line = (f"{name}: {verb} {what} older than {daily.get('older_than')}; active "
             f"{tier['active_bytes_before']} -> {tier['active_bytes_after']} bytes, archived "
             f"{tier['archived_bytes']} bytes")  # fmt: skip
+    distil = daily.get("distillation")
+    if dry_run and isinstance(distil, dict) and "days_pending" in distil:
+        line += (f"; would distil {distil['next_job_days']} of {distil['days_pending']} "
+                 "day(s) not yet distilled")  # fmt: skip
+    return line
 
 
 def render(body: dict[str, Any], args: dict[str, Any]) -> str:

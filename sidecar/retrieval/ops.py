@@ -17,6 +17,7 @@ SEARCH = ops.Op.of(
         "also search archive/: old daily logs moved out of the active tier, by their "
         "words (hits say archived: true)",
     ),
+    session_id=ops.label(about="the session searching: an open session it names is not idle"),
 )
 # The tool leaves the mode to the daemon, and shows a model fewer results at a time.
 TOOL_SCHEMA = SEARCH.schema(omit=("mode",), limit={"maximum": 20})

@@ -12,6 +12,7 @@ from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
 from sidecar.disk.tiers import is_archived
+from sidecar.index.dates import hit_date
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
@@ -46,6 +47,9 @@ class Result:
             "snippet": snippet(self.hit.text, query_terms),
             "score": round(self.score, 6),
         }
+        when = hit_date(self.hit.path, self.hit.heading)
+        if when is not None:
+            body["date"] = when
         if self.ranks:
             body["ranks"] = self.ranks
         if is_archived(self.hit.path):  # history moved out of the active tier

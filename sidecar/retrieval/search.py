@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sidecar.capability import Hooks
 from sidecar.crew.client import LeadClient, LeadUnavailable, unreachable
 from sidecar.disk.tiers import is_note
 from sidecar.errors import ApiError
@@ -54,8 +55,10 @@ class Search:
         embeddings: Embeddings,
         lead: LeadClient | None,
         crew_reader: IndexStore | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.indexes = indexes
+        self.hooks = hooks or Hooks()  # fires session_seen
         self.embeddings = embeddings
         self.lead = lead
         # A member whose crew index is in PostgreSQL searches it here (BM25, read-only)
@@ -66,11 +69,19 @@ class Search:
 
     @timed("search")
     async def search(
-        self, query: str, scope: str, limit: int, mode: str | None = None, archive: bool = False
+        self,
+        query: str,
+        scope: str,
+        limit: int,
+        mode: str | None = None,
+        archive: bool = False,
+        session_id: str | None = None,
     ) -> SearchResponse:
         """Each tier ranked by BM25, dense vectors or both; tiers fused by rank; a member
         asks the lead for the crew tier. ``archive``: each local tier's archive too, by
-        BM25, fused with the tier's own hits by rank."""
+        BM25, fused with the tier's own hits by rank. ``session_id``: the session searching,
+        which is not idle."""
+        self.hooks.tell_seen(session_id)
         elsewhere = self.lead is not None or self.crew_reader is not None
         states = self.indexes.for_scope(scope, lead_has_crew=elsewhere)
         asked = mode

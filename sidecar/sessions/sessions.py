@@ -35,6 +35,7 @@ from sidecar.operators import identity
 from sidecar.operators.operators import Operators
 from sidecar.sessions import log as session_log
 from sidecar.sessions.log import Session
+from sidecar.sessions.upkeep import SessionsStep
 from sidecar.working.working import NOTE, SUMMARY, Working
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,18 @@ class Sessions(Capability):
         self._ending: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._log_lock = asyncio.Lock()
         hooks.recorded.append(self._recorded)
-        operators.sessions_of = self.sessions_of  # distill reads only the operator's own
+        hooks.stamp.append(self._stamp)
+        hooks.session_seen.append(self._seen)
+        hooks.maintenance.append(
+            SessionsStep(
+                self.root,
+                SCOPE,
+                settings.sessions_retention_days,
+                lambda: self.sessions,
+                self._log_lock,
+                self._run,
+            )
+        )
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -139,6 +151,36 @@ class Sessions(Capability):
             if session is not None and session.ended is None:
                 session.last_seen = max(session.last_seen, now)
 
+    def _seen(self, session_id: str) -> None:
+        """A recall or search named an open session: it is not idle."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.ended is None:
+            session.last_seen = max(session.last_seen, time.time())
+
+    async def _stamp(self, tier: str, records: list[dict[str, Any]],
+                     who: list[tuple[str, str] | None]) -> None:  # fmt: skip
+        """Each event gets the key of the operator it names by its ids, else of its
+        session's operator (a session started with one): distill and sweeps filter on it.
+        An event naming an operator other than its session's is refused (409), as a
+        start of that session for them would be."""
+        keys: dict[tuple[str, str], str] = {}
+        for record, named in zip(records, who, strict=True):
+            session = self.sessions.get(record.get("session_id") or "")
+            of_session = session.operator if session is not None else None
+            if named is None:
+                if of_session is not None:
+                    record["operator"] = of_session
+                continue
+            for name, value in zip(("user_id", "workspace_id"), named, strict=True):
+                identity.check_id(name, value)
+            if named not in keys:
+                keys[named] = await self._operator(*named)
+            if of_session is not None and of_session != keys[named]:
+                raise ApiError(409, "session_operator", f"session {record['session_id']!r} "
+                               "works with another operator; nothing was recorded. Record "
+                               "this operator's events in a session of their own")  # fmt: skip
+            record["operator"] = keys[named]
+
     # -- start ---------------------------------------------------------------------------
 
     async def begin(self, a: dict[str, Any]) -> dict[str, Any]:
@@ -187,15 +229,10 @@ class Sessions(Capability):
             rel = (await self._run(identity.model_paths, crew, user, workspace, create))[0]
         except OSError as exc:
             raise ApiError(503, "operator_secret_unavailable", f"the crew tier's operator "
-                           f"secret could not be read or created ({exc}); nothing was started. "
+                           f"secret could not be read or created ({exc}); nothing was written. "
                            f"Make {identity.SECRET_FILE} a regular file the daemon can read"
                            ) from None  # fmt: skip
         return rel.removeprefix("users/").removesuffix(".md")
-
-    def sessions_of(self, operator: str) -> list[str]:
-        """The operator's sessions, the latest started first."""
-        mine = [s for s in self.sessions.values() if s.operator == operator]
-        return [s.session_id for s in sorted(mine, key=lambda s: -s.started_at)]
 
     # -- end -----------------------------------------------------------------------------
 

@@ -26,8 +26,10 @@ ASSETS = {
     "api.js": "text/javascript",
     "dom.js": "text/javascript",
     "views.js": "text/javascript",
+    "journal.js": "text/javascript",
     "knowledge.js": "text/javascript",
     "health.js": "text/javascript",
+    "lifecycle.js": "text/javascript",
     "ui.css": "text/css",
 }
 HEADERS = {

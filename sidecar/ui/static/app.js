@@ -3,7 +3,8 @@
 // while it is the tab shown in a visible window.
 import { blockView, factsView, learningsView } from "./knowledge.js";
 import { healthView } from "./health.js";
-import { filesView, journalView, searchView } from "./views.js";
+import { journalView } from "./journal.js";
+import { filesView, searchView } from "./views.js";
 
 const VIEWS = {
   search: searchView,

@@ -2,6 +2,7 @@
 // history, what each capability reports; and the few actions, each confirmed first.
 import { get, post } from "./api.js";
 import { badge, el, field, show, when } from "./dom.js";
+import { lifecycleSection, runMaintenance } from "./lifecycle.js";
 import { panelForm } from "./views.js";
 
 const METRICS = ["freshness", "coverage", "coherence", "efficiency", "reachability"];
@@ -72,6 +73,7 @@ async function load() {
     reasons.length ? el("ul", { class: "reasons" }, reasons) : null,
     el("ul", { class: "tiers" }, tiers),
     el("div", { class: "columns" }, journals.map((j, i) => (j.error ? el("p", { class: "error", text: `${["agent", "crew"][i]}: ${j.error.detail}` }) : tierHealth(j.scope, j)))),
+    lifecycleSection(status),
     capabilities(status),
   ];
   return [`checked ${when(new Date().toISOString())}`, parts];
@@ -82,7 +84,7 @@ function action(title, controls, confirmText, perform) {
   const form = el("form", { class: "controls action" }, el("h3", { text: title }), controls, el("button", { type: "submit", class: "danger", text: `${title}…` }), out);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    if (!window.confirm(confirmText())) return;
+    if (confirmText && !window.confirm(confirmText())) return; // else perform asks itself
     out.classList.remove("error");
     try {
       out.textContent = await perform();
@@ -99,11 +101,13 @@ export function healthView(panel) {
   const session = el("input", { name: "session_id", required: true, maxlength: 128 });
   const user = el("input", { name: "user_id", required: true, maxlength: 256 });
   const workspace = el("input", { name: "workspace_id", required: true, maxlength: 256 });
+  const tiers = el("select", { name: "scope" }, ["both", "agent", "crew"].map((s) => el("option", { value: s, text: s })));
   panel.append(
     el(
       "section",
       { class: "actions-list", "aria-label": "Actions" },
       el("h2", { text: "Actions" }),
+      action("Run maintenance", [field("Tiers to maintain", tiers)], null, () => runMaintenance(tiers.value, run)),
       action("Reindex", [], () => "Rebuild both tiers' indexes from the files on disk?", async () => {
         const body = await post("/memory/reindex", {}, { scope: "both" });
         return `reindex accepted: ${JSON.stringify(body)}`;

@@ -1,4 +1,5 @@
-// The read-only views: search, files, journal, facts, learnings and the memory block.
+// The read-only views: search and files (the journal, facts, learnings and the memory
+// block have their own modules).
 // Each builds its form once and redraws its results on the user's request.
 import { get, post } from "./api.js";
 import { badge, el, field, markdown, show, when } from "./dom.js";
@@ -8,14 +9,18 @@ export function panelForm(panel, controls, load, label) {
   const results = el("div", { class: "results" });
   const status = el("p", { class: "status", role: "status", "aria-live": "polite" });
   const form = el("form", { class: "controls" }, controls, el("button", { type: "submit", text: label }));
+  let latest = 0; // a run started later wins: an earlier one's answer arriving last is dropped
   const run = async () => {
+    const mine = ++latest;
     status.textContent = "Loading…";
     status.classList.remove("error");
     try {
       const [summary, nodes] = await load();
+      if (mine !== latest) return;
       status.textContent = summary;
       show(results, nodes);
     } catch (err) {
+      if (mine !== latest) return;
       status.textContent = err.detail ? `${err.code}: ${err.detail}` : String(err);
       status.classList.add("error");
       show(results);
@@ -29,7 +34,7 @@ export function panelForm(panel, controls, load, label) {
   return { form, run, results, status };
 }
 
-function scopeSelect(name, options, value) {
+export function scopeSelect(name, options, value) {
   return el("select", { name }, options.map((o) => el("option", { value: o, selected: o === value, text: o })));
 }
 
@@ -43,26 +48,44 @@ function flaggedNote(flag) {
   );
 }
 
+/** Show another tab and run `words` there (its form's query field, then its submit). */
+function runIn(view, words) {
+  const tab = document.querySelector(`[role="tab"][data-view="${view}"]`);
+  tab.click();
+  const panel = document.getElementById(tab.getAttribute("aria-controls"));
+  panel.querySelector('input[name="query"]').value = words;
+  panel.querySelector("form.controls").requestSubmit();
+}
+
+/** Search reads notes only: with no note hit, the same words where the rest of memory is. */
+function lookElsewhere(words) {
+  const link = (view, text) => el("button", { type: "button", class: "link", "data-view": view, onclick: () => runIn(view, words), text });
+  return el("p", { class: "elsewhere" }, "No note matches. Search covers notes only; look for the same words in ", link("facts", "Facts"), ", ", link("journal", "Journal"), " or ", link("learnings", "Learnings"), ".");
+}
+
 export function searchView(panel) {
   const query = el("input", { type: "search", name: "query", required: true, maxlength: 4096 });
   const scope = scopeSelect("scope", ["both", "agent", "crew"], "both");
   const limit = el("input", { type: "number", name: "limit", min: 1, max: 50, value: 10 });
+  const archive = el("input", { type: "checkbox", name: "archive" });
   panelForm(
     panel,
-    [field("Query", query), field("Tier", scope), field("Hits", limit)],
+    [field("Query", query), field("Tier", scope), field("Hits", limit), el("label", { class: "check" }, archive, " include archive")],
     async () => {
       const body = { query: query.value, scope: scope.value, limit: Number(limit.value) || 10 };
+      if (archive.checked) body.archive = true; // old daily logs the lifecycle moved to archive/
       const answer = await post("/memory/search", body);
       const hits = answer.results.map((hit) =>
         el(
           "article",
-          { class: `hit${hit.flagged ? " flagged" : ""}` },
+          { class: `hit${hit.flagged ? " flagged" : ""}${hit.archived ? " archived" : ""}` },
           el(
             "header",
             {},
             el("strong", { class: "file", text: hit.file }),
             ` lines ${hit.start_line}–${hit.end_line} `,
             badge(hit.source),
+            hit.archived ? badge("archived", "muted") : null,
           ),
           hit.heading ? el("p", { class: "heading", text: hit.heading }) : null,
           el(
@@ -75,7 +98,8 @@ export function searchView(panel) {
           el("pre", { class: "snippet", text: hit.snippet }),
         ),
       );
-      return [`${answer.count} hit(s), ${answer.mode} retrieval, ${answer.query_mode} query`, hits];
+      const elsewhere = answer.count ? null : lookElsewhere(query.value);
+      return [`${answer.count} hit(s), ${answer.mode} retrieval, ${answer.query_mode} query`, [elsewhere, ...hits]];
     },
     "Search",
   );
@@ -130,69 +154,4 @@ export function filesView(panel) {
     "List files",
   );
   return run;
-}
-
-function isoDay(value, end) {
-  return value ? `${value}T${end ? "23:59:59" : "00:00:00"}Z` : undefined;
-}
-
-const PAGE = 100; // events a request lists; "Show later events" asks for the next ones
-
-export function journalView(panel) {
-  const scope = scopeSelect("scope", ["agent", "crew"], "agent");
-  const type = el("input", { name: "type", placeholder: "deploy.failed" });
-  const severity = scopeSelect("severity", ["any", "info", "warn", "error"], "any");
-  const session = el("input", { name: "session_id" });
-  const since = el("input", { type: "date", name: "since" });
-  const until = el("input", { type: "date", name: "until" });
-  const page = (cursor) =>
-    get("/memory/journal", {
-      scope: scope.value,
-      type: type.value.split(",").map((t) => t.trim()).filter(Boolean),
-      session_id: session.value.trim(),
-      since: isoDay(since.value, false),
-      until: isoDay(until.value, true),
-      limit: PAGE,
-      cursor,
-    });
-  const { run } = panelForm(
-    panel,
-    [field("Tier", scope), field("Type", type), field("Severity", severity), field("Session", session), field("From", since), field("To", until)],
-    async () => {
-      const timeline = el("ol", { class: "timeline" });
-      const summary = el("p", { class: "meta" });
-      const more = el("button", { type: "button", text: "Show later events" });
-      let shown = 0;
-      const add = async (cursor) => {
-        const answer = await page(cursor);
-        const kept = answer.events.filter((e) => severity.value === "any" || e.severity === severity.value);
-        timeline.append(...kept.map(eventItem));
-        shown += kept.length;
-        summary.textContent = `${shown} event(s) shown, oldest first${answer.next_cursor ? "; more after them" : ""}`;
-        more.hidden = !answer.next_cursor;
-        more.onclick = () => add(answer.next_cursor).catch((err) => (summary.textContent = `${err.code}: ${err.detail}`));
-      };
-      await add(undefined);
-      return [`${shown} event(s)`, [summary, timeline, more]];
-    },
-    "Show events",
-  );
-  return run;
-}
-
-/** One journal event; what corrected it, what it corrects and when it stopped holding. */
-function eventItem(e) {
-  const expired = e.valid_until && Date.parse(e.valid_until) < Date.now();
-  const gone = e.superseded_by || expired;
-  return el(
-    "li",
-    { class: `event sev-${e.severity}${gone ? " gone" : ""}`, "data-id": e.id },
-    el("time", { datetime: e.ts, text: when(e.ts) }),
-    el("div", {}, badge(e.type), badge(e.severity, e.severity), e.superseded_by ? badge("superseded", "muted") : null, expired ? badge("expired", "muted") : null),
-    el("p", { class: "summary", text: e.summary }),
-    el("p", { class: "meta", text: `session ${e.session_id || "—"} · id ${e.id} · referenced ${e.reference_count}×` }),
-    e.supersedes ? el("p", { class: "relation", text: `corrects ${e.supersedes}` }) : null,
-    e.superseded_by ? el("p", { class: "relation", text: `superseded by ${e.superseded_by}` }) : null,
-    e.valid_until ? el("p", { class: "relation", text: `true until ${when(e.valid_until)}` }) : null,
-  );
 }
