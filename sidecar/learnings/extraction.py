@@ -24,8 +24,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable
 from sidecar.disk.tiers import decode_text, read_confined
@@ -283,6 +281,8 @@ class Extraction(Capability):
 
     async def apply_from_member(self, body: dict[str, Any]) -> dict[str, Any]:
         """A member's crew learnings (on the lead's crew address)."""
+        from jsonschema import Draft202012Validator  # only a lead ever checks these
+
         errors = [e.message for e in Draft202012Validator(REMOTE_SCHEMA).iter_errors(body)]
         if errors:
             raise ApiError(400, "bad_actions", f"the extracted learnings do not fit: {errors[0]}")

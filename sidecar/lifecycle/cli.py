@@ -6,7 +6,6 @@ import argparse
 
 from sidecar.daemon_client import call, client_command, print_json
 from sidecar.lifecycle.ops import MAINTAIN
-from sidecar.lifecycle.tools import render
 from sidecar.ops import add_args, cli_body
 
 
@@ -20,5 +19,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_maintain(args: argparse.Namespace) -> int:
     answer = call(args.url, "POST", "/memory/maintain", cli_body(MAINTAIN, args))
     if not print_json(args, answer):
+        from sidecar.lifecycle.tools import render  # with the MCP SDK: not for every command
+
         print(render(answer, {}))
     return 0

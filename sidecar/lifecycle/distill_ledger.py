@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from sidecar.disk import jsonl
 from sidecar.lifecycle import distill_prompt as dp
 
@@ -76,6 +74,8 @@ def _problem(r: dict[str, Any], core_cap: int) -> str | None:
     if not isinstance(r.get("cost", {}), dict) or not isinstance(r.get("excerpted", []), list):
         return "a plan's 'cost' must be an object and its 'excerpted' a list"
     answer = r.get("answer")
+    from jsonschema import Draft202012Validator  # on a plan read, not in every idle daemon
+
     errors = list(Draft202012Validator(dp.schema(core_cap)).iter_errors(answer))
     found = [e.message for e in errors[:1]] or dp.check(answer)
     return f"a plan's answer does not fit the schema ({found[0]})" if found else None
