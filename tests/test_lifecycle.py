@@ -485,6 +485,7 @@ async def test_a_month_file_that_is_not_a_regular_file_holds_back_only_its_month
         daily = lc["last_run"]["steps"]["daily"]
         assert "error" not in daily, daily
         assert any(f"archive/daily/{first[:7]}.md" in p for p in daily["problems"])
+        assert f"archive/daily/{first[:7]}.md" in lc["errors"]["daily"]  # a health reason
         assert (agent / "daily" / f"{first}.md").read_text() == logs[first]
         assert not (agent / "daily" / f"{second}.md").exists()
         held = (agent / "archive" / "daily" / f"{second[:7]}.md").read_text()

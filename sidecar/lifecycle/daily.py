@@ -120,8 +120,10 @@ class DailyStep:
                 full = str(exc)
                 break
             except (UnsafePath, OSError) as exc:  # that month's file only: the others go on
-                problems.append(f"{MONTHS_DIR}/{month}.md: {exc}; logs from {month} stay in "
-                                f"{DAILY_DIR}/ until it is a regular file or gone")  # fmt: skip
+                held = (f"{MONTHS_DIR}/{month}.md: {exc}; logs from {month} stay in "
+                        f"{DAILY_DIR}/ until it is a regular file or gone")  # fmt: skip
+                problems.append(held)
+                full = full or held
                 continue
             archive_total += done.grew
             changed_meanwhile += done.changed_meanwhile
