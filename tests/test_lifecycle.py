@@ -467,3 +467,26 @@ async def test_an_archive_index_that_cannot_open_is_a_health_reason(lc_settings:
         assert any("archive: not searchable" in d for d in found["degraded"])
         assert found["results"] == []  # the one log was archived all the same
         assert not any((agent / "daily").iterdir())
+
+
+async def test_a_month_file_that_is_not_a_regular_file_holds_back_only_its_month(
+    lc_settings: Settings,
+) -> None:
+    """A folder or link where a month file goes is that month's problem: the months after
+    it are still archived, and the step answers, not fails."""
+    agent = lc_settings.agent_dir
+    first, second = day_name(100), day_name(40)
+    assert first[:7] < second[:7]
+    (agent / "archive" / "daily" / f"{first[:7]}.md").mkdir(parents=True)
+    logs = lay_down(agent, range(100, 101))
+    later = lay_down(agent, range(40, 41))
+    async with started(lc_settings) as (_svc, client):
+        lc = await status(client)
+        daily = lc["last_run"]["steps"]["daily"]
+        assert "error" not in daily, daily
+        assert any(f"archive/daily/{first[:7]}.md" in p for p in daily["problems"])
+        assert f"archive/daily/{first[:7]}.md" in lc["errors"]["daily"]  # a health reason
+        assert (agent / "daily" / f"{first}.md").read_text() == logs[first]
+        assert not (agent / "daily" / f"{second}.md").exists()
+        held = (agent / "archive" / "daily" / f"{second[:7]}.md").read_text()
+        assert later[second] in held

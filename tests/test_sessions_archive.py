@@ -180,3 +180,28 @@ def test_archived_sessions_stay_archived_across_a_killed_daemons_restart(
     assert sorted(archived, key=json.dumps) == sorted(by_id["march"] + by_id["may"],
                                                       key=json.dumps)  # fmt: skip
     assert "march" not in (agent / LOG).read_text()
+
+
+async def test_a_month_file_that_is_not_a_regular_file_holds_back_only_its_sessions(
+    settings: Settings,
+) -> None:
+    """A folder where a month's archive goes keeps that month's sessions in the log (and
+    known), says so, and the other months still move."""
+    agent, now = settings.agent_dir, time.time()
+    by_id = history(agent, now)
+    blocked = agent / "archive" / "sessions" / f"{month(now - 119 * DAY)}.jsonl"
+    blocked.mkdir(parents=True)
+    may = agent / "archive" / "sessions" / f"{month(now - 60 * DAY)}.jsonl"
+    svc = MemoryService(settings)
+    await svc.start()
+    try:
+        answer = await svc.lifecycle.run("agent", "test")
+        step = answer["steps"]["sessions"]
+        assert "error" not in step, step
+        assert blocked.name in step["degraded"] and step["months"] == [may.name[:7]]
+        assert [json.loads(x) for x in lines_of(may)] == by_id["may"]
+        kept = [json.loads(x)["session_id"] for x in lines_of(agent / LOG)[:-1]]
+        assert kept.count("march") == 3 and "may" not in kept
+        assert "march" in svc.sessions.sessions and "may" not in svc.sessions.sessions
+    finally:
+        await svc.stop()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.disk import durable
-from sidecar.disk.tiers import read_confined
+from sidecar.disk.tiers import UnsafePath, read_confined
 
 MAX_LOG_BYTES = 256 * 1024 * 1024  # a log read whole to plan a pass; past it, left alone
 
@@ -31,6 +31,7 @@ Planner = Callable[[list[dict[str, Any] | None]], list[str | None]]
 class Moved:
     lines: int = 0  # moved out of the active log (or, dry run, that would be)
     months: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # months whose file cannot be written
 
 
 def _lines(data: bytes | None) -> list[bytes]:
@@ -61,18 +62,25 @@ def move(root: Path, rel: str, archive_dir: str, planner: Planner, dry_run: bool
     moved = Moved(sum(map(len, due.values())), sorted(due))
     if dry_run or not due:
         return moved
-    for month, month_lines in sorted(due.items()):
+    for month, month_lines in sorted(due.items()):  # a copy: a failed month leaves ``due``
 
         def build(current: bytes | None, add: list[bytes] = month_lines) -> bytes:
             have = _lines(current)
             held = set(have)
             return b"".join(have) + b"".join(line for line in add if line not in held)
 
-        durable.write_file(root, f"{archive_dir}/{month}.jsonl", build)
+        try:
+            durable.write_file(root, f"{archive_dir}/{month}.jsonl", build)
+        except (UnsafePath, OSError) as exc:  # that month's lines stay; the others move
+            moved.problems.append(f"{archive_dir}/{month}.jsonl: {exc}; its lines stay in "
+                                  f"{rel} until it is a regular file or gone")  # fmt: skip
+            moved.months.remove(month)
+            moved.lines -= len(due.pop(month))
     gone = {line for month_lines in due.values() for line in month_lines}
-    durable.write_file(
-        root, rel, lambda current: b"".join(x for x in _lines(current) if x not in gone)
-    )
+    if gone:
+        durable.write_file(
+            root, rel, lambda current: b"".join(x for x in _lines(current) if x not in gone)
+        )
     return moved
 
 

@@ -135,6 +135,8 @@ class LedgerStep:
         older = datetime.fromtimestamp(cutoff, UTC).isoformat(timespec="seconds")
         body: dict[str, Any] = {"older_than": older, "archived_lines": moved.lines,
                                 "months": moved.months}  # fmt: skip
+        if moved.problems:
+            body["problems"], body["degraded"] = moved.problems, moved.problems[0]
         if dry_run:
             body["dry_run"] = True
         return {**body, **await self.usage(tier)}

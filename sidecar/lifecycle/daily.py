@@ -32,7 +32,7 @@ from typing import Any
 
 from sidecar.config import Settings
 from sidecar.disk import durable
-from sidecar.disk.tiers import ARCHIVE_DIR, read_fd
+from sidecar.disk.tiers import ARCHIVE_DIR, UnsafePath, read_fd
 from sidecar.index.indexes import TierIndexes
 from sidecar.index.queue import OPTIMIZE, TREE, JobKey
 from sidecar.lifecycle import months
@@ -119,6 +119,12 @@ class DailyStep:
             except ArchiveFull as exc:
                 full = str(exc)
                 break
+            except (UnsafePath, OSError) as exc:  # that month's file only: the others go on
+                held = (f"{MONTHS_DIR}/{month}.md: {exc}; logs from {month} stay in "
+                        f"{DAILY_DIR}/ until it is a regular file or gone")  # fmt: skip
+                problems.append(held)
+                full = full or held
+                continue
             archive_total += done.grew
             changed_meanwhile += done.changed_meanwhile
             problems += done.problems

@@ -70,11 +70,15 @@ class SessionsStep:
 
             moved = await self.run(jsonl_archive.move, self.root, LOG, ARCHIVE, planner,
                                    dry_run)  # fmt: skip
-            if not dry_run:
-                for sid in due:
-                    self.sessions().pop(sid, None)
+            if not dry_run:  # a session whose month file could not be written stays
+                for sid, month in due.items():
+                    if month in moved.months:
+                        self.sessions().pop(sid, None)
         body: dict[str, Any] = {"older_than": iso(cutoff), "sessions": len(due),
                                 "archived_lines": moved.lines, "months": moved.months}  # fmt: skip
+        if moved.problems:
+            body["problems"] = moved.problems
+            body["degraded"] = moved.problems[0]
         if dry_run:
             body["dry_run"] = True
         return {**body, **await self.usage(tier)}
