@@ -75,7 +75,7 @@ def test_a_key_named_like_a_secret_loses_its_whole_value() -> None:
              "args": ["--token", "abc", "Bearer qwertyuiop12"], "max_tokens": 5}  # fmt: skip
     assert redact_value(value) == {
         "env": {"API_KEY": MARK, "HOME": "/root"}, "password": MARK,
-        "args": ["--token", "abc", f"Bearer {MARK}"], "max_tokens": 5,
+        "args": ["--token", MARK, f"Bearer {MARK}"], "max_tokens": 5,
     }  # fmt: skip
 
 
@@ -114,3 +114,13 @@ def test_a_wide_or_deep_tool_input_is_cut_before_it_is_read() -> None:
         deep = {"a": deep}
     event = tool_use.event("Bash", deep, {"stdout": [deep]}, None)
     assert "hunter2" not in json.dumps(event) and "…" in event["payload"]["input"]
+
+
+def test_a_tools_name_id_and_argv_are_redacted_too() -> None:
+    """An MCP tool's argv list, its name and its use id reached the journal as they came."""
+    event = tool_use.event("Read ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+                           ["--password", "pw444", "--verbose", "v"], None,
+                           "toolu_1 password=zzz999")  # fmt: skip
+    text = json.dumps(event)
+    assert "pw444" not in text and "zzz999" not in text and "ghp_16C7" not in text
+    assert '\\"--verbose\\",\\"v\\"' in text  # only a secret flag's value goes

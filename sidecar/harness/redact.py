@@ -58,6 +58,7 @@ _FLAG = re.compile(
     rf"(?i)((?<![\w-])--{_SECRET_NAME})\b(\s+)(?!-|\[REDACTED\])"
     r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'`,;&}\]]{3,})"
 )
+_FLAG_ONLY = re.compile(rf"(?i)\A--{_SECRET_NAME}\Z")
 # curl's "-u user:password" / "--user=user:password".
 _CURL_USER = re.compile(
     r"(\bcurl\b[^\n|;&]*?\s(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']*:)(?!\[REDACTED\])([^\s\"'@]+)"
@@ -97,6 +98,11 @@ def redact_value(value: Any) -> Any:
             k: MARK if isinstance(k, str) and _NAME_ONLY.match(k) and v else redact_value(v)
             for k, v in value.items()
         }
-    if isinstance(value, list):
-        return [redact_value(v) for v in value]
+    if isinstance(value, list):  # an argv: ["--password", "x"] hides the x
+        return [MARK if i and _flag_before(value[i - 1]) and v else redact_value(v)
+                for i, v in enumerate(value)]  # fmt: skip
     return value
+
+
+def _flag_before(value: Any) -> bool:
+    return isinstance(value, str) and bool(_FLAG_ONLY.match(value))

@@ -103,13 +103,13 @@ def _trimmed(value: Any, limit: int = 4 * INPUT_CHARS, depth: int = 0) -> Any:
 
 def event(tool: str, tool_input: Any, response: Any, tool_use_id: str | None) -> dict[str, Any]:
     """The ``tool.result`` event (less its session) for one tool use."""
-    tool = _one_line(tool, 64) or "unknown"
+    tool = redact(_one_line(tool, 64)) or "unknown"
     tool_input, shown = redact_value(_trimmed(tool_input)), redact_value(_trimmed(response))
     what = redact(_one_line(subject(tool, tool_input), SUMMARY_CHARS))
     bad = failed(response)
     payload: dict[str, Any] = {"tool": tool}
     if tool_use_id:
-        payload["tool_use_id"] = tool_use_id[:128]
+        payload["tool_use_id"] = redact(tool_use_id[:128])
     if tool in HIGH_VOLUME and not bad:
         summary = f"{tool} {what}" if what else tool
         payload["input"] = what
