@@ -527,3 +527,16 @@ def test_plan_guards_by_hand() -> None:
     assert len(p.notes) == 3 and ep.slug("!!!") == "general"
     ruled = {"learnings": [item("new", "a\n---\nb")]}
     assert ep.whole_answer(ruled) and not ep.whole_answer({"learnings": [item("new")]})
+
+
+def test_a_learning_of_only_spaces_is_asked_again_and_refused_from_a_member() -> None:
+    """A model answering "   \n " once wrote a learning with an empty body (the write path
+    strips the text; the HTTP route refuses it, extraction did not ask)."""
+    from jsonschema import Draft202012Validator
+
+    assert ep.whole_answer({"learnings": [item("new", "   \n  ")]}) == [
+        "learnings/0/text: a learning needs words, not only spaces"
+    ]
+    body = {"session_id": "m1", "actions": [{"kind": "new", "tier": "crew", "target": None,
+            "text": " \n ", "type": "procedural", "importance": 0.5, "file": "f"}]}  # fmt: skip
+    assert list(Draft202012Validator(extraction.REMOTE_SCHEMA).iter_errors(body))

@@ -358,3 +358,17 @@ def test_offline_learnings_that_do_not_parse_are_logged(
     assert code == 0 and "Never deploy to production on a Friday" in context_of(out, "SessionStart")
     (_, problem) = log_lines(Path(down["SIDECAR_HOOK_LOG"]))
     assert problem["message"].startswith("not read as written: crew learnings/broken.md:1:")
+
+
+def test_the_hook_log_holds_no_secret_the_payload_or_command_line_carried(
+    down: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The log quotes what it was given (a payload's event name, an unknown hook line):
+    it used to keep a token there as it came."""
+    for name, value in down.items():
+        monkeypatch.setenv(name, value)
+    body = {"session_id": "s", "hook_event_name": "password=hunter9", "prompt": "hi"}
+    assert in_process("user-prompt", body, monkeypatch, capsys) == (0, "")
+    assert main(["hook", "pre-compact", "--token", "ghp_" + "a1" * 18]) == 0
+    text = Path(down["SIDECAR_HOOK_LOG"]).read_text()
+    assert "hunter9" not in text and "a1a1a1" not in text and "[REDACTED]" in text

@@ -440,3 +440,15 @@ async def test_a_session_searching_learnings_is_not_idle(
     assert hits["hits"]  # the search named the session, and it was shown a learning
     assert await service.sessions.end_idle() == []
     assert await service.sessions.end_idle(time.time() + 3600) == [sid]
+
+
+def test_a_task_too_long_is_refused_by_its_own_name() -> None:
+    """The 400 said 'query' is limited, to a caller that sent no query."""
+    import pytest
+
+    from sidecar.errors import ApiError
+    from sidecar.sessions import ops
+
+    with pytest.raises(ApiError) as exc:
+        ops.START.parse({"task": "a" * 5000})
+    assert exc.value.status == 400 and exc.value.detail.startswith("'task' is limited")

@@ -65,7 +65,11 @@ REMOTE_SCHEMA: dict[str, Any] = {
                     "kind": {"enum": list(ep.ACTIONS)},
                     "tier": {"const": "crew"},
                     "target": {"type": ["string", "null"], "maxLength": 128},
-                    "text": {"type": "string", "minLength": 1, "maxLength": ep.MAX_LEARNING_CHARS},
+                    "text": {
+                        "type": "string",
+                        "pattern": r"\S",  # words, not only spaces
+                        "maxLength": ep.MAX_LEARNING_CHARS,
+                    },
                     "type": {"enum": list(entries.TYPES)},
                     "importance": {"type": "number", "minimum": 0, "maximum": 1},
                     "file": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"},

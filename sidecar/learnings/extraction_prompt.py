@@ -87,11 +87,13 @@ def whole_answer(data: Any) -> list[str]:
     size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
     if size > MAX_ANSWER_BYTES:
         return [f"the answer is {size:,} bytes; at most {MAX_ANSWER_BYTES:,}: fewer, shorter ones"]
-    return [
-        f"learnings/{n}/text: a line of just '---' cannot be in a learning"
-        for n, item in enumerate(data["learnings"])
-        if _RULE_LINE.search(item["text"])
-    ]
+    errors = []
+    for n, item in enumerate(data["learnings"]):
+        if not item["text"].strip():  # the write path strips it: an entry without words
+            errors.append(f"learnings/{n}/text: a learning needs words, not only spaces")
+        elif _RULE_LINE.search(item["text"]):
+            errors.append(f"learnings/{n}/text: a line of just '---' cannot be in a learning")
+    return errors
 
 
 def slug(domain: str) -> str:
