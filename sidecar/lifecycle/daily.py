@@ -4,9 +4,10 @@ byte, into one markdown file a month below ``archive/daily/`` (format: ``months`
 Crash-safe by order: the month file holding the day's section is durable before the
 day's log is removed, and the log is removed only while it still holds the bytes that
 were archived (under the lock notes take to write it), so a write racing the move is
-never lost. A pass after a crash finds the section already there: same bytes, the log is
-just removed; a log that extends the section replaces it; a log written again for a day
-already archived is added to its section. Every line ends up on disk exactly once.
+never lost. A pass after a crash finds the section already there, naming the same log
+file, unchanged (``months``): the log is just removed; a log that extends the section
+replaces it; a log written again for a day already archived is added to its section.
+Every line ends up on disk exactly once.
 
 With an LLM configured, the step then starts distillation of the archived days in the
 background (``distill_jobs``) and answers without waiting for it: archival never waits
