@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Caps, Settings
 from sidecar.index.queue import TREE, JobKey
-from sidecar.lifecycle import months
+from sidecar.lifecycle import daily, months
 from sidecar.lifecycle.daily import ArchiveFull, _archive_month
 from sidecar.lifecycle.distill_jobs import DistillJobs
 from sidecar.notes.files import today_utc
@@ -341,27 +341,46 @@ async def test_a_failing_step_is_a_health_reason_and_the_others_still_run(
         await svc.stop()
 
 
-def test_a_pass_after_a_crash_finishes_the_move_whatever_state_it_left(tmp_path: Path) -> None:
+class Killed(Exception):
+    pass
+
+
+def test_a_pass_after_a_crash_finishes_the_move_whatever_state_it_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The states a kill can leave between the month file's write and the logs' removal,
     and a day written again after it was archived: each ends with every line once."""
     root = tmp_path
     (root / "daily").mkdir()
-    first = {"2025-03-01": b"- one\n", "2025-03-02": b"- two\n", "2025-03-03": b"- three\n"}
-    for day, data in first.items():
-        (root / "daily" / f"{day}.md").write_bytes(data)
-    done = _archive_month(root, "2025-03", first, 0, 1 << 30, dry_run=False)
-    assert done.counts["archived"] == 3 and not any((root / "daily").iterdir())
-    month = root / "archive" / "daily" / "2025-03.md"
-    archived = month.read_bytes()
 
-    # Killed after the durable write, before the removal: the same bytes are there.
-    (root / "daily" / "2025-03-01.md").write_bytes(b"- one\n")
+    def killed(*_: object) -> bool:
+        raise Killed
+
+    def archive(logs: dict[str, bytes], kill: bool = False) -> Any:
+        for day, data in logs.items():
+            if not (root / "daily" / f"{day}.md").exists():
+                (root / "daily" / f"{day}.md").write_bytes(data)
+        with monkeypatch.context() as patch:
+            if kill:
+                patch.setattr(daily, "_remove_if_holds", killed)
+                with pytest.raises(Killed):
+                    _archive_month(root, "2025-03", logs, 0, 1 << 30, dry_run=False)
+                return None
+            return _archive_month(root, "2025-03", logs, 0, 1 << 30, dry_run=False)
+
+    first = {"2025-03-02": b"- two\n", "2025-03-03": b"- three\n"}
+    done = archive(first)
+    assert done.counts["archived"] == 2 and not any((root / "daily").iterdir())
+    month = root / "archive" / "daily" / "2025-03.md"
+
+    # Killed after the durable write, before the removal: the same file is there.
+    archive({"2025-03-01": b"- one\n"}, kill=True)
     # Appended to while it was being archived: the longer log wins.
     (root / "daily" / "2025-03-02.md").write_bytes(b"- two\n- two and a half\n")
     # Written again after it was archived: both are kept.
     (root / "daily" / "2025-03-03.md").write_bytes(b"- three again\n")
     again = {p.stem: p.read_bytes() for p in (root / "daily").iterdir()}
-    done = _archive_month(root, "2025-03", again, len(archived), 1 << 30, dry_run=False)
+    done = archive(again)
     assert done.counts == {"archived": 0, "already_archived": 1, "replaced": 1, "merged": 1}
     assert not any((root / "daily").iterdir())
     lines = month.read_text().splitlines()
@@ -374,10 +393,56 @@ def test_a_pass_after_a_crash_finishes_the_move_whatever_state_it_left(tmp_path:
     )
 
     # The same state met twice (killed again before the removal) changes nothing more.
-    (root / "daily" / "2025-03-03.md").write_bytes(b"- three again\n")
+    archive({"2025-03-03": b"- three and more\n"}, kill=True)
     before = month.read_bytes()
-    done = _archive_month(root, "2025-03", {"2025-03-03": b"- three again\n"}, 0, 1 << 30, False)
+    done = archive({"2025-03-03": b"- three and more\n"})
     assert done.counts["already_archived"] == 1 and month.read_bytes() == before
+    assert not any((root / "daily").iterdir())
+
+
+def test_a_line_written_again_to_an_archived_day_is_kept_though_it_ends_the_section(
+    tmp_path: Path,
+) -> None:
+    """A new log that equals the tail of its day's section is a new write, not a crash."""
+    (tmp_path / "daily").mkdir()
+    log = tmp_path / "daily" / "2026-04-01.md"
+    log.write_bytes(b"- first\nagain\n")
+    _archive_month(tmp_path, "2026-04", {"2026-04-01": log.read_bytes()}, 0, 1 << 30, False)
+    assert not log.exists()
+    log.write_bytes(b"again\n")
+    done = _archive_month(tmp_path, "2026-04", {"2026-04-01": b"again\n"}, 0, 1 << 30, False)
+    assert done.counts["merged"] == 1 and not log.exists()
+    (section,) = [
+        p
+        for p in months.parse((tmp_path / "archive/daily/2026-04.md").read_bytes(), "m").parts
+        if isinstance(p, months.Section)
+    ]
+    assert section.content == b"- first\nagain\nagain\n"
+    # A month file from before sections named their log keeps the old rule.
+    old = months.Section("2026-04-02", b"x\nagain\n")
+    month = months.Month([old], [])
+    assert daily._merge(month, {"2026-04-02": b"again\n"}, {"2026-04-02": "1:2:6"}) == {
+        "archived": 0, "already_archived": 1, "replaced": 0, "merged": 0,
+    }  # fmt: skip
+
+
+def test_marker_lines_inside_a_log_neither_close_nor_open_a_section(tmp_path: Path) -> None:
+    (tmp_path / "daily").mkdir()
+    quoted = (
+        b"- before\n<!-- end daily/2026-01-05.md -->\n"
+        b"<!-- archived daily/2026-01-07.md bytes=0 -->\n## 2026-01-07\n\n"
+        b"<!-- end daily/2026-01-07.md -->\n- after\n"
+    )
+    logs = {"2026-01-05": quoted}
+    for day, data in logs.items():
+        (tmp_path / "daily" / f"{day}.md").write_bytes(data)
+    _archive_month(tmp_path, "2026-01", logs, 0, 1 << 30, False)
+    (tmp_path / "daily" / "2026-01-07.md").write_bytes(b"- seventh\n")
+    _archive_month(tmp_path, "2026-01", {"2026-01-07": b"- seventh\n"}, 0, 1 << 30, False)
+    parsed = months.parse((tmp_path / "archive/daily/2026-01.md").read_bytes(), "m")
+    found = [(p.day, p.content, p.edited) for p in parsed.parts if isinstance(p, months.Section)]
+    assert found == [("2026-01-05", quoted, False), ("2026-01-07", b"- seventh\n", False)]
+    assert parsed.problems == []
 
 
 def test_the_archive_cap_stops_archival_and_says_so(tmp_path: Path) -> None:
@@ -397,6 +462,10 @@ def test_a_section_edited_by_hand_is_read_as_it_is() -> None:
     parsed = months.parse(data, "m")
     (section,) = [p for p in parsed.parts if isinstance(p, months.Section)]
     assert section.edited and section.content == b"- one, edited\n"
+    assert parsed.problems == [
+        "m: the section of 2025-03-01 does not hold its bytes=6 (edited by hand?); read up to "
+        "its first end marker"
+    ]
     assert parsed.parts[-1] == b"trailing notes"
     parsed.put(months.Section("2025-03-02", b"- two"))
     out = parsed.render()  # the edited section is taken as it now reads

@@ -4,9 +4,10 @@ byte, into one markdown file a month below ``archive/daily/`` (format: ``months`
 Crash-safe by order: the month file holding the day's section is durable before the
 day's log is removed, and the log is removed only while it still holds the bytes that
 were archived (under the lock notes take to write it), so a write racing the move is
-never lost. A pass after a crash finds the section already there: same bytes, the log is
-just removed; a log that extends the section replaces it; a log written again for a day
-already archived is added to its section. Every line ends up on disk exactly once.
+never lost. A pass after a crash finds the section already there, naming the same log
+file, unchanged (``months``): the log is just removed; a log that extends the section
+replaces it; a log written again for a day already archived is added to its section.
+Every line ends up on disk exactly once.
 
 With an LLM configured, the step then starts distillation of the archived days in the
 background (``distill_jobs``) and answers without waiting for it: archival never waits
@@ -59,6 +60,7 @@ class ArchiveFull(Exception):
 @dataclass(slots=True)
 class Scan:
     due: dict[str, dict[str, bytes]] = field(default_factory=dict)  # month -> day -> log
+    ids: dict[str, str] = field(default_factory=dict)  # day -> its log's months.identity
     active_bytes: int = 0  # everything in daily/
     archived_bytes: int = 0  # the month files
     archive_total: int = 0  # everything below archive/, for its cap
@@ -114,7 +116,7 @@ class DailyStep:
             try:
                 done = await self._run(
                     _archive_month, root, month, scan.due[month], archive_total,
-                    self.settings.caps.archive, dry_run,
+                    self.settings.caps.archive, dry_run, scan.ids,
                 )  # fmt: skip
             except ArchiveFull as exc:
                 full = str(exc)
@@ -185,9 +187,10 @@ def _scan(root: Path, cutoff: date | None) -> Scan:
                                  "date); left alone")  # fmt: skip
             continue
         if cutoff is not None and day < cutoff:
-            data = months.read(root / DAILY_DIR, name)
-            if data is not None:
-                scan.due.setdefault(day.isoformat()[:7], {})[day.isoformat()] = data
+            found = months.read_log(root / DAILY_DIR, name)
+            if found is not None:
+                scan.due.setdefault(day.isoformat()[:7], {})[day.isoformat()] = found[0]
+                scan.ids[day.isoformat()] = found[1]
     for name, st in months.entries(root / MONTHS_DIR):
         if not name.endswith(".md"):
             continue
@@ -225,36 +228,56 @@ class MonthDone:
     problems: list[str] = field(default_factory=list)
 
 
-def _merge(month: Month, logs: dict[str, bytes]) -> dict[str, int]:
-    """Put each day's log into ``month``; how many days took each action."""
+def _merge(month: Month, logs: dict[str, bytes], ids: dict[str, str]) -> dict[str, int]:
+    """Put each day's log into ``month``; how many days took each action. A section already
+    holds a log (a pass after a crash) only if it names that very file, unchanged since
+    (``ids``); a section from before names were kept: if it ends with the log's bytes."""
     counts = dict.fromkeys(ACTIONS, 0)
     for day, data in sorted(logs.items()):
-        have = month.section(day)
+        have, log = month.section(day), ids.get(day)
         if have is None:
-            month.put(Section(day, data))
+            month.put(Section(day, data, log=log))
             counts["archived"] += 1
-        elif have.content == data or (data and have.content.endswith(data)):
+        elif _holds(have, data, log):
             counts["already_archived"] += 1
-        elif data.startswith(have.content):
-            month.put(Section(day, data))
+        elif data.startswith(have.content) and data != have.content:
+            month.put(Section(day, data, log=log))
             counts["replaced"] += 1
         else:  # the day was written again after it was archived: keep both
             sep = b"" if not have.content or have.content.endswith(b"\n") else b"\n"
-            month.put(Section(day, have.content + sep + data))
+            month.put(Section(day, have.content + sep + data, log=log))
             counts["merged"] += 1
     return counts
 
 
+def _holds(have: Section, data: bytes, log: str | None) -> bool:
+    tail = have.content == data or bool(data and have.content.endswith(data))
+    return tail and (have.log is None or have.log == log)
+
+
 def _archive_month(
-    root: Path, month: str, logs: dict[str, bytes], archive_total: int, cap: int, dry_run: bool
+    root: Path,
+    month: str,
+    logs: dict[str, bytes],
+    archive_total: int,
+    cap: int,
+    dry_run: bool,
+    ids: dict[str, str] | None = None,
 ) -> MonthDone:
     """Make the month file hold every log in ``logs`` (durably), then remove each log that
-    still holds what was archived. Blocking."""
+    still holds what was archived. ``ids``: each log's ``months.identity`` when its bytes
+    were read (without it, the log's as it is now, if it still holds them). Blocking."""
+    if ids is None:
+        ids = {}
+        for day, data in logs.items():
+            found = months.read_log(root / DAILY_DIR, f"{day}.md")
+            if found is not None and found[0] == data:
+                ids[day] = found[1]
     rel = f"{MONTHS_DIR}/{month}.md"
     folder = root / MONTHS_DIR
     current = months.read(folder, f"{month}.md") if folder.is_dir() else None
     parsed = months.parse(current, rel)
-    done = MonthDone(_merge(parsed, logs), problems=parsed.problems)
+    done = MonthDone(_merge(parsed, logs, ids), problems=parsed.problems)
     if dry_run:
         return done
     if done.counts["already_archived"] < len(logs):
@@ -263,7 +286,7 @@ def _archive_month(
             again = months.parse(now, rel)
             if not again.parts:
                 again.parts.append(months.title(month))
-            done.counts = _merge(again, logs)
+            done.counts = _merge(again, logs, ids)
             new = again.render()
             projected = archive_total - len(now or b"") + len(new)
             if projected > cap:
