@@ -129,6 +129,22 @@ def test_session_start_opens_the_session_and_answers_its_block_as_additional_con
     assert [r["kind"] for r in session_log(daemon, SESSION)][:1] == ["started"]
 
 
+def test_an_operator_named_by_half_still_gives_the_agent_its_memory(
+    daemon: SidecarProcess, env: dict[str, str], down: dict[str, str]
+) -> None:
+    """A user id without its workspace (or the reverse) names no operator: the daemon and
+    the files both refuse it, so the hook drops it, says so, and the agent has memory."""
+    for where in (env, down):
+        half = {**where, "SIDECAR_USER_ID": "ada"}
+        half.pop("SIDECAR_WORKSPACE_ID", None)
+        sid = f"half-operator-{where is env}"
+        code, out = run_hook("session-start", payload("session_start.json", session_id=sid), half)
+        assert code == 0
+        assert "index it CONCURRENTLY" in context_of(out, "SessionStart")
+        said = [line["message"] for line in log_lines(Path(half["SIDECAR_HOOK_LOG"]))]
+        assert any("go together" in m for m in said)
+
+
 def test_user_prompt_is_recorded_and_past_events_come_back_within_the_budget(
     daemon: SidecarProcess, env: dict[str, str]
 ) -> None:
