@@ -146,6 +146,13 @@ async def test_start_archives_logs_past_the_window_exactly_once_and_they_stay_fo
         assert word in (await resp.json())["content"]
         section = (agent / hit["file"]).read_text()
         assert f"## {old}\n" in section  # a heading names each day
+        # Reading the day where it was says where it went; a recent day missing does not.
+        resp = await client.get("/memory/read", params={"scope": "agent",
+                                                        "file": f"daily/{old}.md"})  # fmt: skip
+        assert resp.status == 404 and hit["file"] in (await resp.json())["detail"]
+        recent_day = f"daily/{day_name(1)}.md"  # the crew tier has no logs at all
+        resp = await client.get("/memory/read", params={"scope": "crew", "file": recent_day})
+        assert "write to it to create it" in (await resp.json())["detail"]
 
         # Never in the memory block, even when the task names it.
         resp = await client.get("/memory/context", params={"query": word})

@@ -121,6 +121,21 @@ def refuse_future_daily(target: MemoryFile, today: date | None = None) -> None:
         )  # fmt: skip
 
 
+def archived_daily(target: MemoryFile, retention_days: int, today: date | None = None) -> str:
+    """Where a daily log past the retention window went (``lifecycle`` moves it into its
+    month file), for the answer to a read that no longer finds it; empty otherwise."""
+    if target.kind != DAILY:
+        return ""
+    day = date.fromisoformat(target.rel[len("daily/") : -len(".md")])
+    if day >= (today or today_utc()) - timedelta(days=retention_days):
+        return ""
+    return (
+        f"{target.rel} is not in daily/: logs older than {retention_days} days are archived; "
+        f"read archive/daily/{day.isoformat()[:7]}.md (its section '## {day.isoformat()}'), "
+        "or search with archive: true"
+    )
+
+
 def resolve_read(scope: str, file: object, today: date | None = None) -> MemoryFile:
     """What a read may open: every file ``resolve`` allows, and any other note the tier's
     index holds (a regular ``*.md`` outside hidden folders, put there by a person), so

@@ -226,7 +226,8 @@ class Notes(Capability):
             where = f"in the {scope} tier"
             detail = (
                 f"{target.rel} does not exist {where}" if target.kind == files.NOTE
-                else f"{target.rel} does not exist yet {where}; write to it to create it"
+                else files.archived_daily(target, self.settings.daily_retention_days)
+                or f"{target.rel} does not exist yet {where}; write to it to create it"
             )  # fmt: skip
             raise ApiError(404, "not_found", detail)
         data = got[0]
