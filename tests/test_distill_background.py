@@ -9,11 +9,9 @@ import collections
 import dataclasses
 import hashlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
@@ -35,15 +33,6 @@ from tests.test_lifecycle import (
     status,
     tree,
 )
-
-
-@pytest.fixture
-async def stub() -> AsyncIterator[LLMStub]:
-    server = await LLMStub().start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 def sent(stub: LLMStub) -> list[str]:

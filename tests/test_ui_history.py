@@ -227,14 +227,20 @@ def test_an_events_relations_show_the_episodes_it_links(ui: Page, seeded: tuple)
 # preference marked in the list, learnings ordered by how often they were reinforced.
 
 
-def test_a_facts_episodes_are_shown_as_the_journal_has_them(ui: Page, seeded: tuple) -> None:
-    _, ids = seeded
+def prose_fact(ui: Page) -> Any:
+    """The Facts tab searched for the status-reports preference, and its current fact."""
     panel = ui.tab("Facts")
     panel.get_by_label("As of (days back)").fill("0")
     panel.get_by_label("About").fill("status reports")
     panel.get_by_role("button", name="Find facts").click()
     fact = panel.locator(f"article.fact[data-id={PROSE}]")
     fact.wait_for()
+    return fact
+
+
+def test_a_facts_episodes_are_shown_as_the_journal_has_them(ui: Page, seeded: tuple) -> None:
+    _, ids = seeded
+    fact = prose_fact(ui)
     assert "changed" in fact.locator(".changed").inner_text()
     fact.get_by_role("button", name="History").click()
     versions = fact.locator("ol.versions > li")
@@ -330,12 +336,7 @@ def test_relations_say_which_way_they_point_and_ids_open_events(ui: Page, seeded
 
 def test_a_facts_replacement_and_episode_ids_are_links(ui: Page, seeded: tuple) -> None:
     _, ids = seeded
-    panel = ui.tab("Facts")
-    panel.get_by_label("As of (days back)").fill("0")
-    panel.get_by_label("About").fill("status reports")
-    panel.get_by_role("button", name="Find facts").click()
-    fact = panel.locator(f"article.fact[data-id={PROSE}]")
-    fact.wait_for()
+    fact = prose_fact(ui)
     fact.get_by_role("button", name="History").click()
     old = fact.locator("ol.versions > li").first
     old.locator(f"button[data-event='{ids['ep68']}']").click()
