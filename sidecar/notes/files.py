@@ -108,12 +108,17 @@ def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
     )
 
 
+def _log_day(target: MemoryFile) -> date:
+    """The day a daily log is of (``resolve`` checked its name is a real date)."""
+    return date.fromisoformat(target.rel[len("daily/") : -len(".md")])
+
+
 def refuse_future_daily(target: MemoryFile, today: date | None = None) -> None:
     """A daily log records what happened: a date more than a day past today in UTC (as
     far as any time zone is ahead) is a slip, 2062 for 2026, not a plan."""
     if target.kind != DAILY:
         return
-    day, now = date.fromisoformat(target.rel[len("daily/") : -len(".md")]), today or today_utc()
+    day, now = _log_day(target), today or today_utc()
     if day > now + timedelta(days=1):
         raise ApiError(
             400, "file_not_allowed", f"{target.rel} is more than a day after today "
@@ -126,7 +131,7 @@ def archived_daily(target: MemoryFile, retention_days: int, today: date | None =
     month file), for the answer to a read that no longer finds it; empty otherwise."""
     if target.kind != DAILY:
         return ""
-    day = date.fromisoformat(target.rel[len("daily/") : -len(".md")])
+    day = _log_day(target)
     if day >= (today or today_utc()) - timedelta(days=retention_days):
         return ""
     return (

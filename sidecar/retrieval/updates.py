@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from sidecar.retrieval.query import terms
+from sidecar.retrieval.query import stem, terms
 
 # MiniLM cosine of two hits about one subject, on the vectors the journal holds (an event's
 # type in words, then its text: two events of one type are some 0.15 closer than their
@@ -38,7 +38,7 @@ def stems(text: str) -> set[str]:
     for w in terms(text):
         if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
             w = w[:-1]
-        out.add(w[: max(4, len(w) - 3)] if len(w) > 5 else w)
+        out.add(stem(w))
     return out
 
 
