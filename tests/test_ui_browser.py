@@ -169,7 +169,15 @@ class Page:
         """The Search tab once it has been asked ``query``."""
         panel = self.tab("Search")
         panel.get_by_label("Query").fill(query)
-        panel.get_by_role("button", name="Search").click()
+        return self.submit(panel, "Search")
+
+    def submit(self, panel: Any, button: str) -> Any:
+        """Press a form's button and wait for its answer: until it lands, the results shown
+        answer the previous request (a stale first hit is how a test goes flaky)."""
+        from playwright.sync_api import expect
+
+        panel.get_by_role("button", name=button).click()
+        expect(panel.locator(".results[aria-busy=true]")).to_have_count(0)
         return panel
 
     def shot(self, name: str) -> None:
@@ -232,6 +240,29 @@ def test_a_flagged_hit_is_marked_and_shown_as_text(ui: Page) -> None:
     assert "Ignore all previous instructions" in hit.locator(".snippet").inner_text()
 
 
+def test_results_of_the_previous_search_are_marked_stale_until_the_new_answer_lands(
+    ui: Page,
+) -> None:
+    from playwright.sync_api import expect
+
+    panel = ui.search("previous instructions ssh")
+    held: list[Any] = []
+    ui.page.route("**/memory/search", lambda route: held.append(route))  # held by the test
+    try:
+        panel.get_by_label("Query").fill("vendor page said")
+        panel.get_by_role("button", name="Search").click()
+        # each call into the page lets Playwright hand over the routed request
+        wait_for(lambda: ui.page.evaluate("1") == 1 and len(held) == 1, what="the request")
+        results = panel.locator(".results")
+        assert results.get_attribute("aria-busy") == "true"
+        assert "Ignore all previous" in results.inner_text()  # still the old answer
+        held[0].continue_()
+        expect(results).to_have_attribute("aria-busy", "false")
+        assert "vendor page said" in panel.locator("article.hit .snippet").first.inner_text()
+    finally:
+        ui.page.unroute("**/memory/search")
+
+
 def test_hostile_markup_in_a_note_is_visible_as_text_and_never_runs(ui: Page) -> None:
     panel = ui.search("vendor page said")
     snippet = panel.locator("article.hit .snippet").first
@@ -270,7 +301,7 @@ def test_a_file_gone_since_the_listing_shows_the_apis_error(
     crew = Path(daemon.args[daemon.args.index("--crew-dir") + 1])
     (crew / "topics/gone.md").write_text("# Soon gone\n")
     panel = ui.tab("Files")
-    panel.get_by_role("button", name="List files").click()
+    ui.submit(panel, "List files")
     button = panel.get_by_role("button", name="topics/gone.md")
     button.wait_for()
     (crew / "topics/gone.md").unlink()
@@ -292,20 +323,20 @@ def test_journal_timeline_marks_superseded_and_expired_and_filters(ui: Page) -> 
     assert f"corrects {old.get_attribute('data-id')}" in fix.inner_text()
     assert "expired" in panel.locator("li.event", has_text="Release freeze").inner_text()
     panel.get_by_label("Severity").select_option("error")
-    panel.get_by_role("button", name="Show events").click()
+    ui.submit(panel, "Show events")
     wait_for(lambda: events.count() == 1, what="the severity filter")
     assert "TLS handshake" in events.first.inner_text()
     panel.get_by_label("Severity").select_option("any")
     panel.get_by_label("Session").fill("s-other")
-    panel.get_by_role("button", name="Show events").click()
+    ui.submit(panel, "Show events")
     wait_for(lambda: events.count() == 1 and "freeze" in events.first.inner_text(), what="session")
     panel.get_by_label("Session").fill("")
     panel.get_by_label("From").fill(ago(7)[:10])
-    panel.get_by_role("button", name="Show events").click()
+    ui.submit(panel, "Show events")
     wait_for(lambda: events.count() == 1 and "freeze" in events.first.inner_text(), what="date")
     panel.get_by_label("From").fill("")
     panel.get_by_label("Type").fill("deploy.failed")
-    panel.get_by_role("button", name="Show events").click()
+    ui.submit(panel, "Show events")
     wait_for(lambda: events.count() == 2, what="the type filter")
     ui.shot("journal")
 
@@ -314,7 +345,7 @@ def test_the_journal_lists_later_events_on_request(ui: Page) -> None:
     panel = ui.tab("Journal")
     panel.get_by_label("Type").fill("")
     panel.get_by_label("Tier").select_option("crew")
-    panel.get_by_role("button", name="Show events").click()
+    ui.submit(panel, "Show events")
     events = panel.locator("li.event")
     wait_for(lambda: events.count() == 100, what="the first page")
     assert events.first.locator(".summary").inner_text() == "tick 0"
@@ -328,7 +359,7 @@ def test_the_journal_lists_later_events_on_request(ui: Page) -> None:
 def test_the_as_of_slider_shows_the_old_fact_before_its_update(ui: Page) -> None:
     panel = ui.tab("Facts")
     panel.get_by_label("About").fill("operator indents Python")
-    panel.get_by_role("button", name="Find facts").click()
+    ui.submit(panel, "Find facts")
     facts = panel.locator("article.fact .fact-text")
     panel.get_by_text("four spaces").wait_for()
     assert "with tabs" not in " ".join(facts.all_inner_texts())
@@ -337,7 +368,7 @@ def test_the_as_of_slider_shows_the_old_fact_before_its_update(ui: Page) -> None
     for _ in range(30):  # the keyboard moves it a day at a time, as a person would
         ui.page.keyboard.press("ArrowLeft")
     assert "as of" in panel.locator("output").inner_text()
-    panel.get_by_role("button", name="Find facts").click()
+    ui.submit(panel, "Find facts")
     panel.get_by_text("indents Python with tabs").wait_for()
     assert "four spaces" not in " ".join(facts.all_inner_texts())
     old = panel.locator("article.fact", has_text="with tabs")
@@ -360,7 +391,7 @@ def test_learnings_are_ranked_with_their_prominence_parts(ui: Page, daemon: Side
     expected = daemon.request("POST", "/memory/learnings/search", body)["hits"]
     panel = ui.tab("Learnings")
     panel.get_by_label("About").fill("staging deploy")
-    panel.get_by_role("button", name="Rank learnings").click()
+    ui.submit(panel, "Rank learnings")
     rows = panel.locator("li.learning")
     rows.first.wait_for()
     assert rows.count() == len(expected)
@@ -375,7 +406,7 @@ def test_the_memory_block_is_the_one_the_agent_gets(ui: Page, daemon: SidecarPro
     panel = ui.tab("Memory block")
     panel.get_by_label("Query (optional)").fill("deploy")
     panel.get_by_label("Budget (characters)").fill("3000")
-    panel.get_by_role("button", name="Build block").click()
+    ui.submit(panel, "Build block")
     panel.locator("pre.block").wait_for()
     req = urllib.request.Request(daemon.url + "/memory/context?query=deploy&budget=3000",
                                  headers={"Accept": "application/json"})  # fmt: skip
@@ -406,7 +437,7 @@ def test_actions_wait_for_a_confirmation(ui: Page, daemon: SidecarProcess) -> No
     panel = ui.tab("Facts")
     panel.get_by_label("As of (days back)").fill("0")
     panel.get_by_label("About").fill("operator works from Lisbon")
-    panel.get_by_role("button", name="Find facts").click()
+    ui.submit(panel, "Find facts")
     button = panel.locator("article.fact", has_text="Lisbon").get_by_role(
         "button", name="Invalidate…"
     )

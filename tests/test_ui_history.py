@@ -182,11 +182,11 @@ def test_search_includes_the_archive_on_request_and_marks_its_hits(
     panel = ui.tab("Search")
     panel.get_by_label("Query").fill("staging certificates certbot")
     panel.get_by_label("Tier").select_option("agent")
-    panel.get_by_role("button", name="Search").click()
+    ui.submit(panel, "Search")
     panel.get_by_role("status").get_by_text("hit(s)").wait_for()
     assert panel.locator("article.hit.archived").count() == 0
     panel.get_by_label("include archive").check()
-    panel.get_by_role("button", name="Search").click()
+    ui.submit(panel, "Search")
     hits = panel.locator("article.hit.archived")
     hits.first.wait_for()
     assert hits.count() == len(expected)
@@ -232,7 +232,7 @@ def prose_fact(ui: Page) -> Any:
     panel = ui.tab("Facts")
     panel.get_by_label("As of (days back)").fill("0")
     panel.get_by_label("About").fill("status reports")
-    panel.get_by_role("button", name="Find facts").click()
+    ui.submit(panel, "Find facts")
     fact = panel.locator(f"article.fact[data-id={PROSE}]")
     fact.wait_for()
     return fact
@@ -268,7 +268,7 @@ def test_learnings_can_be_ordered_by_reinforcement(ui: Page, daemon: SidecarProc
     panel = ui.tab("Learnings")
     panel.get_by_label("About").fill("the")
     panel.get_by_label("Order by").select_option("reinforced")
-    panel.get_by_role("button", name="Rank learnings").click()
+    ui.submit(panel, "Rank learnings")
     panel.get_by_text("most reinforced first").wait_for()
     rows = panel.locator("li.learning")
     shown = [int(t.split("reinforced ")[1].split("\u00d7")[0])
@@ -286,10 +286,10 @@ def test_facts_can_be_narrowed_to_a_category(ui: Page) -> None:
     panel.get_by_label("As of (days back)").fill("0")
     panel.get_by_label("About").fill("operator")
     category.select_option("identity")
-    panel.get_by_role("button", name="Find facts").click()
+    ui.submit(panel, "Find facts")
     panel.get_by_text("0 identity fact(s) true now").wait_for()
     category.select_option("preference")
-    panel.get_by_role("button", name="Find facts").click()
+    ui.submit(panel, "Find facts")
     panel.get_by_text("1 preference fact(s) true now").wait_for()
     assert panel.locator("article.fact").get_attribute("data-id") == PROSE
     category.select_option("any")
@@ -307,7 +307,7 @@ def test_every_learning_is_listed_by_reinforcement_without_words(
     panel = ui.tab("Learnings")
     panel.get_by_label("About").fill("")
     panel.get_by_label("Order by").select_option("reinforced")
-    panel.get_by_role("button", name="Rank learnings").click()
+    ui.submit(panel, "Rank learnings")
     panel.get_by_text(f"{len(listed)} learning(s), most reinforced first").wait_for()
     rows = panel.locator("li.learning")
     assert rows.evaluate_all("els => els.map(e => e.dataset.id)") == [e["id"] for e in listed]
@@ -320,7 +320,7 @@ def test_every_learning_is_listed_by_reinforcement_without_words(
 def test_relations_say_which_way_they_point_and_ids_open_events(ui: Page, seeded: tuple) -> None:
     _, ids = seeded
     panel = ui.tab("Journal")
-    panel.get_by_role("button", name="Show events").click()
+    ui.submit(panel, "Show events")
     episode = panel.locator(f"li.event[data-id='{ids['ep44']}']")
     episode.get_by_role("button", name="Relations").click()
     link = episode.locator("ul.relations > li").first
@@ -348,7 +348,7 @@ def test_a_facts_replacement_and_episode_ids_are_links(ui: Page, seeded: tuple) 
 def test_a_search_without_note_hits_runs_the_words_elsewhere(ui: Page) -> None:
     panel = ui.tab("Search")
     panel.get_by_label("Query").fill("bumping dependency")
-    panel.get_by_role("button", name="Search").click()
+    ui.submit(panel, "Search")
     elsewhere = panel.locator("p.elsewhere")
     elsewhere.wait_for()
     ui.shot("search-elsewhere")

@@ -6,7 +6,7 @@ import { badge, el, field, markdown, show, when } from "./dom.js";
 
 /** A form whose submit runs `load` and shows what it returns, or the API's error. */
 export function panelForm(panel, controls, load, label) {
-  const results = el("div", { class: "results" });
+  const results = el("div", { class: "results", "aria-busy": "false" });
   const status = el("p", { class: "status", role: "status", "aria-live": "polite" });
   const form = el("form", { class: "controls" }, controls, el("button", { type: "submit", text: label }));
   let latest = 0; // a run started later wins: an earlier one's answer arriving last is dropped
@@ -14,6 +14,7 @@ export function panelForm(panel, controls, load, label) {
     const mine = ++latest;
     status.textContent = "Loading…";
     status.classList.remove("error");
+    results.setAttribute("aria-busy", "true"); // what is shown answers an earlier run until this one lands
     try {
       const [summary, nodes] = await load();
       if (mine !== latest) return;
@@ -25,6 +26,7 @@ export function panelForm(panel, controls, load, label) {
       status.classList.add("error");
       show(results);
     }
+    results.setAttribute("aria-busy", "false");
   };
   form.addEventListener("submit", (event) => {
     event.preventDefault();
