@@ -8,10 +8,11 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 
 from sidecar.config import Settings
-from sidecar.learnings.ranking import fit
+from sidecar.learnings.ranking import ScoredLearning, answering, fit
 from sidecar.service import MemoryService
 
 
@@ -68,3 +69,67 @@ async def test_an_exact_low_importance_answer_beats_a_prominent_loose_one(
               "`vault rotate orders-db` and restart the workers."),
     ], "rotate the orders database password")  # fmt: skip
     assert [h["id"] for h in hits] == ["exact", "prominent"]
+
+
+def typed(key: str, kind: str, importance: float, count: int, days: int, text: str) -> str:
+    when = (date.today() - timedelta(days=days)).isoformat()
+    return (f"---\nid: {key}\ntype: {kind}\nimportance: {importance}\n"
+            f"reinforcement_count: {count}\nlast_reinforced: '{when}'\n---\n{text}\n")  # fmt: skip
+
+
+def test_fit_stems_words_as_the_index_does() -> None:
+    # Porter, as BM25 sees them: "refunded" holds "refund", "deploying" holds "deploy".
+    assert fit("refund an annual plan", "Annual plans are refunded pro rata.") == 1.0
+    assert fit("deploy checkout", "Deploying checkout needs a drained queue.") == 1.0
+    assert fit("the of", "nothing shared") == 0.0  # stopwords only: kept, and not held
+
+
+def candidate(key: str, kind: str, fit_: float, prominence_: float, cosine: float | None = None
+              ) -> ScoredLearning:  # fmt: skip
+    c = ScoredLearning("agent", "learnings/t.md", {"id": key, "type": kind}, key, 1.0,
+                       prominence_, fit=fit_, cosine=cosine)  # fmt: skip
+    return c
+
+
+def test_a_fact_repeating_the_task_does_not_raise_the_bar_for_guidance() -> None:
+    weak = candidate("weak", "declarative", 1.0, 0.1)
+    lesson = candidate("lesson", "procedural", 0.5, 9.0)
+    loose = candidate("loose", "directive", 0.25, 9.0)
+    # The bar is the best guidance (0.5), not the fact's 1.0: the lesson and the fact
+    # answer; the loose entry (half the lesson's words) does not.
+    assert answering([weak, lesson, loose], 0.5, 0.75) == [weak, lesson]
+    # Only facts: the best one sets the bar, as before types counted.
+    other = candidate("other", "declarative", 0.5, 9.0)
+    assert answering([weak, other], 0.5, 0.75) == [weak]
+    # A fact still counts half: guidance sharing one word of eight does not lower the bar.
+    faint = candidate("faint", "directive", 0.125, 9.0)
+    assert answering([weak, faint], 0.5, 0.75) == [weak]
+
+
+def test_with_vectors_the_match_mixes_meaning_and_words() -> None:
+    paraphrase = candidate("paraphrase", "directive", 0.2, 9.0, cosine=0.8)
+    wordy = candidate("wordy", "directive", 0.6, 9.0, cosine=0.1)
+    assert paraphrase.match == pytest.approx(0.5) and wordy.match == pytest.approx(0.35)
+    assert answering([wordy, paraphrase], 0.5, 0.75) == [paraphrase]
+    assert candidate("no vector", "directive", 0.6, 1.0).match == 0.6
+    assert candidate("opposed", "directive", 0.6, 1.0, cosine=-0.3).match == pytest.approx(0.3)
+
+
+async def test_typed_lessons_sparse_the_lesson_over_a_note_and_the_exact_answer_over_a_rule(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    hits = await ranked(client, service, settings, [
+        typed("note", "declarative", 0.3, 0, 60, "Billing service staging deploys are "
+              "announced in the #deploys channel."),
+        typed("lesson", "procedural", 0.9, 10, 2, "Before any staging deploy, pause the "
+              "invoice queue consumers; in-flight jobs were charged twice."),
+        typed("exact", "procedural", 0.2, 0, 150, "To rename a pushed branch: git branch -m "
+              "old new, push the new name, then delete the old one on the remote."),
+        typed("rule", "directive", 0.9, 11, 1, "Never force-push a shared branch; open a "
+              "fresh pull request from a new branch instead."),
+    ], "deploy the billing service to staging")  # fmt: skip
+    assert max(hits, key=lambda h: h["relevance"])["id"] == "note"  # BM25 likes the note
+    assert [h["id"] for h in hits][:2] == ["lesson", "note"]
+    resp = await client.post("/memory/learnings/search",
+                             json={"query": "rename a branch that was already pushed"})  # fmt: skip
+    assert (await resp.json())["hits"][0]["id"] == "exact"
