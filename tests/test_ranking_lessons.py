@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from sidecar.config import Settings
-from sidecar.learnings.ranking import ScoredLearning, answering, fit
+from sidecar.learnings.ranking import ScoredLearning, answering, fits
 from sidecar.service import MemoryService
 
 
@@ -37,9 +37,14 @@ async def ranked(client: TestClient, service: MemoryService, settings: Settings,
 
 def test_fit_counts_each_query_word_once() -> None:
     query = "rotate the vault token"
-    assert fit(query, "Token token token: the vault token again.") == 2 / 3
-    assert fit(query, "Rotate the vault token with `vault token rotate`.") == 1.0
-    assert fit("", "anything") == 0.0
+    assert fits(
+        query,
+        [
+            "Token token token: the vault token again.",
+            "Rotate the vault token with `vault token rotate`.",
+        ],
+    ) == [2 / 3, 1.0]
+    assert fits("", ["anything"]) == [0.0]
 
 
 async def test_the_prominent_lesson_comes_first_over_a_wordier_weak_entry(
@@ -79,9 +84,9 @@ def typed(key: str, kind: str, importance: float, count: int, days: int, text: s
 
 def test_fit_stems_words_as_the_index_does() -> None:
     # Porter, as BM25 sees them: "refunded" holds "refund", "deploying" holds "deploy".
-    assert fit("refund an annual plan", "Annual plans are refunded pro rata.") == 1.0
-    assert fit("deploy checkout", "Deploying checkout needs a drained queue.") == 1.0
-    assert fit("the of", "nothing shared") == 0.0  # stopwords only: kept, and not held
+    assert fits("refund an annual plan", ["Annual plans are refunded pro rata."]) == [1.0]
+    assert fits("deploy checkout", ["Deploying checkout needs a drained queue."]) == [1.0]
+    assert fits("the of", ["nothing shared", "the of"]) == [0.0, 1.0]  # stopwords only
 
 
 def candidate(key: str, kind: str, fit_: float, prominence_: float, cosine: float | None = None

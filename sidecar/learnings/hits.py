@@ -51,7 +51,7 @@ def relevances(results: list[Result]) -> list[float]:
 
 def order(candidates: list[ScoredLearning], ranking: str) -> list[ScoredLearning]:
     """``default``: the hits that answer the task (``answering``) by prominence (times
-    their match) and MMR, then the rest by match; ``prominence``: the same without MMR;
+    match and relevance) and MMR, then the rest by match; ``prominence``: the same without MMR;
     ``reference``: the reference's relevance x prominence x scope and MMR over every
     candidate; ``relevance`` alone."""
     by_relevance = sorted(candidates, key=lambda c: -c.relevance)

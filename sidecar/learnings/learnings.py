@@ -31,7 +31,7 @@ from sidecar.learnings.listing import list_tier, sort_key
 from sidecar.learnings.ranking import (
     SCOPE_FACTORS,
     ScoredLearning,
-    fit,
+    fits,
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
@@ -391,5 +391,5 @@ class Learnings(Capability):
 
 def _fits(query: str, candidates: list[ScoredLearning]) -> None:
     """Each candidate's share of the query's words (stemmed by SQLite: a thread's work)."""
-    for c in candidates:
-        c.fit = fit(query, c.text)
+    for c, share in zip(candidates, fits(query, [c.text for c in candidates]), strict=True):
+        c.fit = share

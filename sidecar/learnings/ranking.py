@@ -13,7 +13,6 @@ reinforcement still tell two old entries apart.
 
 from __future__ import annotations
 
-import functools
 import math
 import sqlite3
 import threading
@@ -86,10 +85,10 @@ class ScoredLearning:
 
     @property
     def answer_score(self) -> float:
-        """The order among entries that answer the task: prominence, scaled by how well
-        each matches (BM25's relevance can be near zero for a word every entry holds), or
-        by relevance when nothing matched (``answering``'s relevance gate)."""
-        return (self.match or self.relevance) * self.prominence * self.scope_factor
+        """The order among entries that answer the task: prominence, scaled by the mean of
+        match and relevance (BM25 weighs a rare topic word above a common one; the match
+        survives a tiny index, where BM25 gives a word most entries hold next to nothing)."""
+        return (self.match + self.relevance) / 2 * self.prominence * self.scope_factor
 
     @property
     def match(self) -> float:
@@ -127,30 +126,41 @@ def mmr(
 
 
 _tokenizers = threading.local()
+_stemmed: dict[str, frozenset[str]] = {}
+STEMMED_MAX = 20_000  # texts whose stems are kept (a few MB); past it the cache starts over
 
 
-@functools.lru_cache(maxsize=4096)
-def index_stems(text: str) -> frozenset[str]:
-    """The content words of ``text`` as the index's own tokenizer stems them (porter), so
-    that "refunded" holds "refund" here exactly when BM25 thinks so. Cached: an entry's
-    text is stemmed once, not on every search that sees it."""
-    conn = getattr(_tokenizers, "conn", None)
-    if conn is None:  # one per thread: searches run on executor threads
-        conn = sqlite3.connect(":memory:")
-        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZER}')")
-        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
-        _tokenizers.conn = conn
-    with conn:
-        conn.execute("DELETE FROM t")
-        conn.execute("INSERT INTO t(body) VALUES (?)", (" ".join(terms(text)),))
-        return frozenset(row[0] for row in conn.execute("SELECT DISTINCT term FROM v"))
+def index_stems(texts: Sequence[str]) -> list[frozenset[str]]:
+    """The content words of each text as the index's own tokenizer stems them (porter), so
+    that "refunded" holds "refund" here exactly when BM25 thinks so. The texts not seen
+    before are stemmed in one pass of an in-memory FTS5 table (a thread's own), and kept:
+    an entry's text is stemmed once, not on every search that sees it."""
+    new = list(dict.fromkeys(t for t in texts if t not in _stemmed))
+    if new:
+        conn = getattr(_tokenizers, "conn", None)
+        if conn is None:  # one per thread: searches run on executor threads
+            conn = sqlite3.connect(":memory:")
+            conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZER}')")
+            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+            _tokenizers.conn = conn
+        found: dict[int, set[str]] = {i: set() for i in range(len(new))}
+        with conn:
+            conn.execute("DELETE FROM t")
+            conn.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)",
+                             [(i, " ".join(terms(t))) for i, t in enumerate(new)])  # fmt: skip
+            for doc, term in conn.execute("SELECT doc, term FROM v"):
+                found[doc].add(term)
+        if len(_stemmed) + len(new) > STEMMED_MAX:
+            _stemmed.clear()
+        _stemmed.update((t, frozenset(found[i])) for i, t in enumerate(new))
+    return [_stemmed[t] for t in texts]
 
 
-def fit(query: str, text: str) -> float:
-    """The share of the query's content words (stems) the entry holds: unlike BM25, a word
+def fits(query: str, texts: Sequence[str]) -> list[float]:
+    """The share of the query's content words (stems) each text holds: unlike BM25, a word
     repeated, or rarer in the index, counts once and no more than any other."""
-    asked = index_stems(query)
-    return len(asked & index_stems(text)) / len(asked) if asked else 0.0
+    asked, *held = index_stems([query, *texts])
+    return [len(asked & h) / len(asked) if asked else 0.0 for h in held]
 
 
 def answering(
