@@ -5,15 +5,18 @@ Real learnings files, a real index and server; entries dated in the past.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date, timedelta
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
 
+from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.learnings.ranking import ScoredLearning, answering, fits
 from sidecar.service import MemoryService
+from tests.conftest import eventually
 
 
 def block(key: str, importance: float, count: int, days: int, text: str, status: str = "active"
@@ -138,3 +141,43 @@ async def test_typed_lessons_sparse_the_lesson_over_a_note_and_the_exact_answer_
     resp = await client.post("/memory/learnings/search",
                              json={"query": "rename a branch that was already pushed"})  # fmt: skip
     assert (await resp.json())["hits"][0]["id"] == "exact"
+
+
+async def test_with_vectors_a_lesson_in_other_words_answers_where_words_alone_fall_short(
+    settings: Settings,
+) -> None:
+    """The lesson holds one of the task's four words; its meaning is close (MiniLM cosine
+    0.51, the note 0.72). By words alone it misses the bar the note sets; with its cosine it
+    clears it, and prominence puts it first."""
+    path = settings.agent_dir / "learnings" / "travel.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join([
+        typed("note", "declarative", 0.3, 0, 200, "Flights for the Tokyo trip last spring "
+              "were booked through the corporate portal."),
+        typed("lesson", "directive", 0.9, 10, 3, "Morgan only flies with a checked bag and a "
+              "two-hour layover on international connections to Tokyo."),
+        typed("other", "directive", 0.5, 1, 30, "Hotel rooms near the office are reserved "
+              "by the front desk."),
+    ]))  # fmt: skip
+    svc = MemoryService(dataclasses.replace(settings, embedder="minilm"))
+    await svc.start()
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            vectors = svc.embeddings.vectors
+            assert vectors is not None
+
+            async def embedded() -> bool:
+                return len(vectors.tiers["agent:learnings"].index) == 3
+
+            await eventually(embedded, "the three learnings embedded", within=60)
+            query = "book flights for the Tokyo trip"
+            found = {}
+            for mode in ("sparse", "hybrid"):
+                asked = {"query": query, "mode": mode, "scope": "agent"}
+                resp = await client.post("/memory/learnings/search", json=asked)
+                body = await resp.json()
+                assert resp.status == 200 and body["mode"] == mode, body
+                found[mode] = [h["id"] for h in body["hits"]]
+            assert found == {"sparse": ["note", "lesson"], "hybrid": ["lesson", "note"]}
+    finally:
+        await svc.stop()
