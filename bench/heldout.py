@@ -142,9 +142,7 @@ def _questions(data: dict[str, Any]) -> list[str]:
     return [p["query"] for p in data["pairs"]] + [s["query"] for s in data["sanity"]]
 
 
-def updates(
-    ctx: Context, tmp: Path, data: dict[str, Any], name: str = NAME
-) -> dict[str, dict[str, Any]]:
+def updates(ctx: Context, tmp: Path, data: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
     events, where = update_events(data)
     out: dict[str, dict[str, Any]] = {}
     texts = [e["summary"] for e in events]
@@ -188,9 +186,7 @@ def score_lessons(data: dict[str, Any], ranked: dict[str, list[str]]) -> dict[st
     }
 
 
-def lessons(
-    ctx: Context, tmp: Path, data: dict[str, Any], name: str = NAME
-) -> dict[str, dict[str, Any]]:
+def lessons(ctx: Context, tmp: Path, data: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
     keys = [e["key"] for e in data["entries"]]
     texts = [e["text"] for e in data["entries"]]
     found = bare_bm25(texts, [q["query"] for q in data["queries"]], TOP)
