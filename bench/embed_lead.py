@@ -97,7 +97,11 @@ class Members:
         self._threads = [threading.Thread(target=self._member, args=(i,)) for i in range(MEMBERS)]
 
     def _member(self, n: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        # Each from an address of its own, as members in their containers are: the lead
+        # bounds what each member has in flight, by address.
+        conn = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=10, source_address=(f"127.0.0.{10 + n}", 0)
+        )
         headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
         i = n
         while not self.stop.is_set():
@@ -144,8 +148,13 @@ def run(ctx: Context) -> BenchResult:
                 borrowing, baseline = read_memory(member), read_memory(sparse)
                 progress(NAME, f"RSS {borrowing.rss_mb:.1f} MB vs {baseline.rss_mb:.1f} MB")
                 hop = _hop(lead, member, per_round * ROUNDS // 2)
+                time.sleep(IDLE_S)
+                searched = read_memory(member)  # numpy and the query path now loaded for sure
             idle, loaded, rate = _load(lead, crew_port, per_round)
     _report(result, borrowing, baseline, hop, idle, loaded, rate)
+    result.figures.insert(1, Figure("member idle RSS after its hybrid searches", searched.rss_mb,
+                                    "MB", 1, RSS_TARGET))  # fmt: skip
+    result.details["rss_mb"]["lead_member_after_searches"] = searched.rss_mb
     return result
 
 
