@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import struct
+import threading
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -18,7 +22,15 @@ from sidecar.retrieval.embedders.base import EmbedderBusy
 from sidecar.retrieval.embedders.openai import OpenAIEmbedder
 from tests.conftest import eventually
 from tests.ollama_stub import OllamaStub
-from tests.test_embed_lead import AUTH, LEAD_MODEL, TOKEN, crew_port  # noqa: F401 - fixture
+from tests.sidecar_process import SidecarProcess, free_port, wait_for
+from tests.test_embed_lead import (  # noqa: F401 - crew_port is a fixture
+    AUTH,
+    LEAD_MODEL,
+    TOKEN,
+    _embeddings_status,
+    _write,
+    crew_port,
+)
 
 TEXTS = ["the crane is blue", "the dock is wet", "a gull on the crane"]
 BATCH = [f"note {i} about the harbour" for i in range(8)]  # more than a query's few texts
@@ -112,3 +124,68 @@ async def test_a_member_past_its_bound_gets_429_others_and_later_requests_go_thr
     assert status == 200 and len(answered["data"]) == len(BATCH)
     status, _ = await _embed(client, {"input": BATCH})  # its slot is free again
     assert status == 200
+
+
+def test_a_member_told_to_wait_searches_by_words_meanwhile_and_comes_back_as_asked(
+    tmp_path: Path,
+) -> None:
+    """Real processes: another client from the member's own address holds its batch slot on
+    the lead, so the member's next batch gets 429; the member says so in /healthz, searches
+    by words, and is back to hybrid after the Retry-After second, not its 30 s retry."""
+    shared = tmp_path / "shared" / ".memory"
+    shared.mkdir(parents=True)
+    port = free_port()
+    crew_url = f"http://127.0.0.1:{port}"
+    auth = {"SIDECAR_CREW_TOKEN": TOKEN}
+    with OllamaStub() as stub:
+        lead = SidecarProcess(
+            tmp_path / "lead" / ".memory", shared, "lead",
+            ["--crew-listen", f"127.0.0.1:{port}", "--embedder", "ollama",
+             "--ollama-url", stub.url], auth,
+        )  # fmt: skip
+        member = SidecarProcess(
+            tmp_path / "member" / ".memory", shared, "agent",
+            ["--lead-url", crew_url, "--embedder", "lead", "--embed-retry", "30"], auth,
+        )  # fmt: skip
+        holder = threading.Thread(target=_post_batch, args=(crew_url,))
+        try:
+            lead.start()
+            member.start()
+            _write(member, "AGENT.md", "- the crane is blue\n")
+            wait_for(lambda: _embeddings_status(member).get("state") == "ready",
+                     what="the member's first vectors")  # fmt: skip
+            stub.mode = "hang"
+            holder.start()  # from 127.0.0.1, as the member: its one batch slot is taken
+            assert stub.hanging.wait(10)
+            _write(
+                member, "daily/2026-11-20.md", "\n".join(f"- harbour note {i}" for i in range(6))
+            )
+            wait_for(lambda: any("429" in r for r in member.get("/healthz")["reasons"]),
+                     what="the member to say the lead asked it to wait")  # fmt: skip
+            health = member.get("/healthz")
+            assert (health["status"], health["retrieval"]) == ("degraded", "sparse-only")
+            status, body = member.call("POST", "/memory/search",
+                                       {"query": "harbour note", "scope": "agent"})  # fmt: skip
+            assert status == 200 and body["mode"] == "sparse" and body["results"], body
+            stub.mode = "ok"
+            stub.release.set()
+            holder.join(10)
+            wait_for(lambda: member.get("/healthz")["retrieval"] == "hybrid", timeout=20,
+                     what="hybrid after Retry-After, well before --embed-retry")  # fmt: skip
+            wait_for(lambda: _embeddings_status(member).get("state") == "ready",
+                     what="the note embedded once the lead took the batch")  # fmt: skip
+            status, body = member.call("POST", "/memory/search",
+                                       {"query": "harbour note", "scope": "agent"})  # fmt: skip
+            assert body["mode"] == "hybrid" and "dense" in body["results"][0]["ranks"], body
+        finally:
+            member.kill()
+            lead.kill()
+            stub.release.set()
+
+
+def _post_batch(crew_url: str) -> None:
+    body = json.dumps({"input": BATCH}).encode()
+    headers = {**AUTH, "Content-Type": "application/json"}
+    request = urllib.request.Request(f"{crew_url}/v1/embeddings", body, headers, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        resp.read()
