@@ -57,12 +57,12 @@ class MemberLimits:
                 del self.in_flight[key]
 
 
-def busy(texts: int) -> web.Response:
+def busy(texts: int) -> ApiError:
+    """429, with ``Retry-After`` (the error middleware sets it from ``retry_after``)."""
     kind, bound = MemberLimits.kind(texts)
-    detail = (f"this member already has {bound} {kind} request(s) in flight on the lead; "
-              f"retry after {RETRY_AFTER_S} s (its searches stay sparse meanwhile)")  # fmt: skip
-    return web.json_response({"error": "member_busy", "detail": detail}, status=429,
-                             headers={"Retry-After": str(RETRY_AFTER_S)})  # fmt: skip
+    return ApiError(429, "member_busy", f"this member already has {bound} {kind} request(s) "
+                    f"in flight on the lead; retry after {RETRY_AFTER_S} s (its searches "
+                    "stay sparse meanwhile)", {"retry_after": RETRY_AFTER_S})  # fmt: skip
 
 
 LIMITS = web.AppKey("member_limits", MemberLimits)
@@ -97,7 +97,7 @@ async def embeddings(request: web.Request) -> web.Response:
     texts, encoding = embed_inputs(await json_body(request))
     with request.app[LIMITS].admit(request.remote or "", len(texts)) as admitted:
         if not admitted:
-            return busy(len(texts))
+            raise busy(len(texts))
         vectors, model = await request.app[SERVICE].embeddings.embed_for_members(texts)
     if encoding == "base64":
         rows: list[Any] = [base64.b64encode(row.astype("<f4").tobytes()).decode("ascii")
