@@ -18,7 +18,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from sidecar.api.crew_embeddings import LIMITS, MemberLimits
-from sidecar.retrieval.embedders.base import EmbedderBusy
+from sidecar.retrieval.embedders.base import EmbedderBusy, EmbedderError, EmbedderRefused
 from sidecar.retrieval.embedders.openai import OpenAIEmbedder
 from tests.conftest import eventually
 from tests.ollama_stub import OllamaStub
@@ -189,3 +189,39 @@ def _post_batch(crew_url: str) -> None:
     request = urllib.request.Request(f"{crew_url}/v1/embeddings", body, headers, method="POST")
     with urllib.request.urlopen(request, timeout=30) as resp:
         resp.read()
+
+
+def _b64(*values: float) -> str:
+    return base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode()
+
+
+@pytest.mark.parametrize(
+    ("rows", "error", "refused"),
+    [
+        (["not base64!"], "not base64", False),
+        ([base64.b64encode(b"\x00\x00\x80\x3f\x00").decode()], "not float32s", False),
+        ([_b64(1.0, 2.0), [1.0, 2.0]], "mixed, empty or huge", False),
+        ([_b64(1.0, 2.0), _b64(1.0)], "mixed, empty or huge", False),
+        ([_b64(float("nan"), 1.0)], "NaN or infinite", True),
+        ([_b64(0.0, 0.0)], "all-zero", True),
+    ],
+)
+def test_a_base64_reply_that_does_not_fit_is_an_error_with_the_reason(
+    rows: list[Any], error: str, refused: bool
+) -> None:
+    embedder = OpenAIEmbedder("http://127.0.0.1:9", "m", encoding="base64")
+    data = [{"object": "embedding", "index": i, "embedding": r} for i, r in enumerate(rows)]
+    body = json.dumps({"object": "list", "data": data, "model": "m"}).encode()
+    with pytest.raises(EmbedderError) as info:
+        embedder._parse(body, len(rows))
+    assert error in str(info.value)
+    assert isinstance(info.value, EmbedderRefused) is refused  # refused: about these texts
+    assert embedder.dim == 0  # nothing learned from a reply that did not fit
+
+
+def test_a_429s_retry_after_is_read_within_bounds_and_a_second_without_one() -> None:
+    from sidecar.retrieval.embedders.openai import _seconds
+
+    assert [_seconds(h) for h in (None, "", "soon", "2", "0", "-5", "86400")] == [
+        1.0, 1.0, 1.0, 2.0, 0.1, 0.1, 300.0,
+    ]  # fmt: skip

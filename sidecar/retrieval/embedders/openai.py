@@ -258,8 +258,9 @@ def _floats(row: str, where: str) -> bytes:
 
 
 def _seconds(header: str | None) -> float:
-    """A Retry-After of whole seconds (the HTTP-date form is not worth a parser here)."""
+    """A Retry-After of seconds (the HTTP-date form is not worth a parser here), kept
+    between a tenth of a second (never a tight loop of refusals) and five minutes."""
     try:
-        return min(max(float(header or ""), 0.0), 300.0)
+        return min(max(float(header or ""), 0.1), 300.0)
     except ValueError:
         return BUSY_RETRY_S
