@@ -274,10 +274,10 @@ class Extraction(Capability):
         local = set(self.learnings.tiers)
         notes: list[str] = []
         remote = [a for a in actions if a.tier == "crew" and "crew" not in local]
-        if self.lead is not None:  # the lead refuses a member's retirement (see ``MEMBER``)
+        if self.lead is not None:  # what the lead refuses a member (``MEMBER_MAY_NOT``)
             notes += [f"{a.target}: a crew learning is retired only on the lead; not sent"
-                      for a in remote if a.kind == "retire"]  # fmt: skip
-            remote = [a for a in remote if a.kind != "retire"]
+                      for a in remote if a.kind in MEMBER_MAY_NOT]  # fmt: skip
+            remote = [a for a in remote if a.kind not in MEMBER_MAY_NOT]
         if remote and self.lead is not None:
             body = {"session_id": sid, "actions": [a.to_json() for a in remote]}
             answer = await self.lead.request("POST", "/memory/learnings/extracted", body)
