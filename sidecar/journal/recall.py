@@ -151,26 +151,47 @@ def recall_tier(
         row = by_id[event_id]
         age = now - row.ts
         importance = ranking.importance_now(row.base, row.floor, age, row.refs)
+        weight = ranking.standing(row.base, row.floor, row.refs)
         cand = cands[event_id]
-        score = ranking.score(q.ranking, relevance, importance, cand, age, top_bm25)
+        score = ranking.score(q.ranking, relevance, importance, cand, age, top_bm25, weight)
         out.append(Recalled(row, tj.tier.name, score, relevance, importance, cand))
-    if q.ranking == "importance":
+    if q.ranking in ranking.PICKED_BY_RELEVANCE:
         # Relevance decides which events answer; importance decides their order. Letting
-        # importance pick members cost 0.05-0.14 recall@10 on LoCoMo (README, "Journal").
+        # importance pick members cost 0.05-0.14 recall@10 on LoCoMo (docs/journal.md).
         out.sort(key=lambda r: (-r.relevance, -r.row.ts, r.row.id))
         out = out[: q.k]
     out.sort(key=lambda r: (-r.score, -r.row.ts, r.row.id))
     out = out[: q.k]
-    if q.ranking == "importance":
-        out = later_first(out, q.text, tj.vectors)
+    if q.ranking == "updates":
+        best = sorted(rel, key=rel.__getitem__, reverse=True)[:pool]
+        out = later_first(out, q.text, tj.vectors, usual_closeness(tj.vectors, best))
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
 
 
-def later_first(hits: list[Recalled], query: str, vectors: EventVectors | None) -> list[Recalled]:
+def usual_closeness(vectors: EventVectors | None, pool: list[str]) -> float | None:
+    """How close two of the query's best candidates usually are: the mean of their pairwise
+    cosines plus one standard deviation (None with fewer than three vectors). Two hits
+    must be closer than that to be one subject (``retrieval.updates``)."""
+    if vectors is None:
+        return None
+    rows = [r for r in (vectors.positions.get(i) for i in pool) if r is not None]
+    if len(rows) < 3:
+        return None
+    import numpy as np  # only with vectors
+
+    matrix = vectors.matrix()[1]
+    picked = matrix[[r for r in rows if r < len(matrix)]]
+    sims = (picked @ picked.T)[np.triu_indices(len(picked), 1)]
+    return float(sims.mean() + sims.std()) if len(sims) else None
+
+
+def later_first(
+    hits: list[Recalled], query: str, vectors: EventVectors | None, usual: float | None = None
+) -> list[Recalled]:
     """Among hits about one subject, the later event first (``retrieval.updates``); the
-    set of hits and every other hit's place stay as relevance and importance chose. A
+    set of hits and every other hit's place stay as relevance and standing chose. A
     moved hit takes the score of the place it moves to, so the merge of tiers by score
     keeps the order."""
     asked = updates.stems(query)
@@ -185,8 +206,15 @@ def later_first(hits: list[Recalled], query: str, vectors: EventVectors | None) 
             return None
         return float(matrix[a] @ matrix[b])
 
-    order = updates.later_first([h.row.ts for h in hits], [w & asked for w in words], words,
-                                cosine)  # fmt: skip
+    order = updates.later_first(
+        [h.row.ts for h in hits],
+        [w & asked for w in words],
+        words,
+        cosine,
+        to_query=[h.candidate.cosine for h in hits],
+        relevance=[h.relevance for h in hits],
+        usual=usual,
+    )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]
     for slot, hit in enumerate(out):  # the place's score: merging tiers by score keeps it
