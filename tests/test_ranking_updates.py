@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.index.dates import hit_date
-from sidecar.retrieval.updates import later_first, stems
+from sidecar.retrieval.updates import later_first, stems, usual_overlap
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 
@@ -70,6 +70,21 @@ def test_without_vectors_a_shared_word_the_query_lacks_makes_two_hits_one_subjec
                "several charts.")  # fmt: skip
     assert order([older, moved], [60, 2], query) == [1, 0]
     assert order([older, chatter], [60, 2], query) == [0, 1]
+    # Unless the candidates usually share that much beyond the query (every turn of a
+    # conversation names its speakers).
+    assert order([older, moved], [60, 2], query, usual_words=0.5) == [0, 1]
+
+
+def test_usual_overlap_is_what_candidates_share_beyond_the_query() -> None:
+    asked = stems("support group")
+    turns = [stems(t) for t in ("Caroline: the support group met again.",
+                                "Melanie: Caroline, how was the support group?",
+                                "Caroline: Melanie, it was moving.",
+                                "Melanie: painting with the kids today.")]  # fmt: skip
+    apart = [stems(t) for t in ("Support group moved to Mondays.", "Group chat is muted.",
+                                "Payroll is paid on Friday.", "Backups run nightly.")]  # fmt: skip
+    assert usual_overlap(turns, asked) > 0.2 > usual_overlap(apart, asked) == 0.0
+    assert usual_overlap(turns[:2], asked) is None  # one pair says nothing of usual
 
 
 def test_dense_closeness_decides_when_vectors_exist() -> None:

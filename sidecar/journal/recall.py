@@ -163,40 +163,44 @@ def recall_tier(
     out.sort(key=lambda r: (-r.score, -r.row.ts, r.row.id))
     out = out[: q.k]
     if q.ranking == "updates":
-        best = sorted(rel, key=rel.__getitem__, reverse=True)[:pool]
-        out = later_first(out, q.text, tj.vectors, usual_closeness(tj.vectors, best))
+        best = sorted(rel, key=rel.__getitem__, reverse=True)[: min(pool, updates.BACKGROUND)]
+        out = later_first(out, q.text, tj.vectors, [by_id[i] for i in best])
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
 
 
-def usual_closeness(vectors: EventVectors | None, pool: list[str]) -> float | None:
+def usual_closeness(vectors: EventVectors | None, pool: list[Row]) -> float | None:
     """How close two of the query's best candidates usually are: the mean of their pairwise
     cosines plus one standard deviation (None with fewer than three vectors). Two hits
     must be closer than that to be one subject (``retrieval.updates``)."""
     if vectors is None:
         return None
-    rows = [r for r in (vectors.positions.get(i) for i in pool) if r is not None]
+    _, matrix = vectors.matrix()
+    rows = [r for r in (vectors.positions.get(row.id) for row in pool) if r is not None]
+    rows = [r for r in rows if r < len(matrix)]
     if len(rows) < 3:
         return None
     import numpy as np  # only with vectors
 
-    matrix = vectors.matrix()[1]
-    picked = matrix[[r for r in rows if r < len(matrix)]]
-    sims = (picked @ picked.T)[np.triu_indices(len(picked), 1)]
-    return float(sims.mean() + sims.std()) if len(sims) else None
+    picked = matrix[rows]
+    sims = (picked @ picked.T)[np.triu_indices(len(rows), 1)]
+    return float(sims.mean() + sims.std())
+
+
+def words(row: Row) -> set[str]:
+    return updates.stems(f"{row.summary}\n{payload_text(json.loads(row.payload))}")
 
 
 def later_first(
-    hits: list[Recalled], query: str, vectors: EventVectors | None, usual: float | None = None
+    hits: list[Recalled], query: str, vectors: EventVectors | None, pool: list[Row]
 ) -> list[Recalled]:
     """Among hits about one subject, the later event first (``retrieval.updates``); the
-    set of hits and every other hit's place stay as relevance and standing chose. A
-    moved hit takes the score of the place it moves to, so the merge of tiers by score
-    keeps the order."""
+    set of hits and every other hit's place stay as relevance and standing chose. What is
+    usual closeness is read from ``pool``, the query's best candidates. A moved hit takes
+    the score of the place it moves to, so the merge of tiers by score keeps the order."""
     asked = updates.stems(query)
-    words = [updates.stems(f"{h.row.summary}\n{payload_text(json.loads(h.row.payload))}")
-             for h in hits]  # fmt: skip
+    hit_words = [words(h.row) for h in hits]
     rows = [vectors.positions.get(h.row.id) for h in hits] if vectors is not None else []
     matrix = vectors.matrix()[1] if any(r is not None for r in rows) else None
 
@@ -208,12 +212,13 @@ def later_first(
 
     order = updates.later_first(
         [h.row.ts for h in hits],
-        [w & asked for w in words],
-        words,
+        [w & asked for w in hit_words],
+        hit_words,
         cosine,
         to_query=[h.candidate.cosine for h in hits],
         relevance=[h.relevance for h in hits],
-        usual=usual,
+        usual=usual_closeness(vectors, pool) if matrix is not None else None,
+        usual_words=updates.usual_overlap([words(row) for row in pool], asked),
     )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]
