@@ -7,15 +7,20 @@ day files, with the events dated weeks apart in the past.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.index.dates import hit_date
+from sidecar.journal.recall import usual_closeness
+from sidecar.journal.tier import EventVectors
 from sidecar.retrieval.updates import later_first, stems, usual_overlap
 from sidecar.service import MemoryService
 from tests.conftest import eventually
@@ -112,6 +117,18 @@ def test_hits_no_closer_than_the_querys_candidates_usually_are_stay_apart() -> N
     cos, near = (lambda i, j: 0.66), [0.5, 0.5]
     assert order(texts, [30, 2], "support group", cos, to_query=near, usual=0.55) == [1, 0]
     assert order(texts, [30, 2], "support group", cos, to_query=near, usual=0.7) == [0, 1]
+
+
+def test_usual_closeness_is_read_from_the_pools_vectors() -> None:
+    vectors = EventVectors("test-model", 2)
+    unit = [[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [0.0, 1.0]]
+    vectors.add(["a", "b", "c", "d"], np.array(unit, np.float32))
+    pool = [SimpleNamespace(id=i) for i in ("a", "b", "c", "d", "no-vector")]
+    sims = [0.8, 0.6, 0.0, 0.96, 0.6, 0.8]  # the six pairs of a, b, c, d
+    got = usual_closeness(vectors, pool)  # type: ignore[arg-type]
+    assert got == pytest.approx(statistics.fmean(sims) + statistics.pstdev(sims), abs=1e-6)
+    assert usual_closeness(vectors, pool[:2] + pool[4:]) is None  # type: ignore[arg-type]
+    assert usual_closeness(None, pool) is None  # type: ignore[arg-type]
 
 
 def test_a_far_less_relevant_later_hit_does_not_displace_the_answer() -> None:
