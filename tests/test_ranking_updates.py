@@ -77,7 +77,7 @@ def test_without_vectors_a_shared_word_the_query_lacks_makes_two_hits_one_subjec
     assert order([older, chatter], [60, 2], query) == [0, 1]
     # Unless the candidates usually share that much beyond the query (every turn of a
     # conversation names its speakers).
-    assert order([older, moved], [60, 2], query, usual_words=0.5) == [0, 1]
+    assert order([older, moved], [60, 2], query, usual_words=lambda: 0.5) == [0, 1]
 
 
 def test_usual_overlap_is_what_candidates_share_beyond_the_query() -> None:
@@ -115,8 +115,8 @@ def test_hits_no_closer_than_the_querys_candidates_usually_are_stay_apart() -> N
     # candidates are usually further apart than that.
     texts = ["Caroline went to the support group.", "Caroline: the support group was great."]
     cos, near = (lambda i, j: 0.66), [0.5, 0.5]
-    assert order(texts, [30, 2], "support group", cos, to_query=near, usual=0.55) == [1, 0]
-    assert order(texts, [30, 2], "support group", cos, to_query=near, usual=0.7) == [0, 1]
+    assert order(texts, [30, 2], "support group", cos, to_query=near, usual=lambda: 0.55) == [1, 0]
+    assert order(texts, [30, 2], "support group", cos, to_query=near, usual=lambda: 0.7) == [0, 1]
 
 
 def test_usual_closeness_is_read_from_the_pools_vectors() -> None:

@@ -217,8 +217,8 @@ def later_first(
         cosine,
         to_query=[h.candidate.cosine for h in hits],
         relevance=[h.relevance for h in hits],
-        usual=usual_closeness(vectors, pool) if matrix is not None else None,
-        usual_words=updates.usual_overlap([words(row) for row in pool], asked),
+        usual=lambda: usual_closeness(vectors, pool),
+        usual_words=lambda: updates.usual_overlap([words(row) for row in pool], asked),
     )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]

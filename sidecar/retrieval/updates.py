@@ -32,9 +32,9 @@ never turns the list into a recency order.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-import statistics
 from collections.abc import Callable, Sequence
 
 from sidecar.retrieval.query import stem, terms
@@ -73,8 +73,8 @@ def later_first(
     *,
     to_query: Sequence[float | None] | None = None,
     relevance: Sequence[float] | None = None,
-    usual: float | None = None,
-    usual_words: float | None = None,
+    usual: Callable[[], float | None] | None = None,
+    usual_words: Callable[[], float | None] | None = None,
 ) -> list[int]:
     """The new order of hits ``0..n-1`` (given in relevance order).
 
@@ -84,21 +84,25 @@ def later_first(
     cosine to the query (None: unknown); ``relevance``: each hit's relevance; ``usual``:
     the cosine two of the query's candidates usually reach (None: not known);
     ``usual_words``: the same for the overlap of their words outside the query
-    (``usual_overlap``).
+    (``usual_overlap``). Both are asked at most once, and only when a pair comes close
+    enough for them to decide: most recalls never pay for them.
     """
     n = len(when)
     near = list(to_query) if to_query is not None else [None] * n
     rel = list(relevance) if relevance is not None else [1.0] * n
-    close = max(SAME_COSINE, usual or 0.0)
     asked = set().union(*subject) if n else set()
+    usual_cosine = functools.cache(usual or _unknown)
+    usual_outside = functools.cache(usual_words or _unknown)
 
     def same(i: int, j: int) -> bool:
         if rel[j] < MIN_RELEVANCE_SHARE * rel[i]:
             return False
         sim, qi, qj = cosine(i, j), near[i], near[j]
         if sim is not None and qi is not None and qj is not None:
-            return sim >= close and beyond_query(sim, qi, qj) >= SAME_BEYOND_QUERY
-        return alike_in_words(subject[i] & subject[j], asked, words[i], words[j], usual_words)
+            if sim < SAME_COSINE or beyond_query(sim, qi, qj) < SAME_BEYOND_QUERY:
+                return False
+            return sim >= (usual_cosine() or 0.0)
+        return alike_in_words(subject[i] & subject[j], asked, words[i], words[j], usual_outside)
 
     dated = [i for i in range(n) if when[i] is not None]
     grouped: set[int] = set()
@@ -114,6 +118,10 @@ def later_first(
     return order
 
 
+def _unknown() -> float | None:
+    return None
+
+
 def beyond_query(sim: float, qi: float, qj: float) -> float:
     """The two hits' closeness with the query's part taken out: the partial correlation of
     their cosines given the query's (0 when either is the query itself)."""
@@ -122,7 +130,11 @@ def beyond_query(sim: float, qi: float, qj: float) -> float:
 
 
 def alike_in_words(
-    both: set[str], asked: set[str], wi: set[str], wj: set[str], usual_words: float | None
+    both: set[str],
+    asked: set[str],
+    wi: set[str],
+    wj: set[str],
+    usual_words: Callable[[], float | None],
 ) -> bool:
     """Both name a word of the query (``both``), and they share enough words: fewer when
     their words outside the query (``asked``) overlap more than the candidates' usually
@@ -133,8 +145,10 @@ def alike_in_words(
     share = len(wi & wj) / len(union) if union else 0.0
     if share >= SAME_WORDS:
         return True
+    if share < SAME_WORDS_SHARED:
+        return False
     beyond = outside_overlap(wi, wj, asked)
-    return share >= SAME_WORDS_SHARED and beyond > 0.0 and beyond >= (usual_words or 0.0)
+    return beyond > 0.0 and beyond >= (usual_words() or 0.0)
 
 
 def outside_overlap(wi: set[str], wj: set[str], asked: set[str]) -> float:
@@ -150,5 +164,7 @@ def usual_overlap(words: Sequence[set[str]], asked: set[str]) -> float | None:
     than three)."""
     if len(words) < 3:
         return None
-    pairs = [outside_overlap(a, b, asked) for a, b in itertools.combinations(words, 2)]
-    return statistics.fmean(pairs) + statistics.pstdev(pairs)
+    outside = [w - asked for w in words]
+    pairs = [len(a & b) / (len(a | b) or 1) for a, b in itertools.combinations(outside, 2)]
+    mean = sum(pairs) / len(pairs)
+    return mean + math.sqrt(sum((x - mean) ** 2 for x in pairs) / len(pairs))
