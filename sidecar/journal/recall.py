@@ -163,7 +163,7 @@ def recall_tier(
     out.sort(key=lambda r: (-r.score, -r.row.ts, r.row.id))
     out = out[: q.k]
     if q.ranking == "updates":
-        best = sorted(rel, key=rel.__getitem__, reverse=True)[: min(pool, updates.BACKGROUND)]
+        best = sorted(rel, key=rel.__getitem__, reverse=True)[: updates.BACKGROUND]
         out = later_first(out, q.text, tj.vectors, [by_id[i] for i in best])
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
@@ -201,6 +201,7 @@ def later_first(
     the score of the place it moves to, so the merge of tiers by score keeps the order."""
     asked = updates.stems(query)
     hit_words = [words(h.row) for h in hits]
+    known = {h.row.id: w for h, w in zip(hits, hit_words, strict=True)}
     rows = [vectors.positions.get(h.row.id) for h in hits] if vectors is not None else []
     matrix = vectors.matrix()[1] if any(r is not None for r in rows) else None
 
@@ -218,7 +219,9 @@ def later_first(
         to_query=[h.candidate.cosine for h in hits],
         relevance=[h.relevance for h in hits],
         usual=lambda: usual_closeness(vectors, pool),
-        usual_words=lambda: updates.usual_overlap([words(row) for row in pool], asked),
+        usual_words=lambda: updates.usual_overlap(
+            [known.get(row.id) or words(row) for row in pool], asked
+        ),
     )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]
