@@ -14,6 +14,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from sidecar.index.store import (
     diff_chunks,
     metadata_json,
 )
+from sidecar.stores import fts5_topk
 from sidecar.stores import sqlite_schema as schema
 
 _BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
@@ -148,20 +150,24 @@ class SQLiteStore:
         # ``rank`` column, which FTS5 resolves through an extra function lookup.
         context = float(schema.CONTEXT_WEIGHT if context_weight is None else context_weight)
         weights = f"{schema.HEADING_WEIGHT}, {schema.BODY_WEIGHT}, {context}"
-        sql = f"""
-            SELECT c.path, c.start_line, c.end_line, c.heading, c.body, f.score, c.hash
-            FROM (SELECT rowid, bm25(chunks_fts, {weights}) AS score
-                  FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) AS f
-            JOIN chunks AS c ON c.id = f.rowid
-            ORDER BY f.score
-        """
+        conn = self.db.reader()
         try:
-            rows = self.db.reader().execute(sql, (match, limit)).fetchall()
+            # A large table ranks an OR of words without scoring every chunk it matches.
+            answered = fts5_topk.top(conn, "chunks_fts", match, weights, limit)
+            if answered is not None:
+                ranked = answered[1]
+            else:
+                ranked = conn.execute(
+                    f"SELECT rowid, bm25(chunks_fts, {weights}) AS score FROM chunks_fts "
+                    "WHERE chunks_fts MATCH ? ORDER BY score, rowid LIMIT ?",
+                    (match, limit),
+                ).fetchall()
         except sqlite3.OperationalError as exc:
             if not is_query_error(exc):
                 raise
             raise QuerySyntaxError(str(exc)) from exc
-        return [Hit(p, s, e, h, b, -rank, k) for p, s, e, h, b, rank, k in rows]
+        found = self.hits(rowid for rowid, _ in ranked)
+        return [replace(found[i], score=-score) for i, score in ranked if i in found]
 
     def _select_in(self, sql: str, values: Iterable[Any], *params: Any) -> list[tuple[Any, ...]]:
         """Rows of ``sql`` whose ``IN (%s)`` list is ``values``, asked in batches that stay
