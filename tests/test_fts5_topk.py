@@ -150,3 +150,33 @@ def test_the_store_answers_through_the_path_as_plain_fts5_would(
     assert any(" NOT (" in s for s in statements)  # the rounds ran
     assert [(h.path, h.start_line) for h in fast] == [(h.path, h.start_line) for h in plain]
     assert [h.score for h in fast] == pytest.approx([h.score for h in plain], rel=1e-12)
+
+
+def test_phrase_counts_are_kept_until_a_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search counts each of its words once per snapshot: the next search reuses the
+    counts, and a commit (which changes them) drops them."""
+    monkeypatch.setattr(fts5_topk, "MIN_ROWS", 0)
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    try:
+        store.replace_all(_corpus(random.Random(3), 20))
+        match = or_of_terms(["w2", "w7", "rare"])
+        statements: list[str] = []
+        conn = store.db.reader()
+        conn.set_trace_callback(statements.append)
+        store.search(match, 5, 0.25)
+        first = sum("count(*)" in s for s in statements)
+        statements.clear()
+        store.search(match, 5, 0.25)
+        again = sum("count(*)" in s for s in statements)
+        extra = IndexedFile("new.md", FileState(1, 1, "0" * 64), {}, [Chunk(1, 1, "", "rare rare")])
+        store.replace_file(extra)
+        statements.clear()
+        hits = store.search(match, 5, 0.25)
+        after = sum("count(*)" in s for s in statements)
+        conn.set_trace_callback(None)
+    finally:
+        store.close()
+    assert (first, again, after) == (3, 0, 3)
+    assert hits[0].path == "new.md"  # counted afresh: the new rows are ranked

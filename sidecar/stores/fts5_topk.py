@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from collections.abc import Callable
 
 from sidecar.stores.fts5 import or_operands
 
@@ -77,21 +78,25 @@ def top(
     weights: str,
     limit: int,
     min_rows: int | None = None,
+    counts: Callable[[], dict[str, int]] | None = None,
 ) -> tuple[str, list[tuple[int, float]]] | None:
     """The query as answered (its phrases rarest first) and the (rowid, bm25) of its
     ``limit`` best rows, best first, as ``ORDER BY bm25(...), rowid`` gives them; None
     where this path does not apply (not an OR of phrases, fewer rows than ``min_rows``,
     ``MIN_ROWS`` by default) and the caller ranks the plain way. A bad expression raises
     as MATCH does. Every statement reads one snapshot: a commit between them would
-    change the IDFs the bounds were computed with."""
+    change the IDFs the bounds were computed with. ``counts``: asked once that snapshot is
+    taken, how many rows each phrase matches as far as known for it (filled in here): a
+    question's words recur from one search to the next, and counting a common one reads
+    its whole list."""
     operands = or_operands(match)
     if operands is None or limit <= 0:
         return None
     if conn.in_transaction:
-        return _top(conn, table, operands, weights, limit, min_rows)
+        return _top(conn, table, operands, weights, limit, min_rows, counts)
     conn.execute("BEGIN")
     try:
-        return _top(conn, table, operands, weights, limit, min_rows)
+        return _top(conn, table, operands, weights, limit, min_rows, counts)
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")  # a read: nothing to keep or undo
@@ -104,12 +109,17 @@ def _top(
     weights: str,
     limit: int,
     min_rows: int | None,
+    counts: Callable[[], dict[str, int]] | None,
 ) -> tuple[str, list[tuple[int, float]]] | None:
     rows = row_count(conn, table)
     if rows is None or rows < (MIN_ROWS if min_rows is None else min_rows):
         return None
     count = f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
-    hits = [conn.execute(count, (p,)).fetchone()[0] for p in operands]
+    known = {} if counts is None else counts()
+    for p in operands:
+        if p not in known:
+            known[p] = conn.execute(count, (p,)).fetchone()[0]
+    hits = [known[p] for p in operands]
     order = sorted(range(len(operands)), key=lambda i: (hits[i], i))
     phrases = [operands[i] for i in order]
     bounds = [_bound(rows, hits[i]) for i in order]

@@ -153,7 +153,9 @@ class SQLiteStore:
         conn = self.db.reader()
         try:
             # A large table ranks an OR of words without scoring every chunk it matches.
-            answered = fts5_topk.top(conn, "chunks_fts", match, weights, limit)
+            answered = fts5_topk.top(
+                conn, "chunks_fts", match, weights, limit, counts=lambda: self._counts(conn)
+            )
             if answered is not None:
                 ranked = answered[1]
             else:
@@ -168,6 +170,18 @@ class SQLiteStore:
             raise QuerySyntaxError(str(exc)) from exc
         found = self.hits(rowid for rowid, _ in ranked)
         return [replace(found[i], score=-score) for i, score in ranked if i in found]
+
+    def _counts(self, conn: sqlite3.Connection) -> dict[str, int]:
+        """How many chunks each phrase matches, kept per reader until any commit (``PRAGMA
+        data_version`` tells, whichever connection made it; asked inside the search's read
+        transaction, it speaks of the snapshot the search reads)."""
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        cached = getattr(self.db.local, "phrase_counts", None)
+        if cached is None or cached[0] is not conn or cached[1] != version:
+            cached = (conn, version, {})
+            self.db.local.phrase_counts = cached
+        counts: dict[str, int] = cached[2]
+        return counts
 
     def _select_in(self, sql: str, values: Iterable[Any], *params: Any) -> list[tuple[Any, ...]]:
         """Rows of ``sql`` whose ``IN (%s)`` list is ``values``, asked in batches that stay
