@@ -23,6 +23,7 @@ DEFAULT_MAX_CHARS = 400
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _STRUCTURE_FIRST = " #`~"  # what a heading or fence line can start with
+_YEAR = re.compile(r"\d{4}")
 # Characters of neighbouring text folded into each side of a chunk's ``context``.
 CONTEXT_CHARS = 400
 
@@ -167,8 +168,9 @@ def _with_context(
         context = f"{before}\n{after}" if before and after else before or after
         if c.heading in heading_dates:
             when = heading_dates[c.heading]
-        else:
-            when = heading_dates[c.heading] = found_date(c.heading)
+        else:  # every date ``found_date`` reads has a four-digit year: most headings none
+            year = _YEAR.search(c.heading)
+            when = heading_dates[c.heading] = found_date(c.heading) if year else None
         dates = resolved(c.text, when) if when is not None else ""
         if dates:  # "last month" under a heading dated 8 May 2023 is found by "April 2023"
             context = f"{context}\n{dates}" if context else dates
