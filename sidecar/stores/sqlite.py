@@ -33,30 +33,11 @@ from sidecar.index.store import (
     diff_chunks,
     metadata_json,
 )
-from sidecar.stores import fts5_topk
+from sidecar.stores import fts5_topk, sqlite_health
 from sidecar.stores import sqlite_schema as schema
 
 _BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
 _BULK_FILES = 500  # files per executemany round of a rebuild
-
-
-# What says the index itself is unusable, as opposed to a busy, full or read-only disk.
-# SQLITE_IOERR (its WAL deleted under it, say), SQLITE_CORRUPT, SQLITE_NOTADB; a full disk
-# (SQLITE_FULL) or a busy one is not the index's fault.
-_BROKEN_CODES = frozenset({10, 11, 26})
-_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
-_BROKEN_MESSAGES = (
-    "malformed", "not a database", "no such table", "no such column", "disk i/o error",
-)  # fmt: skip
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """Which file ``path`` is (device, inode), or None if there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 class SQLiteStore:
@@ -70,7 +51,7 @@ class SQLiteStore:
         self.db = Database(path, schema.SCHEMA, schema.SCHEMA_VERSION, schema.PROBE)
         if self.db.found is not None:
             schema.resume_merging(self.db.writer)
-        self._identity = _identity(path)
+        self._identity = sqlite_health.identity(path)
         self._header_fd = self._open_header()
 
     def _open_header(self) -> int:
@@ -84,27 +65,7 @@ class SQLiteStore:
     # -- health ------------------------------------------------------------
 
     def problem(self, exc: BaseException | None = None) -> str | None:
-        if isinstance(exc, sqlite3.DatabaseError):
-            code = getattr(exc, "sqlite_errorcode", None)
-            text = str(exc).lower()
-            if (code is not None and code & 0xFF in _BROKEN_CODES) or any(
-                m in text for m in _BROKEN_MESSAGES
-            ):
-                return f"index unusable ({exc})"
-        now = _identity(self.path)
-        if now is None:
-            return "index file vanished"
-        if now != self._identity:
-            return "index file replaced by another file"
-        if self._header_fd < 0:
-            return None  # closed: a health probe racing shutdown has nothing to report
-        try:
-            head = os.pread(self._header_fd, len(_HEADER), 0)
-        except OSError as exc:
-            return f"index file unreadable ({exc.strerror})"
-        if head != _HEADER:  # overwritten or truncated in place: SQLite may not notice soon
-            return "index file is no longer a SQLite database"
-        return None
+        return sqlite_health.problem(self.path, self._identity, self._header_fd, exc)
 
     @property
     def generation(self) -> int:
@@ -119,7 +80,7 @@ class SQLiteStore:
 
     def _reopened(self) -> None:
         """The file was replaced by an empty one: ``problem`` watches the new one."""
-        self._identity = _identity(self.path)
+        self._identity = sqlite_health.identity(self.path)
         old_fd, self._header_fd = self._header_fd, self._open_header()
         if old_fd >= 0:  # the old file is deleted: its locks guard nothing any more
             os.close(old_fd)
