@@ -76,6 +76,8 @@ def test_top_k_equals_plain_fts5_order_and_scores_on_random_corpora(
 ) -> None:
     rng = random.Random(7)
     ties = 0
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
     for match in _queries(rng, 60):
         for limit in (1, 3, 10, 40):
             answered = fts5_topk.top(conn, "chunks_fts", match, WEIGHTS, limit, min_rows=0)
@@ -85,7 +87,11 @@ def test_top_k_equals_plain_fts5_order_and_scores_on_random_corpora(
             expected = _plain(conn, canonical, limit)
             assert ranked == expected, (match, limit)
             ties += len(expected) - len({s for _, s in expected})
+    conn.set_trace_callback(None)
     assert ties > 50  # the corpus did exercise ties, broken by rowid
+    # Both kinds of round ran: a phrase with later ones, and rows holding one phrase alone.
+    assert any(" AND (" in s and " NOT (" in s for s in statements)
+    assert any("+rowid IN" in s for s in statements)
 
 
 def test_top_k_orders_phrases_rarest_first(conn: sqlite3.Connection) -> None:
@@ -180,3 +186,24 @@ def test_phrase_counts_are_kept_until_a_commit(
         store.close()
     assert (first, again, after) == (3, 0, 3)
     assert hits[0].path == "new.md"  # counted afresh: the new rows are ranked
+
+
+def test_row_count_reads_fts5_s_own_record(conn: sqlite3.Connection) -> None:
+    (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    assert chunks > 127  # a varint of two bytes at least
+    assert fts5_topk.row_count(conn, "chunks_fts") == chunks
+
+
+def test_an_unreadable_row_count_ranks_the_plain_way(tmp_path: Path) -> None:
+    """A record that does not decode costs the fast path, never the search."""
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    try:
+        store.replace_all(_corpus(random.Random(4), 10))
+        with store.db.transaction() as writer:
+            writer.execute("UPDATE chunks_fts_data SET block = x'8181' WHERE id = 1")
+        conn = store.db.reader()
+        assert fts5_topk.row_count(conn, "chunks_fts") is None
+        match = or_of_terms(["w1", "w2"])
+        assert fts5_topk.top(conn, "chunks_fts", match, WEIGHTS, 5, min_rows=0) is None
+    finally:
+        store.close()
