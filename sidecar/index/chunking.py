@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from itertools import accumulate
 from typing import Any, NamedTuple
 
@@ -22,6 +23,7 @@ DEFAULT_MAX_CHARS = 400
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _STRUCTURE_FIRST = " #`~"  # what a heading or fence line can start with
+_YEAR = re.compile(r"\d{4}")
 # Characters of neighbouring text folded into each side of a chunk's ``context``.
 CONTEXT_CHARS = 400
 
@@ -153,6 +155,9 @@ def _with_context(
         section_of[lo:hi] = [k] * (hi - lo)
     text_from = [lo + (lo in headings) for lo, _, _ in sections]  # after its heading line
     out: list[Chunk] = []
+    # The chunks of a section share its heading: its date is looked for once, not once a
+    # chunk (three regular expressions each, a fifth of the time chunking takes).
+    heading_dates: dict[str, date | None] = {"": None}
     for c in chunks:
         first, last = max(c.start_line - 1, body_start), c.end_line - 1
         if not c.text or first > last:
@@ -161,7 +166,11 @@ def _with_context(
         before = _gather_before(stripped, first - 1, text_from[section_of[first]])
         after = _gather_after(stripped, last + 1, sections[section_of[last]][1])
         context = f"{before}\n{after}" if before and after else before or after
-        when = found_date(c.heading) if c.heading else None
+        if c.heading in heading_dates:
+            when = heading_dates[c.heading]
+        else:  # every date ``found_date`` reads has a four-digit year: most headings none
+            year = _YEAR.search(c.heading)
+            when = heading_dates[c.heading] = found_date(c.heading) if year else None
         dates = resolved(c.text, when) if when is not None else ""
         if dates:  # "last month" under a heading dated 8 May 2023 is found by "April 2023"
             context = f"{context}\n{dates}" if context else dates
