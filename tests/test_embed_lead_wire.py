@@ -63,7 +63,7 @@ async def test_base64_rows_are_the_float_rows_as_little_endian_float32(
     assert status == 200 and default["data"] == floats["data"]
 
 
-@pytest.mark.parametrize("encoding", ["int8", "BASE64", 7, ["base64"]])
+@pytest.mark.parametrize("encoding", ["int8", "BASE64", 7, ["base64"], "", 0, False, {}])
 async def test_an_unknown_encoding_format_is_a_400_naming_the_two_it_takes(
     crew_port: tuple[TestClient, OllamaStub],  # noqa: F811
     encoding: Any,
