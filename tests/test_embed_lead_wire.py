@@ -225,3 +225,7 @@ def test_a_429s_retry_after_is_read_within_bounds_and_a_second_without_one() -> 
     assert [_seconds(h) for h in (None, "", "soon", "2", "0", "-5", "86400")] == [
         1.0, 1.0, 1.0, 2.0, 0.1, 0.1, 300.0,
     ]  # fmt: skip
+    # Numbers float() reads but no wait is: NaN would have been the vector sync's timeout.
+    assert [_seconds(h) for h in ("nan", "NaN", "inf", "-inf", "1e999")] == [
+        1.0, 1.0, 300.0, 0.1, 300.0,
+    ]  # fmt: skip
