@@ -114,6 +114,8 @@ class SQLiteStore:
         conn = self.db.reader()
         # One snapshot for ranking and reading the chunks: a commit between them could give
         # a ranked id to another chunk (a new one takes one past the largest).
+        if conn.in_transaction:
+            return self._search(conn, match, limit, weights)
         conn.execute("BEGIN")
         try:
             return self._search(conn, match, limit, weights)
