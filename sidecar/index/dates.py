@@ -113,3 +113,32 @@ def resolved(text: str, when: date) -> str:
             continue
         out.append(str(day.year) if year_only else f"{day.strftime('%B')} {day.year}")
     return " ".join(dict.fromkeys(out))
+
+
+_COUNT = (
+    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|few|couple of)"
+)
+_UNIT = r"(?:days?|weeks?|weekends?|months?|years?)"
+_WHEN_SAID = re.compile(
+    rf"\b(?:(?:{'|'.join(_WEEKDAYS)})s?|ago|since|recently|lately|(?:19|20)\d\d"
+    r"|(?:january|february|march|april|june|july|august|september|october|november|december)"
+    r"|(?:last|next|this|past|coming|on) (?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)"
+    rf"|(?:last|next|this|past|coming|for|about|over|under|nearly|almost) {_COUNT}? ?{_UNIT}"
+    r"|(?:last|this) (?:night|morning|evening|summer|winter|spring|fall|autumn)"
+    rf"|{_COUNT} {_UNIT} (?:now|ago|later|earlier|before|after)"
+    r"|the \d{1,2}(?:st|nd|rd|th))\b"
+    rf"|\bmay\s+\d|\d\s+may\b|(?<!\d)\d{{4}}-\d{{2}}-\d{{2}}(?!\d)",
+    re.I,
+)
+
+
+def says_when(text: str) -> bool:
+    """Whether ``text`` places something in time: a relative expression ("last week",
+    "two days ago", "last Fri"), a duration ("for 3 years", "since"), a weekday, a month,
+    a year, a day of the month ("the 15th") or a written date.
+
+    "May" counts only beside a number: alone it is mostly the verb. Heading lines are not
+    read: a section's date is every chunk's under it, and says nothing about this one."""
+    if "#" in text:
+        text = "\n".join(line for line in text.split("\n") if not line.lstrip().startswith("#"))
+    return _RELATIVE.search(text) is not None or _WHEN_SAID.search(text) is not None
