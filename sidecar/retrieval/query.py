@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sidecar.index.dates import canonical_dates
+
 STOPWORDS = frozenset(
     """
 a about above after again against all am an and any are aren't as at be because been
@@ -83,8 +85,9 @@ def or_of_terms(words: list[str]) -> str:
 
 
 def plan(text: str) -> PlannedQuery | None:
-    """None when the text holds no searchable word at all."""
-    fallback = or_of_terms(terms(text))
+    """None when the text holds no searchable word at all. Dates written in another form
+    than notes' headings use ("Aug 15th", "2023-05-03") are searched in that form too."""
+    fallback = or_of_terms(terms(f"{text} {canonical_dates(text)}"))
     if not fallback:
         return None
     if _EXPLICIT.search(text) and _FTS5_SHAPED.fullmatch(_QUOTED.sub(" ", text)):
