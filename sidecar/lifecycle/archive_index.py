@@ -86,7 +86,8 @@ class ArchiveIndex:
             return {"state": "broken", "problem": self.problems[tier]}
         if store is None:
             return {"state": "none"}
-        return {"state": "ready", **(await self._run(store.stats)).to_json()}
+        # a reader connection of its own: status never queues behind a sync on the thread
+        return {"state": "ready", **(await asyncio.to_thread(store.stats)).to_json()}
 
     async def close(self) -> None:
         await self.tasks.finish()
