@@ -153,6 +153,7 @@ _WRITTEN = re.compile(
     re.I,
 )
 _SPELLED = re.compile(rf"(?:\d{{1,2}}\s+{_MONTH}|{_MONTH}\s+\d{{1,2}})(?:,?\s+\d{{4}})?", re.I)
+_DIGIT = re.compile(r"\d")
 _NUMERIC = re.compile(r"(?<![\d-])(\d{4})-(\d{2})(?:-(\d{2}))?(?![\d-])")
 
 
@@ -168,6 +169,8 @@ def canonical_dates(text: str) -> str:
     "2023-05-03", "2023-05". Empty when it writes none other way. The caller adds these to
     its own words rather than replacing them, so a word like "15th" still finds itself."""
     out: list[str] = []
+    if _DIGIT.search(text) is None:  # every form has a number: most text is done here
+        return ""
     for m in _WRITTEN.finditer(text):
         if _SPELLED.fullmatch(m[0]):
             continue  # "8 May, 2023", "May 8": the words are there already
