@@ -244,3 +244,15 @@ def test_a_commit_after_ranking_never_pairs_a_score_with_another_chunk(
         store.close()
     assert found, "the snapshot ranked held both chunks"
     assert all("kiwi" in h.text for h in found), [h.text for h in found]
+
+
+def test_an_or_of_many_phrases_is_ranked_the_plain_way(conn: sqlite3.Connection) -> None:
+    """Each round reads every phrase's list (the later ones ORed, the earlier NOTed), so
+    rounds cost about a plain ranking each and a long query (a pasted prompt) paid that
+    many times over. Up to ``MAX_PHRASES`` the path runs; past it, plain FTS5 ranks."""
+    words = [f"w{i}" for i in range(len(VOCAB))] + [f"absent{i}" for i in range(40)]
+    short = or_of_terms(words[: fts5_topk.MAX_PHRASES])
+    assert fts5_topk.top(conn, "chunks_fts", short, WEIGHTS, 5, min_rows=0) is not None
+    for n in (fts5_topk.MAX_PHRASES + 1, len(words)):
+        long = or_of_terms(words[:n])
+        assert fts5_topk.top(conn, "chunks_fts", long, WEIGHTS, 5, min_rows=0) is None
