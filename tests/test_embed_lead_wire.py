@@ -63,7 +63,7 @@ async def test_base64_rows_are_the_float_rows_as_little_endian_float32(
     assert status == 200 and default["data"] == floats["data"]
 
 
-@pytest.mark.parametrize("encoding", ["int8", "BASE64", 7, ["base64"]])
+@pytest.mark.parametrize("encoding", ["int8", "BASE64", 7, ["base64"], "", 0, False, {}])
 async def test_an_unknown_encoding_format_is_a_400_naming_the_two_it_takes(
     crew_port: tuple[TestClient, OllamaStub],  # noqa: F811
     encoding: Any,
@@ -224,4 +224,8 @@ def test_a_429s_retry_after_is_read_within_bounds_and_a_second_without_one() -> 
 
     assert [_seconds(h) for h in (None, "", "soon", "2", "0", "-5", "86400")] == [
         1.0, 1.0, 1.0, 2.0, 0.1, 0.1, 300.0,
+    ]  # fmt: skip
+    # Numbers float() reads but no wait is: NaN would have been the vector sync's timeout.
+    assert [_seconds(h) for h in ("nan", "NaN", "inf", "-inf", "1e999")] == [
+        1.0, 1.0, 300.0, 0.1, 300.0,
     ]  # fmt: skip

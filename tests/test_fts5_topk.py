@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -207,3 +208,51 @@ def test_an_unreadable_row_count_ranks_the_plain_way(tmp_path: Path) -> None:
         assert fts5_topk.top(conn, "chunks_fts", match, WEIGHTS, 5, min_rows=0) is None
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("min_rows", [0, None])  # the top-k rounds, and the plain statement
+def test_a_commit_after_ranking_never_pairs_a_score_with_another_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, min_rows: int | None
+) -> None:
+    """A chunk ranked and then replaced by a commit before its text is read: its id goes
+    to the new chunk (one past the largest), which must not come back under the old
+    chunk's score. The search reads its chunks from the snapshot it ranked."""
+    if min_rows is not None:
+        monkeypatch.setattr(fts5_topk, "MIN_ROWS", min_rows)
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    state = FileState(1, 1, "0" * 64)
+    try:
+        store.replace_all(
+            [
+                IndexedFile("a.md", state, {}, [Chunk(1, 1, "", "kiwi mango")]),
+                IndexedFile("b.md", state, {}, [Chunk(1, 1, "", "kiwi papaya")]),
+            ]
+        )
+        read = store.hits
+
+        def edited_meanwhile(ids: object) -> object:
+            # The writer thread commits b.md's new text between ranking and reading.
+            edit = IndexedFile("b.md", state, {}, [Chunk(1, 1, "", "walnut only")])
+            writer = threading.Thread(target=store.replace_file, args=(edit,))
+            writer.start()
+            writer.join()
+            return read(ids)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(store, "hits", edited_meanwhile)
+        found = store.search(or_of_terms(["kiwi", "papaya"]), 5, 0.25)
+    finally:
+        store.close()
+    assert found, "the snapshot ranked held both chunks"
+    assert all("kiwi" in h.text for h in found), [h.text for h in found]
+
+
+def test_an_or_of_many_phrases_is_ranked_the_plain_way(conn: sqlite3.Connection) -> None:
+    """Each round reads every phrase's list (the later ones ORed, the earlier NOTed), so
+    rounds cost about a plain ranking each and a long query (a pasted prompt) paid that
+    many times over. Up to ``MAX_PHRASES`` the path runs; past it, plain FTS5 ranks."""
+    words = [f"w{i}" for i in range(len(VOCAB))] + [f"absent{i}" for i in range(40)]
+    short = or_of_terms(words[: fts5_topk.MAX_PHRASES])
+    assert fts5_topk.top(conn, "chunks_fts", short, WEIGHTS, 5, min_rows=0) is not None
+    for n in (fts5_topk.MAX_PHRASES + 1, len(words)):
+        long = or_of_terms(words[:n])
+        assert fts5_topk.top(conn, "chunks_fts", long, WEIGHTS, 5, min_rows=0) is None

@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
+from sidecar.learnings import ranking
 from sidecar.learnings.ranking import ScoredLearning, answering, fits
 from sidecar.service import MemoryService
 from tests.conftest import eventually
@@ -181,3 +182,14 @@ async def test_with_vectors_a_lesson_in_other_words_answers_where_words_alone_fa
             assert found == {"sparse": ["note", "lesson"], "hybrid": ["lesson", "note"]}
     finally:
         await svc.stop()
+
+
+def test_a_search_that_fills_the_stem_cache_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache of stems starts over when full: a text it held when the search began (the
+    query, asked again) must still be answered, not dropped with the rest (a KeyError, a
+    500 on the learnings search that happened to fill it)."""
+    monkeypatch.setattr(ranking, "STEMMED_MAX", 3)
+    monkeypatch.setattr(ranking, "_stemmed", {})
+    assert fits("refund plan", ["refunds are quick"]) == [0.5]
+    assert fits("refund plan", ["plans renew", "refunded plans"]) == [0.5, 1.0]
+    assert fits("refund plan", ["refunded plans"]) == [1.0]  # the cache works on after it

@@ -75,8 +75,9 @@ def embed_inputs(body: dict[str, Any]) -> tuple[list[str], str]:
     if not isinstance(model, str):
         raise ApiError(400, "invalid_model", "'model' must be a string (the lead embeds "
                        "with its own model whatever it names)")  # fmt: skip
-    encoding = body.get("encoding_format") or "float"
-    if encoding not in ENCODINGS:
+    encoding = body.get("encoding_format")
+    encoding = "float" if encoding is None else encoding  # absent or null; "" is no encoding
+    if not isinstance(encoding, str) or encoding not in ENCODINGS:
         detail = "'encoding_format' must be 'float' (the default) or 'base64' (each vector's "
         raise ApiError(400, "invalid_encoding_format", detail + "little-endian float32 bytes)")
     texts = [texts] if isinstance(texts, str) else texts

@@ -302,6 +302,14 @@ class Extraction(Capability):
         errors = [e.message for e in Draft202012Validator(REMOTE_SCHEMA).iter_errors(body)]
         if errors:
             raise ApiError(400, "bad_actions", f"the extracted learnings do not fit: {errors[0]}")
+        ruled = [n for n, a in enumerate(body["actions"]) if ep.RULE_LINE.search(a.get("text", ""))]
+        if ruled:  # a block of its own: fields no action may send (a count, a status)
+            raise ApiError(
+                400,
+                "bad_actions",
+                f"actions/{ruled[0]}/text: a line of just '---' "
+                "cannot be in a learning (it would open front matter of its own)",
+            )
         retired = [str(a["target"]) for a in body["actions"] if a["kind"] in MEMBER_MAY_NOT]
         if retired:
             raise ApiError(403, "retire_forbidden", f"a member may not retire crew learnings "

@@ -135,7 +135,9 @@ def index_stems(texts: Sequence[str]) -> list[frozenset[str]]:
     that "refunded" holds "refund" here exactly when BM25 thinks so. The texts not seen
     before are stemmed in one pass of an in-memory FTS5 table (a thread's own), and kept:
     an entry's text is stemmed once, not on every search that sees it."""
-    new = list(dict.fromkeys(t for t in texts if t not in _stemmed))
+    # What the cache holds now: it may start over below (here or on another thread).
+    known = {t: s for t in dict.fromkeys(texts) if (s := _stemmed.get(t)) is not None}
+    new = [t for t in dict.fromkeys(texts) if t not in known]
     if new:
         conn = getattr(_tokenizers, "conn", None)
         if conn is None:  # one per thread: searches run on executor threads
@@ -150,10 +152,11 @@ def index_stems(texts: Sequence[str]) -> list[frozenset[str]]:
                              [(i, " ".join(terms(t))) for i, t in enumerate(new)])  # fmt: skip
             for doc, term in conn.execute("SELECT doc, term FROM v"):
                 found[doc].add(term)
+        known.update((t, frozenset(found[i])) for i, t in enumerate(new))
         if len(_stemmed) + len(new) > STEMMED_MAX:
             _stemmed.clear()
-        _stemmed.update((t, frozenset(found[i])) for i, t in enumerate(new))
-    return [_stemmed[t] for t in texts]
+        _stemmed.update((t, known[t]) for t in new)
+    return [known[t] for t in texts]
 
 
 def fits(query: str, texts: Sequence[str]) -> list[float]:

@@ -18,7 +18,7 @@ score is bit for bit the one plain FTS5 gives that query, and ties go by rowid i
 that the numbers are exactly FTS5's own.) Rows holding ``p`` alone are ranked by ``p``
 alone, and only when ``p`` by itself could reach the k-th best.
 
-Only a plain OR of phrases takes this path; anything else is ranked the plain way.
+Only a plain OR of a few phrases takes this path; anything else is ranked the plain way.
 """
 
 from __future__ import annotations
@@ -37,6 +37,12 @@ SLACK = 1 + 1e-9
 # they rank in 1.8 ms of CPU at the median against plain FTS5's 4.4; at 100k, 8.6 against
 # 31.5; at 1M, 109 against 436).
 MIN_ROWS = 5_000
+# Each round reads every phrase's list (the later ones ORed in, the earlier NOTed out), so
+# it costs about one plain ranking, and a long OR (a pasted prompt) paid that once a phrase.
+# Synthetic Zipf text, 21k and 105k chunks, warm counts, CPU per search, rounds against
+# plain: 8 phrases 5.5/8.0 and 21/47 ms, 16 about even, 32 61/23 and 223/89, 200 phrases
+# 2.9 s/0.14 s. Benchmark questions hold at most 8 words.
+MAX_PHRASES = 16
 AVERAGES_ID = 1  # the FTS5 %_data record holding the row count and column totals
 
 
@@ -82,15 +88,16 @@ def top(
 ) -> tuple[str, list[tuple[int, float]]] | None:
     """The query as answered (its phrases rarest first) and the (rowid, bm25) of its
     ``limit`` best rows, best first, as ``ORDER BY bm25(...), rowid`` gives them; None
-    where this path does not apply (not an OR of phrases, fewer rows than ``min_rows``,
-    ``MIN_ROWS`` by default) and the caller ranks the plain way. A bad expression raises
+    where this path does not apply (not an OR of at most ``MAX_PHRASES`` phrases, fewer
+    rows than ``min_rows``, ``MIN_ROWS`` by default) and the caller ranks the plain way.
+    A bad expression raises
     as MATCH does. Every statement reads one snapshot: a commit between them would
     change the IDFs the bounds were computed with. ``counts``: asked once that snapshot is
     taken, how many rows each phrase matches as far as known for it (filled in here): a
     question's words recur from one search to the next, and counting a common one reads
     its whole list."""
     operands = or_operands(match)
-    if operands is None or limit <= 0:
+    if operands is None or len(operands) > MAX_PHRASES or limit <= 0:
         return None
     if conn.in_transaction:
         return _top(conn, table, operands, weights, limit, min_rows, counts)

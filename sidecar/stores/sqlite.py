@@ -112,6 +112,18 @@ class SQLiteStore:
         context = float(schema.CONTEXT_WEIGHT if context_weight is None else context_weight)
         weights = f"{schema.HEADING_WEIGHT}, {schema.BODY_WEIGHT}, {context}"
         conn = self.db.reader()
+        # One snapshot for ranking and reading the chunks: a commit between them could give
+        # a ranked id to another chunk (a new one takes one past the largest).
+        if conn.in_transaction:
+            return self._search(conn, match, limit, weights)
+        conn.execute("BEGIN")
+        try:
+            return self._search(conn, match, limit, weights)
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")  # a read: nothing to keep or undo
+
+    def _search(self, conn: sqlite3.Connection, match: str, limit: int, weights: str) -> list[Hit]:
         try:
             # A large table ranks an OR of words without scoring every chunk it matches.
             answered = fts5_topk.top(

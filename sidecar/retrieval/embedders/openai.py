@@ -15,6 +15,7 @@ import binascii
 import functools
 import http.client
 import json
+import math
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -261,6 +262,9 @@ def _seconds(header: str | None) -> float:
     """A Retry-After of seconds (the HTTP-date form is not worth a parser here), kept
     between a tenth of a second (never a tight loop of refusals) and five minutes."""
     try:
-        return min(max(float(header or ""), 0.1), 300.0)
+        seconds = float(header or "")
     except ValueError:
         return BUSY_RETRY_S
+    if math.isnan(seconds):  # a timeout of NaN never fires: the member would never retry
+        return BUSY_RETRY_S
+    return min(max(seconds, 0.1), 300.0)
