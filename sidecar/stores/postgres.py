@@ -36,18 +36,22 @@ from sidecar.index.store import (
     StoreStats,
     diff_chunks,
     metadata_json,
-    text_key,
 )
+from sidecar.stores import pg_topk
 from sidecar.stores.pg_connect import Conn, Connections, StoreUnavailable, describe
 from sidecar.stores.pg_lease import NotWriter, WriterLease, lead_absent
-from sidecar.stores.pg_search import INSERT_CHUNKS, norm, search_sql
+from sidecar.stores.pg_search import search_sql
 from sidecar.stores.pg_vectors import Vectors
+from sidecar.stores.pg_write import insert_chunks, reimpact
+from sidecar.stores.sqlite_schema import BODY_WEIGHT, CONTEXT_WEIGHT, HEADING_WEIGHT
 
 __all__ = ["NotWriter", "PostgresStore", "StoreUnavailable"]
 
+DEFAULT_WEIGHTS = (HEADING_WEIGHT, BODY_WEIGHT, CONTEXT_WEIGHT)
+
 log = logging.getLogger(__name__)
 
-_BATCH = 500  # chunks per INSERT statement in a rebuild
+_BATCH = 20_000  # chunks per COPY in a rebuild
 
 
 class PostgresStore:
@@ -186,8 +190,7 @@ class PostgresStore:
         """Drop this namespace's rows (and migrate, if the tables are gone)."""
         self._db.ready = False
         with self._transaction() as conn:
-            for table in ("postings", "chunks", "files", "vectors"):
-                conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
+            self._empty(conn, "vectors")
             # that a lead serves the namespace outlives its index (``lead_absent``)
             conn.execute(
                 "DELETE FROM meta WHERE namespace = %s AND key <> 'lead_since'", (self.namespace,)
@@ -224,11 +227,26 @@ class PostgresStore:
         query = search_sql(match, self.namespace, limit, context_weight)
         if query is None:
             return []
-        try:
-            rows = self._db.rows(*query)
-        except psycopg.errors.SyntaxError as exc:  # a tsquery PostgreSQL still refuses
-            raise QuerySyntaxError(str(exc)) from exc
+        sql, params = query
+        with self._db.conn() as conn:
+            if "tsq" not in params:  # an OR of words: top-k, where impacts allow it
+                best = pg_topk.search(conn, self.namespace, params, DEFAULT_WEIGHTS, limit)
+                if best is not None:
+                    return self._ranked(conn, best)
+            try:
+                rows = conn.execute(sql, params).fetchall()
+            except psycopg.errors.SyntaxError as exc:  # a tsquery PostgreSQL still refuses
+                raise QuerySyntaxError(str(exc)) from exc
         return [Hit(p, s, e, h, b, float(score), k) for p, s, e, h, b, score, k in rows]
+
+    def _ranked(self, conn: Conn, best: list[tuple[int, float]]) -> list[Hit]:
+        rows = conn.execute(
+            "SELECT id, path, start_line, end_line, heading, body, hash FROM chunks "
+            "WHERE namespace = %s AND id = ANY(%s)",
+            (self.namespace, [c for c, _ in best]),
+        ).fetchall()
+        by_id = {r[0]: r[1:] for r in rows}
+        return [Hit(*by_id[c][:5], score, by_id[c][5]) for c, score in best if c in by_id]
 
     def hits(self, chunk_ids: Iterable[int]) -> dict[int, Hit]:
         rows = self._db.rows(
@@ -268,26 +286,6 @@ class PostgresStore:
         return StoreStats(int(files), int(chunks), int(size), indexed_at)
 
     # -- writes ------------------------------------------------------------
-
-    def _insert_chunks(self, conn: Conn, path: str, chunks: Sequence[Chunk]) -> None:
-        if not chunks:
-            return
-        conn.execute(
-            INSERT_CHUNKS,
-            {
-                "ns": self.namespace,
-                "path": [path] * len(chunks),
-                "start": [c.start_line for c in chunks],
-                "end": [c.end_line for c in chunks],
-                "heading": [c.heading for c in chunks],
-                "body": [c.text for c in chunks],
-                "context": [c.context for c in chunks],
-                "hash": [text_key(c.text) for c in chunks],
-                "hnorm": [norm(c.heading) for c in chunks],
-                "bnorm": [norm(c.text) for c in chunks],
-                "cnorm": [norm(c.context) for c in chunks],
-            },
-        )
 
     def _delete_chunks(self, conn: Conn, ids: list[int]) -> None:
         if ids:
@@ -339,7 +337,7 @@ class PostgresStore:
                         "WHERE namespace = %s AND id = %s",
                         [(s, e, self.namespace, i) for s, e, i in moved],
                     )
-            self._insert_chunks(conn, item.path, fresh)
+            insert_chunks(conn, self.namespace, [(item.path, fresh)])
             self._upsert_file(conn, item, time.time(), confirm() if confirm else None)
 
     def touch_file(self, path: str, state: FileState) -> None:
@@ -371,13 +369,27 @@ class PostgresStore:
     def replace_all(self, items: Iterable[IndexedFile]) -> None:
         now = time.time()
         with self._transaction() as conn:
-            for table in ("postings", "chunks", "files"):
-                conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
+            self._empty(conn)
+            pending: list[tuple[str, list[Chunk]]] = []
+            size = 0
             for item in items:
                 self._upsert_file(conn, item, now)
-                chunks = [c for c in item.chunks if c.text]
-                for start in range(0, len(chunks), _BATCH):
-                    self._insert_chunks(conn, item.path, chunks[start : start + _BATCH])
+                pending.append((item.path, [c for c in item.chunks if c.text]))
+                size += len(pending[-1][1])
+                if size >= _BATCH:
+                    insert_chunks(conn, self.namespace, pending)
+                    pending, size = [], 0
+            insert_chunks(conn, self.namespace, pending)
+            reimpact(conn, self.namespace)
+
+    def _empty(self, conn: Conn, *more: str) -> None:
+        """Delete the namespace's index rows; the next chunks fix its impact average."""
+        for table in ("postings", "chunks", "files", *more):
+            conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
+        conn.execute(
+            "UPDATE namespace_stats SET impact_avgdl = NULL WHERE namespace = %s",
+            (self.namespace,),
+        )
 
     def add_files(self, items: Iterable[BuildFile]) -> int:
         """Insert files the index does not hold yet, in one transaction (a cold build's
@@ -400,7 +412,8 @@ class PostgresStore:
                     fresh.setdefault(item.path, item)
             for item in fresh.values():
                 self._upsert_file(conn, item, now)
-                self._insert_chunks(conn, item.path, [c for c in item.chunks if c.text])
+            files = [(i.path, [c for c in i.chunks if c.text]) for i in fresh.values()]
+            insert_chunks(conn, self.namespace, files)
         return len(fresh)
 
     def get_meta(self, key: str) -> str | None:
@@ -438,8 +451,10 @@ class PostgresStore:
         with every write), so a search's term lookups read the covering index alone."""
         if self._read_only:
             return  # the writer's job
+        with self._transaction() as conn:
+            reimpact(conn, self.namespace)
         with self._db.conn() as conn:
-            conn.execute("VACUUM (ANALYZE) postings, chunks")
+            conn.execute("VACUUM (ANALYZE) postings, chunks, terms")
 
     def close(self) -> None:
         if self._lease is not None:
