@@ -55,6 +55,7 @@ PROBE = """
 SELECT chunk_id, lexeme, tf_heading, tf_body, tf_context, doc_len FROM postings
 WHERE namespace = %(ns)s AND lexeme = ANY(%(lexemes)s::text[] COLLATE "C")
   AND chunk_id = ANY(%(ids)s::bigint[])
+ORDER BY chunk_id, lexeme  -- each chunk's terms summed in one order: ties stay exact
 """
 
 
