@@ -26,7 +26,6 @@ from typing import Any
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from sidecar.index.chunking import Chunk
 from sidecar.index.store import (
     BuildFile,
     FileState,
@@ -297,23 +296,27 @@ class PostgresStore:
                 "DELETE FROM chunks WHERE namespace = %s AND id = ANY(%s)", (self.namespace, ids)
             )
 
-    def _upsert_file(
-        self, conn: Conn, item: BuildFile, now: float, state: FileState | None = None
+    def _upsert_files(
+        self, conn: Conn, items: Sequence[BuildFile], now: float, state: FileState | None = None
     ) -> None:
-        st = state or item.state
+        """Record files' states, all in one statement (a build's batch is thousands)."""
+        if not items:
+            return
+        states = [state or i.state for i in items]
         conn.execute(
             "INSERT INTO files (namespace, path, size, mtime_ns, sha256, metadata, indexed_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, path) DO UPDATE SET "
+            "SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], "
+            "%s::text[], %s::float8[]) ON CONFLICT (namespace, path) DO UPDATE SET "
             "size = excluded.size, mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, "
             "metadata = excluded.metadata, indexed_at = excluded.indexed_at",
             (
                 self.namespace,
-                item.path,
-                st.size,
-                st.mtime_ns,
-                st.sha256,
-                metadata_json(item.metadata),
-                now,
+                [i.path for i in items],
+                [st.size for st in states],
+                [st.mtime_ns for st in states],
+                [st.sha256 for st in states],
+                [metadata_json(i.metadata) for i in items],
+                [now] * len(items),
             ),
         )
 
@@ -338,7 +341,7 @@ class PostgresStore:
                         [(s, e, self.namespace, i) for s, e, i in moved],
                     )
             insert_chunks(conn, self.namespace, [(item.path, fresh)])
-            self._upsert_file(conn, item, time.time(), confirm() if confirm else None)
+            self._upsert_files(conn, [item], time.time(), confirm() if confirm else None)
 
     def touch_file(self, path: str, state: FileState) -> None:
         with self._transaction() as conn:
@@ -370,16 +373,15 @@ class PostgresStore:
         now = time.time()
         with self._transaction() as conn:
             self._empty(conn)
-            pending: list[tuple[str, list[Chunk]]] = []
+            pending: list[IndexedFile] = []
             size = 0
             for item in items:
-                self._upsert_file(conn, item, now)
-                pending.append((item.path, [c for c in item.chunks if c.text]))
-                size += len(pending[-1][1])
+                pending.append(item)
+                size += len(item.chunks)
                 if size >= _BATCH:
-                    insert_chunks(conn, self.namespace, pending)
+                    self._insert_files(conn, pending, now)
                     pending, size = [], 0
-            insert_chunks(conn, self.namespace, pending)
+            self._insert_files(conn, pending, now)
             reimpact(conn, self.namespace)
 
     def _empty(self, conn: Conn, *more: str) -> None:
@@ -410,11 +412,13 @@ class PostgresStore:
             for item in batch:
                 if item.path not in held:
                     fresh.setdefault(item.path, item)
-            for item in fresh.values():
-                self._upsert_file(conn, item, now)
-            files = [(i.path, [c for c in i.chunks if c.text]) for i in fresh.values()]
-            insert_chunks(conn, self.namespace, files)
+            self._insert_files(conn, list(fresh.values()), now)
         return len(fresh)
+
+    def _insert_files(self, conn: Conn, items: Sequence[BuildFile], now: float) -> None:
+        self._upsert_files(conn, items, now)
+        files = [(i.path, [c for c in i.chunks if c.text]) for i in items]
+        insert_chunks(conn, self.namespace, files)
 
     def get_meta(self, key: str) -> str | None:
         rows = self._db.rows(
