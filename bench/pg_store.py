@@ -250,12 +250,12 @@ def _columns(conn: psycopg.Connection[Any], table: str) -> str:
     return ", ".join(r[0] for r in rows)
 
 
-KEYS = {"files": "path", "chunks": "id", "postings": "lexeme, chunk_id"}
+KEYS = {"files": "path", "chunks": "id", "postings": "chunk_id, lexeme"}
 
 
 def clone(url: str, source: str, targets: list[str]) -> None:
     """Copy one namespace's rows under other names, in SQL (chunk ids are per namespace,
-    so they are kept); the triggers count each copy's chunks."""
+    so they are kept); the triggers count each copy's chunks and terms."""
     with psycopg.connect(url, autocommit=True) as conn:
         cols = {t: _columns(conn, t) for t in ("files", "chunks", "postings")}
         for k, target in enumerate(targets):
@@ -268,6 +268,11 @@ def clone(url: str, source: str, targets: list[str]) -> None:
                         f"ORDER BY {KEYS[table]}",  # in key order: appends to each index
                         (target, source),
                     )
+                conn.execute(  # the impacts copied were computed against the source's average
+                    "UPDATE namespace_stats SET impact_avgdl = (SELECT impact_avgdl FROM "
+                    "namespace_stats WHERE namespace = %s) WHERE namespace = %s",
+                    (source, target),
+                )
             if (k + 1) % 10 == 0:
                 progress(NAME, f"{k + 1} of {len(targets)} namespaces copied")
         conn.execute("VACUUM (ANALYZE) files, chunks, postings")

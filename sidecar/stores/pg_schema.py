@@ -195,7 +195,14 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         UPDATE namespace_stats SET impact_avgdl = tokens::float8 / nullif(chunks, 0);
         UPDATE postings AS p SET impact = {impact_sql("s.impact_avgdl", "p.")}
             FROM namespace_stats AS s WHERE s.namespace = p.namespace;
+        -- Two indexes where there were three: by term in impact order (a top-k walk, and
+        -- the exhaustive scan of a term's postings), and by chunk (a top-k probe of a
+        -- chunk's terms, a chunk's deletion): the one a build appends to, ids rising.
         CREATE INDEX postings_by_impact ON postings (namespace, lexeme, impact, chunk_id)
+            INCLUDE (tf_heading, tf_body, tf_context, doc_len);
+        ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+        DROP INDEX postings_by_chunk;
+        ALTER TABLE postings ADD PRIMARY KEY (namespace, chunk_id, lexeme)
             INCLUDE (tf_heading, tf_body, tf_context, doc_len);
         """,
     ),

@@ -166,7 +166,7 @@ INSERT INTO postings (namespace, lexeme, chunk_id, tf_heading, tf_body, tf_conte
                       impact)
 SELECT %(ns)s, lexeme, chunk_id, tf_heading, tf_body, tf_context, doc_len,
        {impact_sql("%(a0)s::float8")}
-FROM tf
+FROM tf ORDER BY lexeme  -- the term index's pages are met in order, not at random
 """
 INSERT_FROM_ARRAYS = INSERT_CHUNKS.replace("{source}", FROM_ARRAYS)
 INSERT_FROM_STAGED = INSERT_CHUNKS.replace("{source}", FROM_STAGED)

@@ -50,11 +50,12 @@ CROSS JOIN LATERAL (
     ORDER BY impact DESC, chunk_id DESC LIMIT t.n
 ) AS p
 """
-# Every query term's counts in the given chunks (random access by the primary key).
+# Every query term's counts in the given chunks (random access by the primary key,
+# chunk first).
 PROBE = """
 SELECT chunk_id, lexeme, tf_heading, tf_body, tf_context, doc_len FROM postings
-WHERE namespace = %(ns)s AND lexeme = ANY(%(lexemes)s::text[] COLLATE "C")
-  AND chunk_id = ANY(%(ids)s::bigint[])
+WHERE namespace = %(ns)s AND chunk_id = ANY(%(ids)s::bigint[])
+  AND lexeme = ANY(%(lexemes)s::text[] COLLATE "C")
 ORDER BY chunk_id, lexeme  -- each chunk's terms summed in one order: ties stay exact
 """
 
