@@ -227,7 +227,9 @@ class PostgresStore:
         if query is None:
             return []
         sql, params = query
-        with self._db.conn() as conn:
+        with self._db.conn() as conn, conn.transaction():
+            # top-k reads in several statements: all of them see one snapshot
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             if "tsq" not in params:  # an OR of words: top-k, where impacts allow it
                 best = pg_topk.search(conn, self.namespace, params, DEFAULT_WEIGHTS, limit)
                 if best is not None:
