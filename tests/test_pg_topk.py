@@ -169,6 +169,17 @@ def test_queries_top_k_cannot_answer_are_answered_exhaustively(
     with psycopg.connect(pg_url, autocommit=True) as conn:
         assert pg_topk.search(conn, store.namespace, query[1], DEFAULT_WEIGHTS, 5) is None
     assert store.search('"w1x" OR "w2x"', 5, context_weight=0.9)
+    # An impact average that is no length (a hand edit): answered exhaustively until
+    # the maintenance pass recomputes impacts.
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(
+            "UPDATE namespace_stats SET impact_avgdl = 0 WHERE namespace = %s", (store.namespace,)
+        )
+    assert not took_top_k(pg_url, store.namespace, '"w1x"')
+    agree(store, pg_url, '"w1x" OR "w2x"', 5)
+    store.optimize()
+    assert took_top_k(pg_url, store.namespace, '"w1x"')
+    agree(store, pg_url, '"w1x" OR "w2x"', 5)
 
 
 def old_insert(conn: psycopg.Connection[Any], ns: str, rng: random.Random, n: int) -> None:

@@ -76,7 +76,7 @@ def plan(conn: Conn, namespace: str, params: dict[str, Any], weights: tuple[floa
     if stats is None or stats[0] == 0:
         return [], {}, 0.0, 1.0
     total, tokens, a0 = stats
-    if a0 is None:
+    if a0 is None or not a0 > 0:  # never computed (or not a length): impacts unusable
         return None
     mult = Counter(lex for _, lex, df in rows if lex is not None and df > 0)
     dfs = {lex: df for _, lex, df in rows if lex in mult}

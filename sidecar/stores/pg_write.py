@@ -86,7 +86,10 @@ def insert_chunks(conn: Conn, namespace: str, files: Sequence[tuple[str, Sequenc
 
 
 def drifted(a0: float | None, avgdl: float) -> bool:
-    return a0 is not None and avgdl > 0 and abs(math.log(avgdl / a0)) > math.log(DRIFT)
+    """Whether impacts should be recomputed: drifted past ``DRIFT``, or against no length."""
+    if a0 is None or not a0 > 0:
+        return avgdl > 0
+    return avgdl > 0 and abs(math.log(avgdl / a0)) > math.log(DRIFT)
 
 
 def reimpact(conn: Conn, namespace: str) -> bool:
