@@ -29,6 +29,7 @@ from sidecar.stores.pg_schema import K1, TS_CONFIG, B
 
 FIRST_BATCH = 64  # postings per term in the first round; doubled each round after
 MAX_BATCH = 8192
+PROBE_BATCH = 64  # chunks probed at once, the most promising first
 SLACK = 1 + 1e-5  # impacts are stored as float4: a bound a little above them
 
 LEXEMES = f"""
@@ -40,11 +41,11 @@ FROM unnest(%(words)s::text[]) WITH ORDINALITY AS t(word, idx)
 STATS = "SELECT chunks, tokens, impact_avgdl FROM namespace_stats WHERE namespace = %s"
 # The next batch of each term's postings, by impact (then id) downwards from a cursor.
 WALK = """
-SELECT t.lexeme, p.chunk_id, p.impact
+SELECT t.lexeme, p.chunk_id, p.impact, p.tf_heading, p.tf_body, p.tf_context, p.doc_len
 FROM unnest(%(lexemes)s::text[], %(impact)s::float4[], %(after)s::bigint[], %(n)s::int[])
      AS t(lexeme, impact, after, n)
 CROSS JOIN LATERAL (
-    SELECT chunk_id, impact FROM postings
+    SELECT chunk_id, impact, tf_heading, tf_body, tf_context, doc_len FROM postings
     WHERE namespace = %(ns)s AND lexeme = t.lexeme COLLATE "C"
       AND (impact, chunk_id) < (t.impact, t.after)
     ORDER BY impact DESC, chunk_id DESC LIMIT t.n
@@ -90,7 +91,12 @@ def search(
     conn: Conn, namespace: str, params: dict[str, Any], weights: tuple[float, ...], k: int
 ) -> list[tuple[int, float]] | None:
     """The ``k`` best (chunk id, score), best first, ties by id; None where ``plan`` says
-    this path cannot answer."""
+    this path cannot answer.
+
+    A walked posting gives its chunk's exact share for that term; a chunk met is only
+    probed for its other terms while the most it could score (what is known plus, per
+    term not met, IDF times that term's next impact) still reaches the k-th exact
+    score, best candidates first: most chunks met are never probed."""
     planned = plan(conn, namespace, params, weights)
     if planned is None:
         return None
@@ -100,35 +106,68 @@ def search(
     wa, wb, wc = weights
     norm = K1 * (1 - B)
     slope = K1 * B / max(avgdl, 1e-9)
+
+    def share(lex: str, th: int, tb: int, tc: int, dl: int) -> float:
+        f = wa * th + wb * tb + wc * tc
+        return idf[lex] * f * (K1 + 1) / (f + norm + slope * dl) if f > 0 else 0.0
+
     cursor = {lex: (math.inf, 2**63 - 1) for lex in lexemes}  # (impact, id) last read
+    met: dict[int, dict[str, float]] = {}  # chunks met, not scored: their known shares
     scores: dict[int, float] = {}
+    out: set[int] = set()  # chunks that cannot reach the top k, met again later
     batch = max(FIRST_BATCH, k)
-    while cursor:
-        live = list(cursor)
-        walked = conn.execute(WALK, {
-            "ns": namespace, "lexemes": live, "impact": [cursor[x][0] for x in live],
-            "after": [cursor[x][1] for x in live], "n": [batch] * len(live),
-        }).fetchall()  # fmt: skip
-        read = Counter(lex for lex, _, _ in walked)
-        for lex, chunk_id, impact in walked:
-            cursor[lex] = (impact, chunk_id)  # rows come in walk order per term
-        for lex in live:
-            if read[lex] < batch:
-                del cursor[lex]  # this term's postings are all read
-        fresh = list({c for _, c, _ in walked if c not in scores})
-        if fresh:
-            for c in fresh:
-                scores[c] = 0.0
-            probe = {"ns": namespace, "lexemes": lexemes, "ids": fresh}
-            for chunk_id, lex, th, tb, tc, dl in conn.execute(PROBE, probe):
-                f = wa * th + wb * tb + wc * tc
-                if f > 0:
-                    scores[chunk_id] += idf[lex] * f * (K1 + 1) / (f + norm + slope * dl)
-        if len(scores) >= k and cursor:
-            kth = sorted(scores.values(), reverse=True)[k - 1]
-            bound = sum(idf[x] * cursor[x][0] for x in cursor) * grow * SLACK
-            if kth > bound:
-                break
-        batch = min(batch * 2, MAX_BATCH)
+    walk = True
+    while True:
+        if walk:
+            live = list(cursor)
+            walked = conn.execute(WALK, {
+                "ns": namespace, "lexemes": live, "impact": [cursor[x][0] for x in live],
+                "after": [cursor[x][1] for x in live], "n": [batch] * len(live),
+            }).fetchall()  # fmt: skip
+            read = Counter(row[0] for row in walked)
+            for lex, chunk_id, impact, th, tb, tc, dl in walked:
+                cursor[lex] = (impact, chunk_id)  # rows come in walk order per term
+                if chunk_id not in scores and chunk_id not in out:
+                    met.setdefault(chunk_id, {})[lex] = share(lex, th, tb, tc, dl)
+            for lex in live:
+                if read[lex] < batch:
+                    del cursor[lex]  # this term's postings are all read
+            batch = min(batch * 2, MAX_BATCH)
+        ahead = {x: idf[x] * cursor[x][0] * grow * SLACK for x in cursor}
+        for chunk_id, parts in list(met.items()):
+            if not any(x not in parts for x in ahead):  # every term met or exhausted
+                scores[chunk_id] = _exact(parts)
+                del met[chunk_id]
+        kth = _kth(scores, k)
+        most = sorted(
+            ((sum(p.values()) + sum(a for x, a in ahead.items() if x not in p), c)
+             for c, p in met.items()), reverse=True,
+        )  # fmt: skip
+        for _, chunk_id in (m for m in most if m[0] < kth):
+            del met[chunk_id]  # can never reach the top k: kth only rises
+            out.add(chunk_id)
+        probe = [c for m, c in most if m >= kth][: max(PROBE_BATCH, 4 * k)]
+        if probe:
+            parts_of: dict[int, dict[str, float]] = {c: {} for c in probe}
+            rows = conn.execute(PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe})
+            for chunk_id, lex, th, tb, tc, dl in rows:
+                parts_of[chunk_id][lex] = share(lex, th, tb, tc, dl)
+            for chunk_id, parts in parts_of.items():
+                scores[chunk_id] = _exact(parts)
+                del met[chunk_id]
+            kth = _kth(scores, k)
+        bound = sum(ahead.values())
+        walk = bool(cursor) and not kth > bound
+        if not walk and not met:
+            break
     best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
     return [(c, s) for c, s in best[:k] if s > 0]
+
+
+def _exact(parts: dict[str, float]) -> float:
+    """A chunk's score, its terms summed in one order (so equal chunks tie exactly)."""
+    return sum(parts[x] for x in sorted(parts))
+
+
+def _kth(scores: dict[int, float], k: int) -> float:
+    return sorted(scores.values(), reverse=True)[k - 1] if len(scores) >= k else 0.0
