@@ -5,6 +5,8 @@ lexeme and chunk with its count in the heading and in the body), with FTS5's
 formula and column weights, so a tier scores the same whichever store holds it.
 An OR of words (what plain-language questions become) is answered from the postings
 alone; anything else also has to match the chunk's ``tsvector`` as a ``tsquery``.
+The queries here score every matching chunk: an OR of plain words is answered by
+``pg_topk`` instead where impacts allow, with these as its fallback and its reference.
 """
 
 from __future__ import annotations
