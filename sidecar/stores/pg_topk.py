@@ -116,6 +116,7 @@ def search(
     scores: dict[int, float] = {}
     out: set[int] = set()  # chunks that cannot reach the top k, met again later
     batch = max(FIRST_BATCH, k)
+    probes = max(PROBE_BATCH, 4 * k)
     walk = True
     while True:
         if walk:
@@ -146,8 +147,9 @@ def search(
         for _, chunk_id in (m for m in most if m[0] < kth):
             del met[chunk_id]  # can never reach the top k: kth only rises
             out.add(chunk_id)
-        probe = [c for m, c in most if m >= kth][: max(PROBE_BATCH, 4 * k)]
+        probe = [c for m, c in most if m >= kth][:probes]
         if probe:
+            probes = min(probes * 2, MAX_BATCH)  # many close candidates: fewer rounds
             parts_of: dict[int, dict[str, float]] = {c: {} for c in probe}
             rows = conn.execute(PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe})
             for chunk_id, lex, th, tb, tc, dl in rows:
