@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 9119
 LOCOMO ?= ../shared/bench/locomo
 
-.PHONY: run test bench lint conformance clean
+.PHONY: run test bench docs lint conformance screenshots clean
 
 $(STAMP): pyproject.toml requirements.lock requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +28,20 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench --locomo $(LOCOMO)
 
+# The generated parts of the documentation (API reference, settings tables, the
+# performance page); BENCH=bench-results/latest.json takes a new run's figures first.
+docs: $(STAMP)
+	$(BIN)/python docs/generate.py $(if $(BENCH),--bench $(BENCH))
+
 # The official MCP conformance suite (Node, through npx) against a live daemon on temp
 # folders; prints a line and succeeds without running anything when npx is missing.
 conformance: $(STAMP)
 	$(BIN)/python -m tests.conformance
+
+# The memory inspector's screenshots in docs/ui/, taken by its browser tests (needs Debian's
+# chromium: apt-get install -y chromium).
+screenshots: $(STAMP)
+	SIDECAR_UI_SCREENSHOTS=docs/ui $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ui_browser.py tests/test_ui_history.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check sidecar tests bench

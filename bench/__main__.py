@@ -10,82 +10,17 @@ saying what is missing, and the others still run.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import os
-import platform
 import signal
-import sqlite3
 import sys
-import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
-from bench import (
-    cold_start,
-    crew,
-    crossval,
-    dense,
-    embed_lead,
-    extraction,
-    facts,
-    freshness,
-    heldout,
-    hooks,
-    hybrid_speed,
-    indexing,
-    injection,
-    journal_recall,
-    journal_speed,
-    latency,
-    learnings,
-    memory,
-    pg_failover,
-    pg_store,
-    prompt_block,
-    retrieval,
-    writes,
-)
+from bench import registry
 from bench.context import REPO, Context
-from bench.locomo_data import LocomoMissing
-from bench.report import BenchResult, progress, render, render_summary
+from bench.harness import run_one, write_json
+from bench.report import BenchResult, render, render_summary
 
-Benchmark = Callable[[Context], BenchResult]
-
-BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
-    retrieval.NAME: (retrieval.run, "retrieval quality on LoCoMo dev (budgeted recall)"),
-    crossval.NAME: (crossval.run, "leave-one-conversation-out validation on LoCoMo dev"),
-    latency.NAME: (latency.run, "search latency at 10k/100k chunks vs bare FTS5"),
-    hybrid_speed.NAME: (hybrid_speed.run, "hybrid vs sparse search p50 at 10k chunks"),
-    indexing.NAME: (indexing.run, "full and incremental indexing of 2,000 notes"),
-    cold_start.NAME: (cold_start.run, "cold start until searchable at 1k/10k(/50k) files vs bare"),
-    freshness.NAME: (freshness.run, "time from a file write to searchable"),
-    memory.NAME: (memory.run, "idle resident memory of the daemon"),
-    writes.NAME: (writes.run, "durable append latency and throughput"),
-    crew.NAME: (crew.run, "crew search through a member vs on the lead"),
-    embed_lead.NAME: (embed_lead.run, "a member embedding through its lead: RSS, latency, load"),
-    prompt_block.NAME: (prompt_block.run, "assembling the system-prompt memory block"),
-    dense.NAME: (dense.run, "dense top-k over 100k vectors, embedding throughput"),
-    injection.NAME: (injection.run, "injection scanner: caught per class, benign kept"),
-    journal_speed.NAME: (journal_speed.run, "episodic journal: record, recall, rebuild, memory"),
-    journal_recall.NAME: (journal_recall.run, "episodic recall on LoCoMo dev, restated facts"),
-    learnings.NAME: (learnings.run, "learnings: ranking quality, search, write-back, compaction"),
-    facts.NAME: (facts.run, "facts: consolidation scenarios, apply step, retrieval, LLM cost"),
-    extraction.NAME: (extraction.run, "learning extraction: LLM tokens per ended session"),
-    heldout.NAME: (heldout.run, "held-out knowledge updates and lessons, written blind to ranking"),
-    hooks.NAME: (hooks.run, "harness hooks: latency with process start, daemon up and down"),
-    pg_store.NAME: (
-        pg_store.run,
-        "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale",
-    ),
-    pg_failover.NAME: (
-        pg_failover.run,
-        "two leads on one PostgreSQL crew namespace: kill the writer",
-    ),
-}
+BENCHMARKS = registry.load()
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -124,41 +59,6 @@ def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def run_one(name: str, bench: Benchmark, ctx: Context) -> BenchResult:
-    progress(name, "start")
-    started = time.monotonic()
-    try:
-        result = bench(ctx)
-    except LocomoMissing as exc:  # its data is absent: skipped, not failed
-        result = BenchResult(name, BENCHMARKS[name][1], skipped=str(exc))
-    except Exception as exc:
-        progress(name, "FAILED\n" + traceback.format_exc())
-        result = BenchResult(name, BENCHMARKS[name][1], error=f"{type(exc).__name__}: {exc}")
-    result.seconds = time.monotonic() - started
-    return result
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "python": sys.version.split()[0],
-        "sqlite": sqlite3.sqlite_version,
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-    }
-
-
-def write_json(path: Path, args: argparse.Namespace, results: list[BenchResult]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    body = {
-        "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "quick": args.quick,
-        "full": args.full,
-        "machine": machine(),
-        "results": [r.to_json() for r in results],
-    }
-    path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
@@ -166,11 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     names = list(dict.fromkeys(args.only)) if args.only else list(BENCHMARKS)
     results: list[BenchResult] = []
     for name in names:
-        result = run_one(name, BENCHMARKS[name][0], ctx)
+        result = run_one(BENCHMARKS[name], ctx)
         results.append(result)
         print(render(result) + "\n", flush=True)
     print(render_summary(results))
-    write_json(args.out, args, results)
+    write_json(args.out, args.quick, args.full, results)
     print(f"\nresults written to {args.out}")
     return 1 if any(r.error for r in results) else 0
 

@@ -29,6 +29,7 @@ from bench.notes import write_notes
 from bench.report import BenchResult, Figure, Table, at_most, progress
 
 NAME = "cold_start"
+DESCRIPTION = "cold start until searchable at 1k/10k(/50k) files vs bare"
 FILE_BYTES = 2_100  # ~105 MB at 50k files
 SIZES_QUICK = (1_000, 10_000)
 SIZES_FULL = (1_000, 10_000, 50_000)

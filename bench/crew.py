@@ -19,6 +19,7 @@ from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS
 
 NAME = "crew"
+DESCRIPTION = "crew search through a member vs on the lead"
 CHUNKS = 10_000
 TOKEN = "bench-crew-token"
 EXTRA_TARGET = at_most(2.0, "<= 2.00 ms")

@@ -31,6 +31,7 @@ from bench.locomo_data import subprocess_env
 from bench.report import BenchResult, Figure, Table, progress
 
 NAME = "crossval"
+DESCRIPTION = "leave-one-conversation-out validation on LoCoMo dev"
 SAMPLES = (0, 1, 2, 3, 4)
 RETRIEVER = "bench/locomo_inprocess.py:factory"
 GRIDS: dict[str, tuple[str, list[str], str, dict[str, str]]] = {

@@ -148,11 +148,14 @@ class Daemon:
             "--role": self.role,
             "--port": self.port,
             "--log-level": "WARNING",
+            # The corpora are dated in the past: a benchmark measures them as written, so
+            # the lifecycle keeps every daily log unless a benchmark (lifecycle) says so.
+            "--daily-retention-days": 100_000,
         }
         cmd = [
             *sidecar_command(),
             "serve",
-            *(str(x) for pair in flags.items() for x in pair),
+            *(str(x) for k, v in flags.items() if k not in self.extra_args for x in (k, v)),
             *self.extra_args,
         ]
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()

@@ -23,6 +23,7 @@ from sidecar.retrieval.vector_sync import texts_to_embed
 from sidecar.retrieval.vectors import VectorIndex
 
 NAME = "dense"
+DESCRIPTION = "dense top-k over 100k vectors, embedding throughput"
 TARGET_TOPK = at_most(20.0, "<= 20 ms")
 VECTORS = 100_000
 QUERIES = 200

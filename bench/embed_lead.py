@@ -29,6 +29,7 @@ from bench.timing import LATENCY_HEADERS, Latency
 from sidecar import demo
 
 NAME = "embed_lead"
+DESCRIPTION = "a member embedding through its lead: RSS, latency, load"
 TOKEN = "bench-embed-lead-token"
 RSS_TARGET = at_most(70.0, "<= 70 MB")
 HOP_TARGET = at_most(3.0, "<= 3.00 ms")

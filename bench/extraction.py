@@ -28,6 +28,7 @@ from sidecar.service import MemoryService
 from tests.llm_stub import LLMStub
 
 NAME = "extraction"
+DESCRIPTION = "learning extraction: LLM tokens per ended session"
 SIZES = (2, 4, 6, 8, 10, 12, 16, 24, 40, 80)
 KNOWN = 30  # learnings the tier holds before the sessions
 EPISODE_SHARE = 1 / 3  # the threshold: episodes at least this share of the prompt

@@ -42,6 +42,7 @@ from sidecar.retrieval.query import terms as query_terms
 from tests.llm_stub import LLMStub
 
 NAME = "facts"
+DESCRIPTION = "facts: consolidation scenarios, apply step, retrieval, LLM cost"
 EPISODIC = {"episodic": True}  # the scenarios speak as user.said, a type tagged episodic
 APPLY_TARGET = at_most(50.0, "<= 50 ms")
 RETRIEVAL_TARGET = at_most(10.0, "<= 10 ms")

@@ -22,6 +22,7 @@ from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
 
 NAME = "freshness"
+DESCRIPTION = "time from a file write to searchable"
 TARGET = at_most(300.0, "<= 300 ms")
 CORPUS_FILES = 300
 CORPUS_BYTES = 600_000

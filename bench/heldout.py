@@ -40,6 +40,7 @@ from sidecar.index.sqlite import TOKENIZER
 from sidecar.retrieval.query import terms as query_terms
 
 NAME = "heldout"
+DESCRIPTION = "held-out knowledge updates and lessons, written blind to ranking"
 UPDATES = REPO / "bench" / "data" / "updates_heldout.json"
 LESSONS = REPO / "bench" / "data" / "lessons_heldout.json"
 MODES = {"sparse": "none", "hybrid": "minilm"}

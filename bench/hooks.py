@@ -24,6 +24,7 @@ from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
 
 NAME = "hooks"
+DESCRIPTION = "harness hooks: latency with process start, daemon up and down"
 PAYLOADS = Path(__file__).resolve().parent.parent / "tests" / "harness_payloads"
 EVENTS = {
     "session-start": "session_start.json",

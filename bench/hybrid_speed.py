@@ -29,6 +29,7 @@ from sidecar.retrieval.vector_sync import texts_to_embed, to_blob
 from sidecar.stores.sqlite import SQLiteStore
 
 NAME = "hybrid_speed"
+DESCRIPTION = "hybrid vs sparse search p50 at 10k chunks"
 SIZE = 10_000
 RATIO_TARGET = at_most(2.0, "<= 2.00x")
 

@@ -23,6 +23,7 @@ from sidecar.index import indexer
 from sidecar.stores.sqlite import SQLiteStore
 
 NAME = "indexing"
+DESCRIPTION = "full and incremental indexing of 2,000 notes"
 FILES = 2000
 TOTAL_BYTES = 4_000_000
 FULL_TARGET = at_most(1.0, "<= 1.00 s")

@@ -32,6 +32,7 @@ from tests.injection_corpus import (
 )
 
 NAME = "injection"
+DESCRIPTION = "injection scanner: caught per class, benign kept"
 TWO_MB = 2 * 1024 * 1024
 ORIGINAL = "(original corpus)"
 _BARE = re.compile(r"ignore|curl|wget|password|token")

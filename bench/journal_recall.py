@@ -35,6 +35,7 @@ from bench.locomo_data import DEV_SAMPLES, Locomo
 from bench.report import BenchResult, Figure, Table, at_least, progress
 
 NAME = "journal_recall"
+DESCRIPTION = "episodic recall on LoCoMo dev, restated facts"
 RANKINGS = ("relevance", "importance", "linear")
 MODES = {"sparse": "none", "hybrid": "minilm"}  # label -> --embedder
 K = 10

@@ -48,6 +48,7 @@ from sidecar.index.sqlite import TOKENIZER
 from sidecar.retrieval.query import terms as query_terms
 
 NAME = "journal_speed"
+DESCRIPTION = "episodic journal: record, recall, rebuild, memory"
 RECORD_TARGET = at_most(2.0, "<= 2.00x")
 CONCURRENT_TARGET = at_least(0.5, ">= 0.50x")
 BATCH_TARGET = at_least(20_000, ">= 20,000 /s")

@@ -30,6 +30,7 @@ from sidecar.retrieval.ranking import search_store
 from sidecar.stores.sqlite import SQLiteStore
 
 NAME = "latency"
+DESCRIPTION = "search latency at 10k/100k chunks vs bare FTS5"
 SIZES = (10_000, 100_000)
 QUICK_SIZES = (10_000,)
 QUERIES = {10_000: 500, 100_000: 150}  # fewer at 100k, where one query costs ~50 ms

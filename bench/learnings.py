@@ -38,6 +38,7 @@ from sidecar.learnings import entries
 from sidecar.retrieval.query import terms as query_terms
 
 NAME = "learnings"
+DESCRIPTION = "learnings: ranking quality, search, write-back, compaction"
 # The first set was written with the ranking; the second by someone who never saw the
 # ranking code (only what the fields mean), after it was settled: the unseen check.
 DATA_SETS = {

@@ -21,6 +21,7 @@ from bench.report import BenchResult, Figure, at_most, progress
 from sidecar import demo
 
 NAME = "memory"
+DESCRIPTION = "idle resident memory of the daemon"
 TARGET = at_most(60.0, "<= 60 MB")
 IDLE_S = 1.5
 CHUNKS = 10_000

@@ -37,6 +37,7 @@ from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
 
 NAME = "pg_failover"
+DESCRIPTION = "two leads on one PostgreSQL crew namespace: kill the writer"
 TRIALS, QUICK_TRIALS = 5, 2  # of each kind
 ACKED_BEFORE_KILL = 30
 TAKEOVER = at_most(5.0, "<= 5 s")

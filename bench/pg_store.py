@@ -55,6 +55,7 @@ from sidecar.stores import fts5, open_store
 from sidecar.stores.pg_search import SEARCH_WORDS, TOP, terms
 
 NAME = "pg_store"
+DESCRIPTION = "PostgreSQL store beside SQLite: LoCoMo recall, index and search at scale"
 SIZES = (10_000, 100_000)
 FULL_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (10_000,)

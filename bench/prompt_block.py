@@ -20,6 +20,7 @@ from bench.report import BenchResult, Figure, Table, progress
 from bench.timing import LATENCY_HEADERS, Latency
 
 NAME = "context"
+DESCRIPTION = "assembling the system-prompt memory block"
 TIER_BYTES = 2_000_000
 DAILY_FILES = 700
 

@@ -23,6 +23,7 @@ from bench.locomo_data import subprocess_env
 from bench.report import BenchResult, Figure, Table, at_least, progress
 
 NAME = "locomo"
+DESCRIPTION = "retrieval quality on LoCoMo dev (budgeted recall)"
 TARGET = at_least(0.76, ">= 0.76")
 # Hybrid may not lose more than this on any category against sparse-only.
 CATEGORY_TARGET = at_least(-0.02, ">= -0.02")

@@ -24,6 +24,7 @@ from bench.report import BenchResult, Figure, Table, progress
 from bench.timing import LATENCY_HEADERS, Latency
 
 NAME = "writes"
+DESCRIPTION = "durable append latency and throughput"
 ENTRY = ("- " + "durable append benchmark entry " * 7)[:199] + "\n"  # 200 bytes
 CONCURRENCY = 8
 

@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 
 # (scope, file, its new bytes, its mtime_ns once written), on the index writer thread.
 OwnIndexer = Callable[[str, str, bytes, Callable[[], int]], None]
+# (tier, event records, (user_id, workspace_id) each names or None), before they are written.
+Stamp = Callable[[str, list[dict[str, Any]], list[tuple[str, str] | None]], Awaitable[None]]
 
 
 @dataclass
@@ -128,6 +130,16 @@ class Hooks:
     (``journal.record``) and working memory's sleep pass; heard by consolidation
     (``facts``), which queues them as episodes."""
 
+    stamp: list[Stamp] = field(default_factory=list)
+    """(tier, records, the operator each names by its ids or None): events are about to be
+    written. Fired by the journal (``journal.record``, ``journal.stamp``); heard by
+    ``sessions``, which sets each record's ``operator`` to the key of the operator it
+    names or of its session's operator. Raising refuses the whole batch."""
+
+    session_seen: list[Callable[[str], None]] = field(default_factory=list)
+    """(session id): a recall or a search named the session. Fired by the journal and
+    search; heard by ``sessions``, whose idle clock of that session starts again."""
+
     own_indexers: dict[str, OwnIndexer] = field(default_factory=dict)
     """Top-level folder -> how a file written there through ``notes.commit`` is indexed,
     instead of into the notes index (on the index writer thread). Set by learnings (its
@@ -146,8 +158,19 @@ class Hooks:
 
     session_ended: list[Callable[[str, dict[str, Any]], None]] = field(default_factory=list)
     """(tier, session): a session ended and its own steps (reinforcement, promotion of
-    its working notes, its summary episode) are durable. Fired once per session by
-    ``sessions``; heard by learnings' extraction, which queues an LLM job for it."""
+    its working notes, its summary episode) are durable. Fired by ``sessions`` when it
+    ends, and again at the next start if it ended within a day (the daemon may have died
+    before a listener kept it), so a listener ignores a session it already holds; heard
+    by learnings' extraction, which queues an LLM job for it."""
+
+    def tell_seen(self, session_id: str | None) -> None:
+        if session_id is None or session_id == "default":
+            return
+        for listener in self.session_seen:
+            try:
+                listener(session_id)
+            except Exception:
+                log.exception("a listener to seen sessions failed")
 
     def tell_recorded(self, tier: str, records: list[dict[str, Any]]) -> None:
         """The events are recorded whatever a listener makes of them."""

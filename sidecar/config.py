@@ -165,6 +165,11 @@ class Caps:
     journal_tier: int = _cap(1024 * MIB, "a tier's whole journal", "cap-journal-tier-bytes")
     learnings: int = _cap(256 * KIB, "a learnings file", "cap-learnings-bytes")  # one <slug>.md
     facts_log: int = _cap(64 * MIB, "a tier's facts log", "cap-facts-log-bytes")  # log.jsonl
+    # Below ``archive/``: history the lifecycle engine moved out of the active tier.
+    archive: int = _cap(1024 * MIB, "a tier's archive", "cap-archive-bytes")
+    # Day files retention archived (``archive/journal/``): apart from the active journal's.
+    journal_archive: int = _cap(16 * 1024 * MIB, "a tier's journal archive",
+                                "cap-journal-archive-bytes")  # fmt: skip
 
     def for_kind(self, kind: str) -> int:
         """The cap of a file kind (``sidecar.notes.files``: core, daily, topic, learning)."""
@@ -200,6 +205,18 @@ class Settings:
         env="ALLOWED_HOSTS", repeat=True,
     )  # fmt: skip
     caps: Caps = field(default_factory=Caps)
+    # The lifecycle engine: how often each tier is tended, and how long a daily log stays.
+    maintain_interval: float = setting(
+        6 * 3600.0, "seconds between maintenance passes of a tier (jittered by up to 10%)"
+    )
+    daily_retention_days: int = setting(
+        30, "days a daily log stays in daily/ before it is archived (at least 2: today's "
+        "and yesterday's are never archived)",
+    )  # fmt: skip
+    sessions_retention_days: int = setting(
+        30, "days an ended session stays in sessions/log.jsonl (and its extraction in "
+        "extraction/ledger.jsonl) before it moves below archive/ (at least 2)",
+    )  # fmt: skip
     # Below this, writes are withdrawn from MCP.
     min_free_bytes: int = setting(64 * MIB, "free disk below which writes are withheld",
                                   option="min-free-mb", unit=MIB)  # fmt: skip
@@ -232,6 +249,10 @@ class Settings:
     agent_id: str = setting(
         "", "recorded on journal events that do not name one ({env}; default the host name, "
         "which is the container's)", serve_default=socket.gethostname,
+    )  # fmt: skip
+    journal_retention_days: int = setting(
+        90, "days after which an ordinary journal event keeps only its summary and a "
+        "payload excerpt (the whole day file is archived, compressed)",
     )  # fmt: skip
     # Consolidation of episodes into facts: off unless an LLM server is named.
     llm_url: str = setting(
@@ -282,8 +303,18 @@ class Settings:
             raise ValueError("--embedder openai needs --embed-url and --embed-model")
         if self.embedder == "lead" and not self.lead_url:
             raise ValueError("--embedder lead is for a crew member: it needs --lead-url")
+        if self.journal_retention_days < 1:
+            raise ValueError("journal retention must be at least 1 day")
         if self.reconcile_interval <= 0:
             raise ValueError("reconcile interval must be positive")
+        if self.maintain_interval <= 0:
+            raise ValueError("maintain interval must be positive")
+        if self.daily_retention_days < 2:
+            raise ValueError("daily retention must be at least 2 days: today's and "
+                             f"yesterday's logs stay, not {self.daily_retention_days}")  # fmt: skip
+        if self.sessions_retention_days < 2:
+            raise ValueError("session retention must be at least 2 days: sessions ended "
+                             "within a day are told to extraction again at start")  # fmt: skip
         if self.crew_listen and self.role != "lead":
             raise ValueError("only the lead (--role lead) serves a crew address")
         if self.lead_url and self.role == "lead":

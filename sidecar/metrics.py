@@ -14,7 +14,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -73,6 +79,25 @@ INJECTION_BLOCKS = Counter(
     "sidecar_injection_blocks",
     "Text withheld or refused because the injection scanner flagged it, by category.",
     ["category"],
+    registry=REGISTRY,
+)
+LIFECYCLE_RUNS = Counter(
+    "sidecar_lifecycle_runs",
+    "Maintenance steps run on a tier (daily logs, journal), by outcome (ok, failed).",
+    ["tier", "step", "outcome"],
+    registry=REGISTRY,
+)
+LIFECYCLE_LAST_RUN = Gauge(
+    "sidecar_lifecycle_last_run_timestamp_seconds",
+    "When the last maintenance pass of a tier ended (Unix time).",
+    ["tier"],
+    registry=REGISTRY,
+)
+LIFECYCLE_BYTES = Gauge(
+    "sidecar_lifecycle_bytes",
+    "Bytes of each kind of history in a tier after its last maintenance pass, active "
+    "(counted against the tier's caps) or archived (against the archive's).",
+    ["tier", "kind", "state"],
     registry=REGISTRY,
 )
 

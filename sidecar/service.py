@@ -35,6 +35,9 @@ from sidecar.journal.journal import Journal
 from sidecar.learnings import routes as learnings_routes
 from sidecar.learnings.extraction import Extraction
 from sidecar.learnings.learnings import Learnings
+from sidecar.lifecycle import routes as lifecycle_routes
+from sidecar.lifecycle.distill import Distiller
+from sidecar.lifecycle.engine import Lifecycle
 from sidecar.llm.client import LLMClient
 from sidecar.llm.factory import make_client
 from sidecar.notes import routes as notes_routes
@@ -127,7 +130,7 @@ class MemoryService:
         self.embeddings = Embeddings(settings, self.indexes, hooks)
         reader = settings.crew_reader()  # a member reading the crew index in PostgreSQL
         self.crew_reader = open_store(*reader, read_only=True) if reader else None
-        self.search = Search(self.indexes, self.embeddings, self.lead, self.crew_reader)
+        self.search = Search(self.indexes, self.embeddings, self.lead, self.crew_reader, hooks)
         self.notes = Notes(settings, self.indexes, hooks)
         self.browser = Browser(settings, self.indexes, self.notes.read, hooks)  # MCP resources
         self.journal = Journal(settings, self.indexes, self.embeddings, self.lead, hooks)
@@ -139,6 +142,9 @@ class MemoryService:
         self.working = Working(settings, self.journal, llm, hooks)
         self.facts = Facts(settings, self.journal, self.embeddings, llm, self.working, hooks)
         self.extraction = Extraction(self.learnings, self._session_events, llm, self.lead, hooks)
+        distiller = llm and Distiller(settings, llm, self.notes, self.learnings, self.journal)
+        self.lifecycle = Lifecycle(settings, self.indexes, hooks, distiller)  # None: no LLM
+        self.search.archives = self.lifecycle.archive.store  # searched when asked
         has_crew = settings.role == "lead" or self.lead is not None or reader is not None
         self.context = ContextBuilder(
             settings, self.search, self.journal, self.learnings, self.facts, has_crew
@@ -158,6 +164,7 @@ class MemoryService:
             self.journal,
             self.facts,  # reads the journal's tiers at open, hears its recorded events
             self.extraction,  # reads the journal, writes learnings, hears ended sessions
+            self.lifecycle,  # tends the history of everything above, once it is open
             self.working,  # its sleep pass records summaries in the journal
             self.context,  # the memory block reads all of the above
             self.sessions,  # a start answers the block; an end runs through the above
@@ -170,7 +177,9 @@ class MemoryService:
 
     async def _session_events(self, tier: str, session_id: str, limit: int) -> list[Any]:
         """A session's events, oldest first, for its learnings' extraction."""
-        return (await self.journal.listing(tier, Filters(session_id), None, limit))["events"]
+        return (await self.journal.listing(tier, Filters(session_id=session_id), None, limit))[
+            "events"
+        ]
 
     def add_routes(self, app: web.Application) -> None:
         """Each capability registers its own HTTP routes."""
@@ -180,6 +189,7 @@ class MemoryService:
         journal_routes.add_routes(app, self.journal)
         learnings_routes.add_routes(app, self.learnings)
         facts_routes.add_routes(app, self.facts)
+        lifecycle_routes.add_routes(app, self.lifecycle)
         working_routes.add_routes(app, self.working)
         operators_routes.add_routes(app, self.operators)
         context_routes.add_routes(app, self.context)

@@ -15,9 +15,12 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.service import MemoryService
+from tests.llm_stub import LLMStub
 
 # Sidecar processes the tests start are sparse-only too, unless a test says otherwise.
 os.environ.setdefault("SIDECAR_EMBEDDER", "none")
+# ...and keep daily logs of any date in daily/, unless a test is about archiving them.
+os.environ.setdefault("SIDECAR_DAILY_RETENTION_DAYS", "100000")
 
 
 async def eventually(
@@ -44,9 +47,21 @@ def tier_dirs(tmp_path: Path) -> tuple[Path, Path]:
 def settings(tier_dirs: tuple[Path, Path]) -> Settings:
     agent, crew = tier_dirs
     # Sparse-only unless a test is about dense retrieval: loading the model costs time.
+    # Daily logs of any date stay in daily/ unless a test is about archiving them.
     return Settings(
-        agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600, embedder="none"
-    )
+        agent_dir=agent, crew_dir=crew, role="lead", reconcile_interval=3600, embedder="none",
+        daily_retention_days=100_000,
+    )  # fmt: skip
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[LLMStub]:
+    """An OpenAI-compatible model server on loopback (a module with another stub overrides it)."""
+    server = await LLMStub().start()
+    try:
+        yield server
+    finally:
+        await server.stop()
 
 
 @pytest.fixture

@@ -13,13 +13,17 @@ would roughly count them, and reported the way each API reports usage.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
+if TYPE_CHECKING:
+    from sidecar.config import Settings
 
 _KNOWN = re.compile(r"^\[ID: ([^\]]+)\] \[[a-z]+\] (.*)$", re.MULTILINE)
 _EPISODE = re.compile(r"^\[episode ([^\]]+)\]", re.MULTILINE)
@@ -50,6 +54,12 @@ class LLMStub:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def serving(self, settings: Settings) -> Settings:
+        """``settings`` with this stub as the model, over the OpenAI wire format."""
+        return dataclasses.replace(
+            settings, llm_url=self.url + "/v1", llm_model="stub-3b", llm_api="openai"
+        )
 
     def script(self, *steps: Step | dict[str, Any] | str) -> None:
         for step in steps:

@@ -31,12 +31,13 @@ HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
 MCP_METHODS = {"get", "post", "delete"}  # what the streamable HTTP transport answers
 # JSON-RPC as MCP specifies it, and a stream that stays open by design.
 UNFUZZED = ("/mcp", "/memory/files/changes")
+UI_PATHS = ("/ui", "/ui/{name}")  # the inspector's HTML and assets: a page, not the JSON API
 
 
 def served_routes(app_routes: list[tuple[str, str]]) -> set[tuple[str, str]]:
     served = set()
     for method, path in app_routes:
-        if method == "HEAD":  # aiohttp adds HEAD beside every GET
+        if method == "HEAD" or path in UI_PATHS:  # aiohttp adds HEAD beside every GET
             continue
         if method == "*":
             served |= {(m, path) for m in MCP_METHODS}

@@ -283,7 +283,8 @@ def test_every_serve_flag_and_variable_reaches_its_setting(
     monkeypatch.setenv("SIDECAR_ALLOWED_HOSTS", "A.example,,b.example")
     monkeypatch.setenv("SIDECAR_MIN_FREE_MB", "3")
     monkeypatch.setenv("SIDECAR_NAMESPACE", "team")
-    kinds = "core daily topic tier journal-day journal-tier learnings facts-log".split()
+    kinds = "core daily topic tier journal-day journal-tier learnings facts-log archive"
+    kinds = [*kinds.split(), "journal-archive"]
     caps = [f"--cap-{kind}-bytes" for kind in kinds]
     argv = ["serve", "--agent-dir", str(tmp_path / "a"), "--crew-dir", str(tmp_path / "c"),
             "--role", "lead", "--host", "::1", "--port", "9", "--chunk-chars", "700",
@@ -293,26 +294,26 @@ def test_every_serve_flag_and_variable_reaches_its_setting(
             "--ollama-url", "http://o", "--ollama-model", "om", "--agent-id", "ag",
             "--llm-url", "http://l/v1", "--llm-model", "lm", "--llm-api-key-env", "KEY",
             "--llm-timeout", "7.5", "--agent-store", "sqlite", "--crew-store", "sqlite",
-            "--store", "", "--log-level", "DEBUG"]  # fmt: skip
+            "--store", "", "--journal-retention-days", "45", "--log-level", "DEBUG"]  # fmt: skip
     args = build_parser().parse_args(argv)
     assert config.from_flags(vars(args)) == Settings(
         agent_dir=tmp_path / "a", crew_dir=tmp_path / "c", role="lead", host="::1", port=9,
         chunk_chars=700, reconcile_interval=5.0,
-        allowed_hosts=("a.example", "b.example", "c.example"), caps=Caps(*range(11, 19)),
+        allowed_hosts=("a.example", "b.example", "c.example"), caps=Caps(*range(11, 21)),
         min_free_bytes=3 * 1024 * 1024, lead_url=None, crew_listen=("::1", 99),
         crew_token="secret", embedder="none", embed_threads=2, ollama_url="http://o",
         ollama_model="om", agent_id="ag", llm_url="http://l/v1", llm_model="lm",
         llm_api="openai", llm_api_key_env="KEY", llm_timeout=7.5, store="",
-        agent_store="sqlite", crew_store="sqlite", namespace="team",
+        agent_store="sqlite", crew_store="sqlite", namespace="team", journal_retention_days=45,
     )  # fmt: skip
     assert args.log_level == "DEBUG"
 
 
-def test_the_readme_names_every_serve_variable() -> None:
-    """The README's list of ``serve`` variables is checked against the declarations."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    start = readme.index("Every `serve` flag can also be set by environment variable")
-    listed = set(re.findall(r"`(SIDECAR_\w+)`", readme[start : readme.index("\n\n", start)]))
+def test_the_configuration_page_names_every_serve_variable() -> None:
+    """docs/configuration.md (generated from the declarations) names every ``serve``
+    variable, and the one ``serve`` reads outside them."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text()
+    listed = set(re.findall(r"`(SIDECAR_\w+)`", page))
     declared = {f"SIDECAR_{flag.env}" for flag in config.flags()}  # the crew token included
     assert listed == declared | {"SIDECAR_LOG_LEVEL"}
 

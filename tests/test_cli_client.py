@@ -18,6 +18,7 @@ from sidecar.api.http import create_app
 from sidecar.cli import main
 from sidecar.config import Settings
 from sidecar.service import MemoryService
+from tests.conftest import eventually
 from tests.sidecar_process import free_port
 from tests.test_journal import INJECTION
 
@@ -179,3 +180,27 @@ async def test_context_errors_are_sentences_like_every_other_command(client: Tes
     with pytest.raises(SystemExit) as exc:
         await sidecar("context", "--budget", "999", "--url", str(client.make_url("")))
     assert exc.value.code == "sidecar: 400: 'budget' must be from 1000 to 200000 characters"
+
+
+async def test_learnings_are_listed_from_the_shell_with_flagged_text_withheld(
+    client: TestClient, settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sidecar list-learnings`` takes its flags from the listing's op; a flagged
+    learning (hand-written: the daemon refuses to learn one) is withheld as in every other
+    list a shell shows."""
+    url = str(client.make_url(""))
+    (settings.agent_dir / "learnings").mkdir()
+    (settings.agent_dir / "learnings/pasted.md").write_text(f"---\nid: pasted\n---\n{INJECTION}\n")
+    assert await sidecar("learn", "Pin the base image digest.", "--url", url) == 0
+
+    async def both_listed() -> bool:
+        return len((await (await client.get("/memory/learnings")).json())["learnings"]) == 2
+
+    await eventually(both_listed, "the hand-written learnings file to be indexed")
+    capsys.readouterr()
+    assert await sidecar("list-learnings", "--order", "recent", "--limit", "5", "--url", url) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and any(line.endswith("Pin the base image digest.") for line in out)
+    assert any("[withheld: flagged as a prompt injection]" in line for line in out)
+    with pytest.raises(SystemExit, match="limit"):
+        await sidecar("list-learnings", "--limit", "201", "--url", url)

@@ -8,7 +8,6 @@ answer goes to extraction.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from collections import deque
 from collections.abc import AsyncIterator
@@ -24,7 +23,8 @@ from sidecar.config import Settings
 from sidecar.errors import ApiError
 from sidecar.learnings import entries, extraction
 from sidecar.learnings import extraction_prompt as ep
-from sidecar.learnings.extraction import LEDGER, MIN_EVENTS
+from sidecar.learnings.extraction import MIN_EVENTS
+from sidecar.learnings.ledger import LEDGER
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.llm_stub import LLMStub, Step
@@ -113,6 +113,21 @@ async def done(
         raise AssertionError(f"{exc}; extraction: {svc.extraction.last_error}") from None
 
 
+async def two_sessions_extracted(
+    served: tuple[TestClient, LLMStub, MemoryService], first: Any, second: Any
+) -> None:
+    """Sessions s1 and s2 recorded, then extracted in turn: the model answers ``first``
+    to s1 and ``second`` to s2, whose prompt can show what s1 taught."""
+    client, stub, svc = served
+    await record_session(client, "s1", scripted_session(3))
+    await record_session(client, "s2", scripted_session(1))
+    stub.script(first, second)
+    end(svc, "s1", None, 40)
+    await done(svc, 1)
+    end(svc, "s2", None, 40)
+    await done(svc, 2)
+
+
 def learnings_of(root: Path, slug: str = "deploys") -> list[entries.Entry]:
     rel = f"learnings/{slug}.md"
     path = root / rel
@@ -120,21 +135,10 @@ def learnings_of(root: Path, slug: str = "deploys") -> list[entries.Entry]:
 
 
 @pytest.fixture
-async def stub() -> AsyncIterator[LLMStub]:
-    server = await LLMStub().start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
 async def served(
     settings: Settings, stub: LLMStub
 ) -> AsyncIterator[tuple[TestClient, LLMStub, MemoryService]]:
-    configured = dataclasses.replace(
-        settings, llm_url=stub.url + "/v1", llm_model="stub-3b", llm_api="openai"
-    )
+    configured = stub.serving(settings)
     async with (
         _running(configured) as svc,
         TestClient(TestServer(create_app(svc), host="127.0.0.1")) as c,
@@ -244,14 +248,9 @@ async def test_the_same_lesson_from_a_second_session_reinforces_it(
 async def test_a_new_answer_that_repeats_a_known_learning_reinforces_it(
     served: Any, settings: Settings
 ) -> None:
-    client, stub, svc = served
-    await record_session(client, "s1", scripted_session(3))
-    await record_session(client, "s2", scripted_session(1))
-    stub.script({"learnings": [item("new")]}, {"learnings": [item("new", LESSON + " ")]})
-    end(svc, "s1", None, 40)
-    await done(svc, 1)
-    end(svc, "s2", None, 40)
-    await done(svc, 2)
+    await two_sessions_extracted(
+        served, {"learnings": [item("new")]}, {"learnings": [item("new", LESSON + " ")]}
+    )
     (learned,) = learnings_of(settings.agent_dir)
     assert learned.reinforcement_count == 1
 
@@ -281,17 +280,11 @@ async def test_an_invented_id_becomes_a_new_learning_and_an_invented_retirement_
 async def test_a_retirement_of_a_shown_learning_retires_and_archives_it(
     served: Any, settings: Settings
 ) -> None:
-    client, stub, svc = served
-    await record_session(client, "s1", scripted_session(3))
-    await record_session(client, "s2", scripted_session(1))
-    stub.script(
+    await two_sessions_extracted(
+        served,
         {"learnings": [item("new")]},
         {"learnings": [item("retire", "obsolete", existing="{id:VPN}")]},
     )
-    end(svc, "s1", None, 40)
-    await done(svc, 1)
-    end(svc, "s2", None, 40)
-    await done(svc, 2)
     assert learnings_of(settings.agent_dir) == []
     archived = list((settings.agent_dir / "learnings" / "archive").glob("*.md"))
     assert len(archived) == 1 and "staging" in archived[0].read_text()
@@ -333,9 +326,7 @@ async def test_a_short_session_makes_no_llm_call(served: Any, settings: Settings
 async def test_a_session_is_extracted_once_and_a_cut_short_job_runs_again_without_a_copy(
     settings: Settings, stub: LLMStub
 ) -> None:
-    configured = dataclasses.replace(
-        settings, llm_url=stub.url + "/v1", llm_model="stub-3b", llm_api="openai"
-    )
+    configured = stub.serving(settings)
     async with _running(configured) as svc:
         async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
             await record_session(client, "s1", scripted_session(2))
@@ -405,9 +396,7 @@ async def test_a_burst_past_the_bound_waits_in_the_ledger_and_is_taken_in_turn(
     settings: Settings, stub: LLMStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(extraction, "MAX_WAITING", 2)
-    configured = dataclasses.replace(
-        settings, llm_url=stub.url + "/v1", llm_model="stub-3b", llm_api="openai"
-    )
+    configured = stub.serving(settings)
     stub.default = lambda prompt: {"learnings": []}
     held = asyncio.Event()
     stub.script(Step(answer={"learnings": []}, hold=held))  # the worker busy with the first
@@ -538,3 +527,16 @@ def test_plan_guards_by_hand() -> None:
     assert len(p.notes) == 3 and ep.slug("!!!") == "general"
     ruled = {"learnings": [item("new", "a\n---\nb")]}
     assert ep.whole_answer(ruled) and not ep.whole_answer({"learnings": [item("new")]})
+
+
+def test_a_learning_of_only_spaces_is_asked_again_and_refused_from_a_member() -> None:
+    """A model answering "   \n " once wrote a learning with an empty body (the write path
+    strips the text; the HTTP route refuses it, extraction did not ask)."""
+    from jsonschema import Draft202012Validator
+
+    assert ep.whole_answer({"learnings": [item("new", "   \n  ")]}) == [
+        "learnings/0/text: a learning needs words, not only spaces"
+    ]
+    body = {"session_id": "m1", "actions": [{"kind": "new", "tier": "crew", "target": None,
+            "text": " \n ", "type": "procedural", "importance": 0.5, "file": "f"}]}  # fmt: skip
+    assert list(Draft202012Validator(extraction.REMOTE_SCHEMA).iter_errors(body))

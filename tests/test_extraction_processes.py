@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sidecar.learnings.extraction import LEDGER
+from sidecar.learnings.ledger import LEDGER
 from tests.conftest import eventually
 from tests.llm_stub import LLMStub, Step
 from tests.sidecar_process import SidecarProcess

@@ -5,16 +5,13 @@ HTTP API against the stand-in LLM server, with history laid down days in the pas
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
@@ -36,21 +33,6 @@ def when(days_ago: float) -> str:
 def new_fact(text: str, episodes: list[str]) -> dict[str, Any]:
     return {"action": "new", "existing_fact_id": None, "category": "guideline", "fact": text,
             "keywords": text.split()[:3], "episode_ids": episodes}  # fmt: skip
-
-
-@pytest.fixture
-async def stub() -> AsyncIterator[LLMStub]:
-    server = await LLMStub().start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-def with_llm(settings: Settings, stub: LLMStub) -> Settings:
-    return dataclasses.replace(
-        settings, llm_url=stub.url + "/v1", llm_model="stub-3b", llm_api="openai"
-    )
 
 
 async def serve(settings: Settings, worker: bool) -> tuple[MemoryService, TestClient]:
@@ -89,7 +71,7 @@ async def test_telemetry_costs_no_model_call_and_three_episodes_still_start_a_jo
     settings: Settings, stub: LLMStub
 ) -> None:
     stub.default = lambda prompt: {"facts": [new_fact("Build on the fast runner.", [EPISODES])]}
-    svc, client = await serve(with_llm(settings, stub), worker=True)
+    svc, client = await serve(stub.serving(settings), worker=True)
     try:
         for part in range(0, 300, 100):  # 300 telemetry events, in batches as an agent would
             await record(client, telemetry(300)[part : part + 100])
@@ -115,7 +97,7 @@ async def test_telemetry_costs_no_model_call_and_three_episodes_still_start_a_jo
     finally:
         await shut(svc, client)
     # At start, the journal's unconsolidated events are read through the same filter.
-    svc, client = await serve(with_llm(settings, stub), worker=False)
+    svc, client = await serve(stub.serving(settings), worker=False)
     try:
         assert (await status(client))["pending_episodes"] == 0
     finally:
@@ -123,7 +105,7 @@ async def test_telemetry_costs_no_model_call_and_three_episodes_still_start_a_jo
 
 
 async def test_working_memorys_summaries_stay_episodes(settings: Settings, stub: LLMStub) -> None:
-    svc, client = await serve(with_llm(settings, stub), worker=False)
+    svc, client = await serve(stub.serving(settings), worker=False)
     try:
         stub.default = lambda prompt: {"summary": "The user prefers short replies."}
         resp = await client.post("/memory/remember", json={"content": "keep replies short",
@@ -139,7 +121,7 @@ async def test_working_memorys_summaries_stay_episodes(settings: Settings, stub:
 async def test_applied_facts_support_their_episodes_in_the_journal(
     settings: Settings, stub: LLMStub
 ) -> None:
-    svc, client = await serve(with_llm(settings, stub), worker=False)
+    svc, client = await serve(stub.serving(settings), worker=False)
     try:
         old = [
             {"type": "user.correction", "summary": s, "ts": when(3)}
@@ -226,7 +208,7 @@ async def test_a_job_whose_event_was_lost_writes_it_at_start_once(
 ) -> None:
     ids, event = lay_down(settings, days_ago=5)
     for _ in range(2):  # a second start finds the event there and writes nothing
-        svc, client = await serve(with_llm(settings, stub), worker=False)
+        svc, client = await serve(stub.serving(settings), worker=False)
         try:
             assert "unlinked_jobs" not in await status(client)
             tj = svc.journal.tiers["agent"]
@@ -252,7 +234,7 @@ async def test_a_marker_whose_links_do_not_fit_is_read_with_defaults(
            "event": "e-" + "x" * 100, "supports": "all of them", "facts": [7]}  # fmt: skip
     with log.open("a") as f:
         f.write(json.dumps(bad) + "\n")
-    svc, client = await serve(with_llm(settings, stub), worker=False)
+    svc, client = await serve(stub.serving(settings), worker=False)
     try:
         body = await status(client)
         assert body["jobs"] == 2 and body["unparsed_lines"] == 1

@@ -122,3 +122,19 @@ def test_settings_that_are_not_claude_codes_are_refused_and_left_untouched(
             install(tmp_path, *more)
         assert why in str(exc.value) and "left untouched" in str(exc.value)
         assert path.read_text() == content
+
+
+def test_a_settings_file_linked_from_a_dotfiles_checkout_is_changed_where_it_lives(
+    tmp_path: Path,
+) -> None:
+    """It used to end in an UnsafePath traceback; the link stays a link."""
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text(json.dumps(THEIRS))
+    path = settings_file(tmp_path / "project", None)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(real)
+    assert install(tmp_path / "project") == 0
+    assert path.is_symlink() and commands(json.loads(real.read_text()), "SessionStart")
+    assert install(tmp_path / "project", "--uninstall") == 0
+    assert path.is_symlink() and json.loads(real.read_text()) == THEIRS

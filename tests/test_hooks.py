@@ -129,6 +129,22 @@ def test_session_start_opens_the_session_and_answers_its_block_as_additional_con
     assert [r["kind"] for r in session_log(daemon, SESSION)][:1] == ["started"]
 
 
+def test_an_operator_named_by_half_still_gives_the_agent_its_memory(
+    daemon: SidecarProcess, env: dict[str, str], down: dict[str, str]
+) -> None:
+    """A user id without its workspace (or the reverse) names no operator: the daemon and
+    the files both refuse it, so the hook drops it, says so, and the agent has memory."""
+    for where in (env, down):
+        half = {**where, "SIDECAR_USER_ID": "ada"}
+        half.pop("SIDECAR_WORKSPACE_ID", None)
+        sid = f"half-operator-{where is env}"
+        code, out = run_hook("session-start", payload("session_start.json", session_id=sid), half)
+        assert code == 0
+        assert "index it CONCURRENTLY" in context_of(out, "SessionStart")
+        said = [line["message"] for line in log_lines(Path(half["SIDECAR_HOOK_LOG"]))]
+        assert any("go together" in m for m in said)
+
+
 def test_user_prompt_is_recorded_and_past_events_come_back_within_the_budget(
     daemon: SidecarProcess, env: dict[str, str]
 ) -> None:
@@ -358,3 +374,17 @@ def test_offline_learnings_that_do_not_parse_are_logged(
     assert code == 0 and "Never deploy to production on a Friday" in context_of(out, "SessionStart")
     (_, problem) = log_lines(Path(down["SIDECAR_HOOK_LOG"]))
     assert problem["message"].startswith("not read as written: crew learnings/broken.md:1:")
+
+
+def test_the_hook_log_holds_no_secret_the_payload_or_command_line_carried(
+    down: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The log quotes what it was given (a payload's event name, an unknown hook line):
+    it used to keep a token there as it came."""
+    for name, value in down.items():
+        monkeypatch.setenv(name, value)
+    body = {"session_id": "s", "hook_event_name": "password=hunter9", "prompt": "hi"}
+    assert in_process("user-prompt", body, monkeypatch, capsys) == (0, "")
+    assert main(["hook", "pre-compact", "--token", "ghp_" + "a1" * 18]) == 0
+    text = Path(down["SIDECAR_HOOK_LOG"]).read_text()
+    assert "hunter9" not in text and "a1a1a1" not in text and "[REDACTED]" in text

@@ -19,16 +19,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from sidecar.api.mcp.maintenance import REINDEX
-from sidecar.facts.tools import FACTS
-from sidecar.journal.tools import RECALL, RECORD
-from sidecar.learnings.tools import LEARN, LEARNINGS
 from sidecar.notes.tools import READ, WRITE
 from sidecar.retrieval.tools import SEARCH
-from sidecar.working.tools import REMEMBER
 from tests.sidecar_process import SidecarProcess
+from tests.test_mcp_tools import NAMES
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
 TIMEOUT = 15.0
 
 

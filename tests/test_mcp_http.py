@@ -19,19 +19,14 @@ from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
 from sidecar.api.http import create_app
-from sidecar.api.mcp.maintenance import REINDEX
 from sidecar.api.mcp.mount import MCP_MOUNT
 from sidecar.config import Settings
-from sidecar.facts.tools import FACTS
-from sidecar.journal.tools import RECALL, RECORD
-from sidecar.learnings.tools import LEARN, LEARNINGS
-from sidecar.notes.tools import READ, WRITE
+from sidecar.notes.tools import WRITE
 from sidecar.retrieval.tools import SEARCH
 from sidecar.service import MemoryService
-from sidecar.working.tools import REMEMBER
 from tests.conftest import eventually
+from tests.test_mcp_tools import NAMES
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

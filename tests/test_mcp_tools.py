@@ -24,12 +24,17 @@ from sidecar.errors import ApiError
 from sidecar.facts.tools import FACTS
 from sidecar.journal.tools import RECALL, RECORD
 from sidecar.learnings.tools import LEARN, LEARNINGS
+from sidecar.lifecycle.tools import MAINTAIN
 from sidecar.notes.tools import READ, WRITE
 from sidecar.ops import Op
 from sidecar.retrieval.tools import SEARCH
+from sidecar.sessions.tools import END as SESSION_END
+from sidecar.sessions.tools import START as SESSION_START
 from sidecar.working.tools import REMEMBER
 
-NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, REINDEX]
+# The tools every MCP endpoint lists, in order (test_mcp and test_mcp_http hold theirs to it).
+NAMES = [WRITE, READ, SEARCH, RECORD, RECALL, REMEMBER, LEARN, LEARNINGS, FACTS, SESSION_START,
+         SESSION_END, MAINTAIN, REINDEX]  # fmt: skip
 
 
 class FakeBackend:
@@ -422,5 +427,6 @@ async def next_message(seen: asyncio.Queue[Any]) -> Any:
 def test_check_arguments_fills_defaults_without_touching_input() -> None:
     schema = next(t.input_schema for t in TOOLS if t.name == SEARCH)
     raw = {"query": "x"}
-    assert check_arguments(schema, raw) == {"query": "x", "scope": "agent", "limit": 10}
+    filled = {"query": "x", "scope": "agent", "limit": 10, "archive": False}
+    assert check_arguments(schema, raw) == filled
     assert raw == {"query": "x"}

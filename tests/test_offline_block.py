@@ -144,3 +144,15 @@ def test_the_light_copies_agree_with_the_daemon(monkeypatch: pytest.MonkeyPatch)
     assert crew == Path(config.serve_default("crew_dir")).expanduser()
     assert standing.MAX_FILE_BYTES == MAX_FILE_BYTES
     assert f"http://127.0.0.1:{DEFAULT_PORT}" == DEFAULT_URL
+
+
+def test_context_offline_with_a_tier_that_is_a_file_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIDECAR_CREW_DIR=/dev/null once ended in a NotADirectoryError traceback."""
+    (tmp_path / "crew").write_text("not a folder")
+    monkeypatch.setenv("SIDECAR_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.setenv("SIDECAR_CREW_DIR", str(tmp_path / "crew"))
+    with pytest.raises(SystemExit) as exc:
+        main(["context", "--offline"])
+    assert "cannot read the memory files" in str(exc.value)

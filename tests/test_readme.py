@@ -1,10 +1,11 @@
-"""The README's example answers have the same shape as a live daemon's.
+"""The documentation's example answers have the same shape as a live daemon's.
 
-Every JSON block in README.md marked with ``<!-- example: METHOD PATH [JSON body] -->``
-just above it is the answer to that request. A real ``sidecar serve`` (hybrid, over the
-demo memory) gets the same request, and the two answers must have exactly the same keys
-at every level; values may differ, and a list is compared by its first element. The
-README is read when the test runs, so an edit to either side is caught.
+Every JSON block in README.md or a markdown file under docs/ marked with
+``<!-- example: METHOD PATH [JSON body] -->`` just above it is the answer to that request.
+A real ``sidecar serve`` (hybrid, over the demo memory) gets the same request, and the two
+answers must have exactly the same keys at every level; values may differ, and a list is
+compared by its first element. The pages are read when the test runs, so an edit to
+either side is caught.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ import pytest
 from sidecar import demo
 from tests.sidecar_process import SidecarProcess, wait_for
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pages() -> list[Path]:
+    """README.md and every markdown page under docs/."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
 EXAMPLE = re.compile(
     r"^<!-- example: (?P<method>GET|POST) (?P<path>\S+)(?: (?P<body>\{[^\n]*\}))? -->\n"
     r"```json\n(?P<answer>.*?)\n```",
@@ -37,6 +45,7 @@ JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"
 
 @dataclass(frozen=True, slots=True)
 class Example:
+    page: str
     line: int
     method: str
     path: str
@@ -44,10 +53,10 @@ class Example:
     answer: Any
 
     def __str__(self) -> str:
-        return f"README.md:{self.line}: {self.method} {self.path}"
+        return f"{self.page}:{self.line}: {self.method} {self.path}"
 
 
-def readme_examples(text: str) -> list[Example]:
+def readme_examples(text: str, page: str = "README.md") -> list[Example]:
     examples = []
     for m in EXAMPLE.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
@@ -55,8 +64,8 @@ def readme_examples(text: str) -> list[Example]:
             body = json.loads(m["body"]) if m["body"] else None
             answer = json.loads(m["answer"])
         except ValueError as exc:
-            raise AssertionError(f"README.md:{line}: example is not valid JSON: {exc}") from None
-        examples.append(Example(line, m["method"], m["path"], body, answer))
+            raise AssertionError(f"{page}:{line}: example is not valid JSON: {exc}") from None
+        examples.append(Example(page, line, m["method"], m["path"], body, answer))
     return examples
 
 
@@ -125,7 +134,11 @@ def settle(daemon: SidecarProcess) -> None:
 
 
 def test_readme_example_answers_match_the_live_daemon(daemon: SidecarProcess) -> None:
-    examples = readme_examples(README.read_text(encoding="utf-8"))
+    examples = [
+        e
+        for page in pages()
+        for e in readme_examples(page.read_text(encoding="utf-8"), str(page.relative_to(ROOT)))
+    ]
     uncovered = COVERED - {e.path.split("?")[0] for e in examples}
     assert not uncovered, f"no marked README example for {sorted(uncovered)}"
     problems = []
@@ -136,4 +149,4 @@ def test_readme_example_answers_match_the_live_daemon(daemon: SidecarProcess) ->
             problems.append(f"{example}: answered {status} {live}")
             continue
         problems += [f"{example}: {m}" for m in key_mismatches(example.answer, live)]
-    assert not problems, "README examples differ from live answers:\n" + "\n".join(problems)
+    assert not problems, "documented examples differ from live answers:\n" + "\n".join(problems)

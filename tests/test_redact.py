@@ -41,6 +41,12 @@ SECRETS = [
      "MIIEowIBAAKCAQEA7"),
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n(cut off)",
      "b3BlbnNzaC1rZXktdjEAAAAA"),
+    ("export MY_PASS=xyz12345", "xyz12345"),
+    ("DB_PWD=abc123 ./migrate", "abc123"),
+    ("psql --password hunter3 -h db", "hunter3"),
+    ('deploy --db-password "two words" now', "two words"),
+    ("curl -u admin:s3cr3tpass https://api", "s3cr3tpass"),
+    ("curl -s --user=admin:s3cr3tpass https://api", "s3cr3tpass"),
 ]  # fmt: skip
 
 
@@ -57,6 +63,8 @@ def test_every_credential_shape_is_redacted(text: str, secret: str) -> None:
     "ERROR: migration 0042 failed: lock timeout on table orders",
     "see https://example.com/docs?page=2 and git@github.com:org/repo.git",
     "a password policy requires 12 characters",
+    "git push -u origin main; docker run -u 1000:1000 app --token-file /run/t",
+    "my_passenger=3 bypass=on",
 ])  # fmt: skip
 def test_ordinary_text_is_left_as_it_is(text: str) -> None:
     assert redact(text) == text
@@ -67,7 +75,7 @@ def test_a_key_named_like_a_secret_loses_its_whole_value() -> None:
              "args": ["--token", "abc", "Bearer qwertyuiop12"], "max_tokens": 5}  # fmt: skip
     assert redact_value(value) == {
         "env": {"API_KEY": MARK, "HOME": "/root"}, "password": MARK,
-        "args": ["--token", "abc", f"Bearer {MARK}"], "max_tokens": 5,
+        "args": ["--token", MARK, f"Bearer {MARK}"], "max_tokens": 5,
     }  # fmt: skip
 
 
@@ -94,3 +102,25 @@ def test_a_failed_tool_use_is_a_warning_with_its_error_first() -> None:
     assert event["summary"] == "Edit a.py → failed: old_string not found"
     grep = tool_use.event("Grep", {"pattern": "TODO", "path": "src"}, "a.py:1: TODO", None)
     assert grep["summary"] == "Grep TODO in src" and grep["payload"]["outcome_chars"] == 12
+
+
+def test_a_wide_or_deep_tool_input_is_cut_before_it_is_read() -> None:
+    """A payload of 300k keys took the hook 11 s (the harness kills it at 5 s) and one
+    nested 500 deep lost its event to a RecursionError."""
+    wide = {f"k{i}": "password=abc" for i in range(10_000)}
+    assert len(tool_use._trimmed(wide)) == tool_use.MAX_ITEMS
+    deep: dict[str, object] = {"password": "hunter2"}
+    for _ in range(500):
+        deep = {"a": deep}
+    event = tool_use.event("Bash", deep, {"stdout": [deep]}, None)
+    assert "hunter2" not in json.dumps(event) and "…" in event["payload"]["input"]
+
+
+def test_a_tools_name_id_and_argv_are_redacted_too() -> None:
+    """An MCP tool's argv list, its name and its use id reached the journal as they came."""
+    event = tool_use.event("Read ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+                           ["--password", "pw444", "--verbose", "v"], None,
+                           "toolu_1 password=zzz999")  # fmt: skip
+    text = json.dumps(event)
+    assert "pw444" not in text and "zzz999" not in text and "ghp_16C7" not in text
+    assert '\\"--verbose\\",\\"v\\"' in text  # only a secret flag's value goes

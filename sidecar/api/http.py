@@ -19,6 +19,7 @@ from sidecar.api.ops import NONE, SCOPED
 from sidecar.errors import ApiError
 from sidecar.metrics import REJECTED_INPUTS
 from sidecar.service import MemoryService
+from sidecar.ui import routes as ui_routes
 from sidecar.web import (
     HTTP_CODES,
     MAX_BODY_BYTES,
@@ -161,5 +162,6 @@ def create_app(service: MemoryService) -> web.Application:
     app.router.add_get("/healthz", healthz)
     scrape.add_routes(app, service)
     openapi.add_routes(app)
+    ui_routes.add_routes(app)  # the inspector page: HTML, outside the OpenAPI document
     mount_mcp(app, service)
     return app

@@ -24,14 +24,18 @@ def build_parser() -> argparse.ArgumentParser:
     from sidecar.harness import cli as harness_cli
     from sidecar.journal import cli as journal_cli
     from sidecar.learnings import cli as learnings_cli
+    from sidecar.lifecycle import cli as lifecycle_cli
     from sidecar.notes import cli as notes_cli
     from sidecar.retrieval import cli as retrieval_cli
+    from sidecar.sessions import cli as sessions_cli
+    from sidecar.ui import cli as ui_cli
 
     parser = argparse.ArgumentParser(prog="sidecar", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     # In the order ``sidecar --help`` lists their commands.
     for module in (serve, retrieval_cli, notes_cli, mcp, context_cli, doctor, journal_cli,
-                   learnings_cli, facts_cli, harness_cli, demo):  # fmt: skip
+                   learnings_cli, facts_cli, lifecycle_cli, sessions_cli, harness_cli,
+                   ui_cli, demo):  # fmt: skip
         module.register(sub)
     return parser
 

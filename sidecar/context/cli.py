@@ -57,6 +57,8 @@ def _offline(args: argparse.Namespace) -> int:
                               args.workspace_id, problems)  # fmt: skip
     except ValueError as exc:
         raise SystemExit(f"sidecar: {exc}") from None
+    except OSError as exc:  # a tier that is a file, or one this user cannot read
+        raise SystemExit(f"sidecar: cannot read the memory files: {exc}") from None
     if args.json:
         body = {**block.to_json(), "offline": True, "problems": problems}
         print(json.dumps(body, indent=2, ensure_ascii=False))

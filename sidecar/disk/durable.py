@@ -27,11 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sidecar.disk.tiers import UnsafePath, read_fd, split_relative
-from sidecar.metrics import FSYNC_SECONDS
 
 
 def fsync(fd: int) -> None:
-    """``os.fsync``, timed: a slow disk shows in the fsync latency histogram first."""
+    """``os.fsync``, timed: a slow disk shows in the fsync latency histogram first.
+
+    The metrics (and the Prometheus client) load on the first sync, not with this
+    module: a hook that only reads the files never loads them.
+    """
+    from sidecar.metrics import FSYNC_SECONDS
+
     with FSYNC_SECONDS.time():
         os.fsync(fd)
 

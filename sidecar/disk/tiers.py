@@ -26,7 +26,10 @@ SCOPES = (*TIER_NAMES, "both")
 SCOPE_ALIASES = {"own": "agent", "crew_shared": "both"}
 # Top-level folders whose markdown a capability indexes in its own format, not as notes
 # (``users``: operator models, which are never indexed: only their operator sees one).
-OWN_FORMAT_DIRS = frozenset({"learnings", "facts", "users"})
+# ``archive``: history the lifecycle engine moved out of the active tier, indexed by it
+# apart, so it weighs on neither the tier's cap nor an ordinary search.
+ARCHIVE_DIR = "archive"
+OWN_FORMAT_DIRS = frozenset({"learnings", "facts", "users", ARCHIVE_DIR})
 
 
 # Control characters other than tab, newline and a CR ending a line: no note needs them,
@@ -196,6 +199,10 @@ def read_confined(
 def is_note(rel: str) -> bool:
     """Whether a tier-relative path is a note (not in a folder with its own format)."""
     return rel.split("/", 1)[0] not in OWN_FORMAT_DIRS
+
+
+def is_archived(rel: str) -> bool:
+    return rel.startswith(ARCHIVE_DIR + "/")
 
 
 def walk_markdown(root: Path, sub: str = "") -> Iterator[tuple[str, os.stat_result]]:

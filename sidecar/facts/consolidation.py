@@ -33,10 +33,12 @@ from sidecar.facts.log import (
     MAX_KEYWORDS,
 )
 from sidecar.journal.events import iso, should_embed, uuid7
+from sidecar.llm.guards import shown_target
 from sidecar.retrieval.query import terms
 from sidecar.working.working import SUMMARY as WORKING_SUMMARY
 
 CONSOLIDATED = "memory.consolidated"  # a job's own event in the journal (``evidence``)
+JOB_SOURCE = "consolidation"  # that event's source
 MAX_EPISODES = 20  # per job
 MAX_FACTS_IN_PROMPT = 20
 DEDUPE_COSINE = 0.95
@@ -116,9 +118,11 @@ def episodic(event: dict[str, Any]) -> bool:
     """Whether an event is worth a job: the embedding policy's episodic types (and
     anything tagged ``refs.episodic``) and working memory's summaries, which are its
     episodes; never telemetry or high-volume types, and never a job's own
-    ``memory.consolidated`` event, which would feed consolidation itself."""
+    ``memory.consolidated`` event, which would feed consolidation itself (the daily logs'
+    distillation records its facts as one of another source, for consolidation)."""
     kind = event.get("type")
-    return kind == WORKING_SUMMARY or (kind != CONSOLIDATED and should_embed(event))
+    own = kind == CONSOLIDATED and event.get("source") == JOB_SOURCE
+    return kind == WORKING_SUMMARY or (not own and should_embed(event))
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,15 +208,12 @@ def plan(
         touched.add(target.id)
 
     for item in answer.get("facts", []):
-        action, target_id = item["action"], item.get("existing_fact_id")
         valid_at, sources = when(item["episode_ids"])
-        target = shown.get(target_id) if target_id else None
-        if action != "new" and target is None:
-            if action == "invalidate":
-                out.notes.append(f"invalidate of {target_id!r} dropped: not a fact it was shown")
-                continue
-            out.notes.append(f"{action} of {target_id!r} made new: not a fact it was shown")
-            action = "new"
+        resolved = shown_target(item["action"], item.get("existing_fact_id"), shown,
+                                removal="invalidate", noun="fact", notes=out.notes)  # fmt: skip
+        if resolved is None:
+            continue
+        action, target = resolved
         if target is not None and target.id in touched:
             out.notes.append(f"{action} of {target.id} dropped: already changed by this job")
             continue

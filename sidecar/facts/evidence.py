@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sidecar.facts.consolidation import CONSOLIDATED
+from sidecar.facts.consolidation import CONSOLIDATED, JOB_SOURCE
 from sidecar.facts.index import Fact
 from sidecar.journal.events import MAX_SUMMARY_CHARS, check_event, epoch, iso
 from sidecar.journal.journal import Journal
@@ -57,7 +57,7 @@ def lines(marker: dict[str, Any], facts: dict[str, Fact], agent_id: str, now: fl
         summary = summary[: MAX_SUMMARY_CHARS - 3] + "..."
     at = epoch(marker.get("at"))
     raw: dict[str, Any] = {
-        "type": CONSOLIDATED, "summary": summary, "source": "consolidation",
+        "type": CONSOLIDATED, "summary": summary, "source": JOB_SOURCE,
         "payload": {"job": marker.get("job"), "facts": marker["facts"],
                     "model": marker.get("model")},
     }  # fmt: skip

@@ -63,8 +63,12 @@ def cmd_hook(args: argparse.Namespace) -> int:
                 raise
             log(name, None, f"{exc}; the session starts without Claude Code's id")
             payload = {}  # the agent still gets its memory
-        hook = cc.Hook(payload, Client(args.url),
-                       getattr(args, "user_id", None), getattr(args, "workspace_id", None),
+        user, workspace = getattr(args, "user_id", None), getattr(args, "workspace_id", None)
+        if bool(user) != bool(workspace):  # the daemon and the files would both refuse it
+            log(name, None, "SIDECAR_USER_ID and SIDECAR_WORKSPACE_ID go together: one alone "
+                "names no operator, so memory is given without an operator model")  # fmt: skip
+            user = workspace = None
+        hook = cc.Hook(payload, Client(args.url), user, workspace,
                        getattr(args, "budget", 15_000))  # fmt: skip
         session_id = hook.session_id
         said = payload.get("hook_event_name")

@@ -85,11 +85,13 @@ def log_path() -> Path:
 
 
 def log(event: str, session_id: str | None, message: str) -> None:
-    """One JSON line in the hook's log; a log that cannot be written is let go (a hook
-    never fails the agent over its own log)."""
+    """One JSON line in the hook's log, redacted as the journal's events are; a log that
+    cannot be written is let go (a hook never fails the agent over its own log)."""
+    from sidecar.harness.redact import redact  # messages quote the payload and the daemon
+
     path = log_path()
     line = json.dumps({"ts": datetime.now(UTC).isoformat(timespec="seconds"), "event": event,
-                       "session_id": session_id, "message": message[:2000]},
+                       "session_id": session_id, "message": redact(message[:2000])},
                       ensure_ascii=False)  # fmt: skip
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

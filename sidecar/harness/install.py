@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.disk.durable import write_file
+from sidecar.disk.tiers import UnsafePath
 from sidecar.harness.claude_code import EVENTS
 
 TIMEOUT_S = 5  # the harness's own limit; a hook gives up on the daemon well before
@@ -121,9 +122,11 @@ def apply(path: Path, install: bool) -> bool:
 
     if not install and not path.exists():
         return False
+    if path.is_symlink():  # a dotfiles checkout's link: the file it points to is theirs
+        path = path.resolve()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_file(path.parent, path.name, build)
-    except OSError as exc:
+    except (OSError, UnsafePath) as exc:
         raise InstallError(f"cannot write {path}: {exc}") from None
     return changed

@@ -45,7 +45,7 @@ _TOKENS = re.compile(
 # A name that says it holds a secret, then = or : (JSON, YAML, env, flags), then a value.
 _SECRET_NAME = (
     r"[\w.-]*?(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|"
-    r"access[_-]?key|private[_-]?key|credentials?|session[_-]?key|signature)"
+    r"access[_-]?key|private[_-]?key|credentials?|session[_-]?key|signature|[_-]pass|[_-]pwd)"
     r"(?:[_-]?(?:key|id|value))?"
 )
 _ASSIGNED = re.compile(
@@ -53,6 +53,16 @@ _ASSIGNED = re.compile(
     r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'`,;&}\]]{3,})"
 )
 _NAME_ONLY = re.compile(rf"(?i)\A{_SECRET_NAME}\Z")
+# A command line's flag and its value after a space: "--password hunter2", "--api-key k".
+_FLAG = re.compile(
+    rf"(?i)((?<![\w-])--{_SECRET_NAME})\b(\s+)(?!-|\[REDACTED\])"
+    r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'`,;&}\]]{3,})"
+)
+_FLAG_ONLY = re.compile(rf"(?i)\A--{_SECRET_NAME}\Z")
+# curl's "-u user:password" / "--user=user:password".
+_CURL_USER = re.compile(
+    r"(\bcurl\b[^\n|;&]*?\s(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']*:)(?!\[REDACTED\])([^\s\"'@]+)"
+)
 
 
 def _assigned(m: re.Match[str]) -> str:
@@ -73,6 +83,8 @@ def redact(text: str) -> str:
     text = _BEARER.sub(lambda m: f"{m.group(1)} {MARK}", text)
     text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MARK}{m.group(3)}", text)
     text = _TOKENS.sub(MARK, text)
+    text = _CURL_USER.sub(lambda m: f"{m.group(1)}{MARK}", text)
+    text = _FLAG.sub(_assigned, text)
     return _ASSIGNED.sub(_assigned, text)
 
 
@@ -86,6 +98,11 @@ def redact_value(value: Any) -> Any:
             k: MARK if isinstance(k, str) and _NAME_ONLY.match(k) and v else redact_value(v)
             for k, v in value.items()
         }
-    if isinstance(value, list):
-        return [redact_value(v) for v in value]
+    if isinstance(value, list):  # an argv: ["--password", "x"] hides the x
+        return [MARK if i and _flag_before(value[i - 1]) and v else redact_value(v)
+                for i, v in enumerate(value)]  # fmt: skip
     return value
+
+
+def _flag_before(value: Any) -> bool:
+    return isinstance(value, str) and bool(_FLAG_ONLY.match(value))

@@ -8,6 +8,7 @@ become one line; the rest keep the start of their input and the gist of their ou
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -16,6 +17,8 @@ from sidecar.harness.redact import redact, redact_value
 MAX_PAYLOAD_BYTES = 2048  # as compact JSON
 SUMMARY_CHARS = 300
 INPUT_CHARS = 600
+MAX_ITEMS = 50  # of a list or object the event reads; the rest cannot fit its cap anyway
+MAX_DEPTH = 20  # nesting read; deeper values show as "…"
 # Tools whose output is what they read or found: the event says what was looked at.
 HIGH_VOLUME = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "WebSearch", "TodoWrite"})
 # Their events rank as the journal ranks telemetry: dozens of reads a session must not
@@ -82,27 +85,31 @@ def outcome(response: Any) -> str:
     return "" if response is None else _compact(response)
 
 
-def _trimmed(value: Any, limit: int = 4 * INPUT_CHARS) -> Any:
-    """Long strings cut before the redactor reads them: it need not read a megabyte of
-    output to keep a few hundred characters (what is cut is never shown)."""
+def _trimmed(value: Any, limit: int = 4 * INPUT_CHARS, depth: int = 0) -> Any:
+    """Long strings, wide objects and deep nesting cut before the redactor reads them: it
+    need not read a megabyte of output to keep a few hundred characters (what is cut is
+    never shown), and a hook must answer within the harness's timeout whatever the shape."""
+    if depth >= MAX_DEPTH and isinstance(value, dict | list):
+        return "…"
     if isinstance(value, str):
         return value[:limit]
     if isinstance(value, dict):
-        return {k: _trimmed(v, limit) for k, v in value.items()}
+        items = list(itertools.islice(value.items(), MAX_ITEMS))
+        return {k: _trimmed(v, limit, depth + 1) for k, v in items}
     if isinstance(value, list):
-        return [_trimmed(v, limit) for v in value[:50]]
+        return [_trimmed(v, limit, depth + 1) for v in value[:MAX_ITEMS]]
     return value
 
 
 def event(tool: str, tool_input: Any, response: Any, tool_use_id: str | None) -> dict[str, Any]:
     """The ``tool.result`` event (less its session) for one tool use."""
-    tool = _one_line(tool, 64) or "unknown"
+    tool = redact(_one_line(tool, 64)) or "unknown"
     tool_input, shown = redact_value(_trimmed(tool_input)), redact_value(_trimmed(response))
     what = redact(_one_line(subject(tool, tool_input), SUMMARY_CHARS))
     bad = failed(response)
     payload: dict[str, Any] = {"tool": tool}
     if tool_use_id:
-        payload["tool_use_id"] = tool_use_id[:128]
+        payload["tool_use_id"] = redact(tool_use_id[:128])
     if tool in HIGH_VOLUME and not bad:
         summary = f"{tool} {what}" if what else tool
         payload["input"] = what

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, NamedTuple
 
+from sidecar.index.dates import found_date, resolved
 from sidecar.index.front_matter import parse_front_matter
 from sidecar.index.packing import pack, split_long_line
 
@@ -160,6 +161,10 @@ def _with_context(
         before = _gather_before(stripped, first - 1, text_from[section_of[first]])
         after = _gather_after(stripped, last + 1, sections[section_of[last]][1])
         context = f"{before}\n{after}" if before and after else before or after
+        when = found_date(c.heading) if c.heading else None
+        dates = resolved(c.text, when) if when is not None else ""
+        if dates:  # "last month" under a heading dated 8 May 2023 is found by "April 2023"
+            context = f"{context}\n{dates}" if context else dates
         out.append(Chunk(c.start_line, c.end_line, c.heading, c.text, context))
     return out
 

@@ -40,7 +40,10 @@ INPUT_FIELDS = (
     "valid_until",
     "supersedes",
     "refs",
+    "user_id",
+    "workspace_id",
 )
+MAX_WHO_CHARS = 256  # a user_id or workspace_id, as the operator model takes them
 _TYPE = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
 FUTURE_SLACK = timedelta(days=1)  # clocks disagree; an event a day ahead is a mistake
 
@@ -189,6 +192,9 @@ class NewEvent:
 
     record: dict[str, Any]
     embeddable: bool
+    # The operator it names, (user_id, workspace_id): never written, only their key is
+    # (``operator``, set by ``hooks.stamp`` before the event is written).
+    who: tuple[str, str] | None = None
 
 
 def _label(raw: dict[str, Any], name: str, default: str | None, where: str) -> str | None:
@@ -233,7 +239,7 @@ def check_event(
         )
     unknown = sorted(set(raw) - set(INPUT_FIELDS))
     if unknown:
-        assigned = [u for u in unknown if u in ("id", "recorded_at")]
+        assigned = [u for u in unknown if u in ("id", "recorded_at", "operator")]
         why = " (the sidecar assigns it)" if assigned else ""
         raise ApiError(
             400,
@@ -343,7 +349,20 @@ def check_event(
                 f"{where}'refs' must be an object of flags, e.g. {{\"episodic\": true}}",
             )
         record["refs"] = refs
-    return NewEvent(record, should_embed(record))
+    return NewEvent(record, should_embed(record), _who(raw, where))
+
+
+def _who(raw: dict[str, Any], where: str) -> tuple[str, str] | None:
+    """The operator an event names by both ids, or None; a 400 for half a name."""
+    user, workspace = raw.get("user_id"), raw.get("workspace_id")
+    if user is None and workspace is None:
+        return None
+    for name, value in (("user_id", user), ("workspace_id", workspace)):
+        if not isinstance(value, str) or not 1 <= len(value) <= MAX_WHO_CHARS:
+            raise ApiError(400, f"bad_{name}", f"{where}'{name}' must be a string of 1 to "
+                           f"{MAX_WHO_CHARS} characters: an event names its operator by both "
+                           "user_id and workspace_id")  # fmt: skip
+    return str(user), str(workspace)
 
 
 def _is_uuid(value: str) -> bool:

@@ -62,7 +62,7 @@ def apply(conn: sqlite3.Connection, rel: str, lines: Iterable[jsonl.Line], inode
                     events = []
                     defaults = fold_record(conn, record)
                 if defaults:
-                    kept = "kept, read as default: " + "; ".join(defaults)
+                    kept = kept_note(defaults)
                     error = f"{error}; {kept}" if error else kept
             # Beyond the checks: whatever else a line holds costs that line, not the fold.
             except (BadRecord, ValueError, TypeError, ArithmeticError) as exc:
@@ -77,6 +77,11 @@ def apply(conn: sqlite3.Connection, rel: str, lines: Iterable[jsonl.Line], inode
     added += insert_events(conn, events)
     conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (rel, end, count, inode))
     return added
+
+
+def kept_note(defaults: list[str]) -> str:
+    """A line's problem when its record was kept with values read as their defaults."""
+    return "kept, read as default: " + "; ".join(defaults)
 
 
 def fold_record(conn: sqlite3.Connection, record: dict[str, Any]) -> list[str]:
@@ -182,7 +187,8 @@ def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[dict[str, An
     if supersedes is not None and not _text(supersedes):
         supersedes = default("supersedes", "is not an event id", None, "none")
     labels = {}
-    for name, fallback in (("session_id", "default"), ("source", None), ("agent_id", None)):
+    names = (("session_id", "default"), ("source", None), ("agent_id", None), ("operator", None))
+    for name, fallback in names:
         value = record.get(name)
         # What a request may send: 1-128 characters, no control, bidi or invisible ones.
         if value is None:  # absent: its default, with nothing to report or check
@@ -196,13 +202,22 @@ def event_row(rel: str, line: int, record: dict[str, Any]) -> tuple[dict[str, An
     body = payload_text(payload)
     if not (_text(text) and _text(body)):
         raise BadRecord("'payload' holds text that is not Unicode (a lone surrogate)")
+    trimmed = record.get("trimmed")
+    if trimmed is not None:
+        size = trimmed.get("payload_bytes") if isinstance(trimmed, dict) else None
+        if isinstance(size, int) and not isinstance(size, bool) and 0 <= size < 1 << 62:
+            trimmed = size
+        else:  # the payload is an excerpt all the same: only its former size is unknown
+            trimmed = -1
+            defaults.append("'trimmed' is not {\"payload_bytes\": N} (read as trimmed, "
+                            "its former size unknown)")  # fmt: skip
     embed = should_embed({"type": kind, "severity": severity, "refs": record.get("refs")})
     row = {
         "id": event_id, "ts": ts, "recorded_at": recorded, "type": kind, "severity": severity,
         "summary": summary, "payload": text, "body": body, **labels, "base": base,
         "floor": PRIORITY_FLOORS[priority] if priority else 0.0, "priority": priority,
         "valid_until": valid_until, "supersedes": supersedes, "embeddable": int(embed),
-        "file": rel, "line": line,
+        "file": rel, "line": line, "trimmed": trimmed,
     }  # fmt: skip
     return row, defaults
 

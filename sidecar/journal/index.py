@@ -27,7 +27,14 @@ from sidecar.index.sqlite import Database, is_query_error
 from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import log as journal_log
 from sidecar.journal.fold import BATCH, apply
-from sidecar.journal.index_schema import DERIVED, PROBE, REREAD_FROM, SCHEMA, SCHEMA_VERSION
+from sidecar.journal.index_schema import (
+    DERIVED,
+    PROBE,
+    REREAD_FROM,
+    SCHEMA,
+    SCHEMA_VERSION,
+    UPGRADE,
+)
 from sidecar.journal.ranking import importance_now
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,7 @@ class Row:
     session_id: str
     source: str | None
     agent_id: str | None
+    operator: str | None
     base: float
     floor: float
     priority: str | None
@@ -60,6 +68,7 @@ class Row:
     embeddable: bool
     refs: int
     last_ref: float | None
+    trimmed: int | None  # the payload's bytes before retention cut it (-1: not known)
     flag: str | None
 
     def to_json(self) -> dict[str, Any]:
@@ -80,11 +89,14 @@ class Row:
             "last_referenced_at": iso(self.last_ref) if self.last_ref else None,
             "embeddable": bool(self.embeddable),
         }
-        for name in ("priority", "supersedes", "superseded_by"):
+        for name in ("operator", "priority", "supersedes", "superseded_by"):
             if getattr(self, name):
                 body[name] = getattr(self, name)
         if self.valid_until is not None:
             body["valid_until"] = iso(self.valid_until)
+        if self.trimmed is not None:  # the payload is an excerpt; the whole is archived
+            body["trimmed"] = True
+            body["payload_bytes"] = self.trimmed if self.trimmed >= 0 else None
         return body
 
 
@@ -97,9 +109,10 @@ def _events(conn: sqlite3.Connection, sql: str, args: Sequence[Any]) -> list[Row
     return list(starmap(Row, conn.execute(sql, args)))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)  # by name: fields get added between others
 class Filters:
     session_id: str | None = None
+    operator: str | None = None  # the operator's key: their events only
     types: tuple[str, ...] = ()
     since: float | None = None
     until: float | None = None
@@ -113,6 +126,9 @@ class Filters:
         if self.session_id is not None:
             where.append("e.session_id = ?")
             args.append(self.session_id)
+        if self.operator is not None:
+            where.append("e.operator = ?")
+            args.append(self.operator)
         if self.types:
             where.append(f"e.type IN ({','.join('?' * len(self.types))})")
             args += list(self.types)
@@ -151,6 +167,12 @@ class JournalIndex:
         )
         # The tables were (re)created, or are an older version's: every file must be read again.
         self.rebuilt = self.db.found != SCHEMA_VERSION
+        if self.db.found in REREAD_FROM:
+            columns = {c[1] for c in self.db.writer.execute("PRAGMA table_info(events)")}
+            for column, statements in UPGRADE.items():
+                if column not in columns:
+                    for statement in statements:
+                        self.db.writer.execute(statement)
 
     def reader(self) -> sqlite3.Connection:
         return self.db.reader()
@@ -205,6 +227,48 @@ class JournalIndex:
         if st.st_size == offset:
             return 0
         return self.apply(rel, jsonl.read_lines(root, rel, offset, lines + 1), st.st_ino)
+
+    def day_events(self, rel: str) -> list[tuple[Any, ...]]:
+        """(line, id, ts, recorded_at, base, floor, last_ref, trimmed) of the events ``rel``
+        holds, for retention (writer thread: what it sees is what it will change)."""
+        return self.db.writer.execute(
+            "SELECT line, id, ts, recorded_at, base, floor, last_ref, trimmed FROM events "
+            "WHERE file = ? ORDER BY line",
+            (rel,),
+        ).fetchall()
+
+    def retrim(self, rel: str, rows: list[dict[str, Any]], size: int, inode: int) -> None:
+        """``rel`` was replaced by its trimmed version: each row (``fold.event_row`` of a
+        trimmed line, with its ``problem``) takes its new payload, words and size, and its
+        line's problem is the new line's, in one transaction with the file's new size and
+        inode, so the index stays what a rebuild would make."""
+        with self.db.transaction() as conn:
+            for row in rows:
+                old = conn.execute(
+                    "SELECT seq, summary, body FROM events WHERE id = ?", (row["id"],)
+                ).fetchone()
+                if old is None:
+                    continue
+                conn.execute(
+                    "INSERT INTO events_fts(events_fts, rowid, summary, body) "
+                    "VALUES ('delete', ?, ?, ?)",
+                    old,
+                )
+                conn.execute(
+                    "UPDATE events SET payload = ?, body = ?, trimmed = ? WHERE seq = ?",
+                    (row["payload"], row["body"], row["trimmed"], old[0]),
+                )
+                conn.execute(
+                    "INSERT INTO events_fts(rowid, summary, body) VALUES (?, ?, ?)",
+                    (old[0], old[1], row["body"]),
+                )
+                conn.execute("DELETE FROM problems WHERE file = ? AND line = ?", (rel, row["line"]))
+                if row["problem"] is not None:
+                    conn.execute("INSERT INTO problems VALUES (?, ?, ?)",
+                                 (rel, row["line"], row["problem"]))  # fmt: skip
+            conn.execute(
+                "UPDATE files SET offset = ?, inode = ? WHERE path = ?", (size, inode, rel)
+            )
 
     def add_vectors(self, model: str, items: list[tuple[str, bytes]]) -> None:
         with self.db.transaction() as conn:
@@ -300,15 +364,17 @@ class JournalIndex:
         sql = f"SELECT {EVENT_COLUMNS} FROM events e WHERE {where} ORDER BY e.ts, e.id LIMIT ?"
         return _events(self.reader(), sql, [*args, limit])
 
-    def latest(self, limit: int, embeddable: bool = False) -> list[Row]:
+    def latest(self, limit: int, embeddable: bool = False, operator: str | None = None
+               ) -> list[Row]:  # fmt: skip
         """The events last recorded, newest first (what consolidation may not have seen);
-        ``embeddable``: only those the embedding policy takes, the episodic ones."""
-        where = "WHERE e.embeddable = 1 " if embeddable else ""
-        sql = (
-            f"SELECT {EVENT_COLUMNS} FROM events e {where}"
-            "ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?"
-        )
-        return _events(self.reader(), sql, (limit,))
+        ``embeddable``: only those the embedding policy takes, the episodic ones;
+        ``operator``: only that operator's (by their key)."""
+        where = " AND e.embeddable = 1" if embeddable else ""
+        where += " AND e.operator = ?" if operator is not None else ""
+        sql = (f"SELECT {EVENT_COLUMNS} FROM events e WHERE 1{where} "
+               "ORDER BY e.recorded_at DESC, e.seq DESC LIMIT ?")  # fmt: skip
+        args = [operator] if operator is not None else []
+        return _events(self.reader(), sql, (*args, limit))
 
     def neighbours(self, ids: Iterable[str]) -> dict[str, list[tuple[str, str, float]]]:
         """One hop along relations, either direction: id -> [(other id, relation, weight)]."""
@@ -328,6 +394,17 @@ class JournalIndex:
             if dst in out:
                 out[dst].append((src, relation, weight))
         return out
+
+    def relations_of(self, event_id: str) -> list[tuple[str, str, str, float]]:
+        """Every relation touching the event, which way it points said:
+        [(relation, "out" | "in", other id, weight)], its own links first."""
+        rows = self.reader().execute(
+            "SELECT src, dst, relation, weight FROM relations WHERE src = ? OR dst = ? "
+            "ORDER BY src != ?, relation, src, dst",
+            (event_id, event_id, event_id),
+        )
+        return [(rel, "out" if src == event_id else "in", dst if src == event_id else src, w)
+                for src, dst, rel, w in rows]  # fmt: skip
 
     def vectors(self, model: str) -> list[tuple[int, str, bytes]]:
         """(seq, id, vector) of every embeddable event that has one for ``model``."""

@@ -8,11 +8,28 @@ from __future__ import annotations
 
 from sidecar.index.sqlite import TOKENIZER
 
+# 6: the operator's key (``operator``) of each event, indexed for per-operator reads
+# 5: ``trimmed``: the original payload's size of an event retention cut to an excerpt;
+#    events by file, which retention reads a day at a time
 # 4: times past 9999 UTC and values that do not fit their field read as defaults
 # 3: payload text one value a line (the scanner reads each as a clause of its own)
 # 2: the scanner's verdict per event
-SCHEMA_VERSION = 4
-REREAD_FROM = (2, 3)  # versions whose tables are this one's: only the lines' reading changed
+SCHEMA_VERSION = 6
+REREAD_FROM = (2, 3, 4, 5)  # versions whose tables are this one's but for ``UPGRADE``
+# What versions 5 and 6 added, by the column each brings, added to an older index that
+# lacks it, so its health history stays.
+UPGRADE = {
+    "trimmed": (
+        "ALTER TABLE events ADD COLUMN trimmed INTEGER",
+        "CREATE INDEX IF NOT EXISTS events_by_file ON events(file, line)",
+        "CREATE INDEX IF NOT EXISTS events_by_type ON events(type, recorded_at)",
+    ),
+    "operator": (
+        "ALTER TABLE events ADD COLUMN operator TEXT",
+        "CREATE INDEX IF NOT EXISTS events_by_operator ON events(operator, recorded_at) "
+        "WHERE operator IS NOT NULL",
+    ),
+}
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS events (
@@ -28,6 +45,7 @@ CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
     source TEXT,
     agent_id TEXT,
+    operator TEXT,  -- the operator's non-reversible key (their model file's name)
     base REAL NOT NULL,
     floor REAL NOT NULL,
     priority TEXT,
@@ -39,10 +57,14 @@ CREATE TABLE IF NOT EXISTS events (
     last_ref REAL,
     file TEXT NOT NULL,
     line INTEGER NOT NULL,
+    trimmed INTEGER,  -- NULL: the whole payload; else its bytes before retention (-1 unknown)
     flag TEXT  -- the injection scanner's verdict: NULL not yet read, '' clean, else JSON
 );
 CREATE INDEX IF NOT EXISTS events_by_ts ON events(ts, id);
 CREATE INDEX IF NOT EXISTS events_by_session ON events(session_id, recorded_at);
+CREATE INDEX IF NOT EXISTS events_by_operator ON events(operator, recorded_at)
+    WHERE operator IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_file ON events(file, line);
 CREATE INDEX IF NOT EXISTS events_by_type ON events(type, recorded_at);
 CREATE INDEX IF NOT EXISTS events_by_supersedes ON events(supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_to_embed ON events(embeddable) WHERE embeddable = 1;
@@ -74,8 +96,8 @@ PROBE = "SELECT count(*) FROM events_fts WHERE events_fts MATCH 'x'"  # answers 
 # rest (seq, superseded_by, refs, last_ref, flag) change as later records are folded.
 INSERTED = (
     "id", "ts", "recorded_at", "type", "severity", "summary", "payload", "body", "session_id",
-    "source", "agent_id", "base", "floor", "priority", "valid_until", "supersedes",
-    "embeddable", "file", "line",
+    "source", "agent_id", "operator", "base", "floor", "priority", "valid_until", "supersedes",
+    "embeddable", "file", "line", "trimmed",
 )  # fmt: skip
 # Positional: sqlite3 binds a tuple at C speed, a name costs a lookup per value per row.
 INSERT_EVENT = (

@@ -31,15 +31,15 @@ from sidecar.journal.background import Background
 from sidecar.journal.events import NewEvent, check_batch, iso
 from sidecar.journal.index import Filters
 from sidecar.journal.log import day_file, today_file
+from sidecar.journal.nudge import Nudge
 from sidecar.journal.recall import Recalled, RecallQuery
+from sidecar.journal.retention import JournalRetention
 from sidecar.journal.tier import TierJournal
 from sidecar.retrieval.embeddings import Embeddings
 
 log = logging.getLogger(__name__)
 
 HIGH_VALUE = 0.7  # the crew entries crew_shared recall brings: importance now at least this
-NUDGE_AFTER = 60
-MEMORY_UPDATED = "memory.updated"  # what the nudge counts from
 SNAPSHOT_EVERY_S = 3600.0  # checks; one snapshot is kept per day
 
 
@@ -56,22 +56,25 @@ class Journal(Capability):
         self.indexes = indexes
         self.embeddings = embeddings
         self.lead = lead
-        self.hooks = hooks  # fires recorded, hears file_changed
+        self.hooks = hooks  # fires recorded and make_room, hears file_changed
         self.tiers: dict[str, TierJournal] = {}
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sidecar-recall")
-        self._nudged: set[tuple[str, float]] = set()  # (session, last memory.updated) reminded
+        self._nudge = Nudge(self.on_reader)
         self._catching_up: set[tuple[str, str]] = set()
         self.background = Background(self)
         self.tasks = Tasks()
         # Per tier: a tier's efficiency is measured on the hits recall found in it.
         self.cosines: dict[str, journal_health.RecallCosines] = {}
+        self.retention = JournalRetention(self.tiers, settings, self._ready)
+        hooks.maintenance.append(self.retention)
 
     # -- lifecycle -----------------------------------------------------------------
 
     async def open(self) -> None:
         """Start reading each tier's journal into its index; appends queue behind it."""
         for name, state in self.indexes.tiers.items():
-            tj = self.tiers[name] = TierJournal(state.tier, self.settings.caps)
+            tj = TierJournal(state.tier, self.settings.caps, self.hooks.make_room)
+            self.tiers[name] = tj
             self.tasks.run(self._open_tier(tj), f"journal-{name}")
         self.hooks.file_changed.append(self._file_changed)
 
@@ -173,6 +176,7 @@ class Journal(Capability):
         tj = self._writable(scope)
         now = time.time()
         events = check_batch(body, now, self.settings.agent_id)
+        await self.stamp(scope, [e.record for e in events], [e.who for e in events])
         await self._ready(tj)
         await self._check_supersedes(tj, events)
         rel = day_file(datetime.fromtimestamp(now, UTC).date().isoformat())
@@ -188,6 +192,14 @@ class Journal(Capability):
             "recorded_at": iso(now),
         }
         return answer
+
+    async def stamp(
+        self, scope: str, records: list[dict[str, Any]], who: list[tuple[str, str] | None]
+    ) -> None:
+        """Each record gets its operator's key (``hooks.stamp``) before it is written: the
+        key is on the line on disk, so a rebuild indexes it again; the raw ids never are."""
+        for listener in self.hooks.stamp:
+            await listener(scope, records, who)
 
     async def _check_supersedes(self, tj: TierJournal, events: list[NewEvent]) -> None:
         targets = {e.record["supersedes"] for e in events if "supersedes" in e.record}
@@ -258,6 +270,31 @@ class Journal(Capability):
         cursor = f"{rows[-1].ts!r}|{rows[-1].id}" if more and rows else None
         return {"scope": scope, "events": events, "next_cursor": cursor}
 
+    async def event(self, scope: str, event_id: str) -> dict[str, Any]:
+        """One event by id, with every relation touching it and which way each points."""
+        tj = self._tier(scope)
+        await self._ready(tj)
+        assert tj.index is not None
+        found = await self.on_reader(tj.index.fetch, "id", [event_id])
+        if not found:
+            raise ApiError(404, "unknown_event", f"no event {event_id!r} in the {scope} journal; "
+                           "GET /memory/journal lists its events")  # fmt: skip
+        links = await self.on_reader(tj.index.relations_of, event_id)
+        others = {
+            r.id: r for r in await self.on_reader(tj.index.fetch, "id", {o for *_, o, _ in links})
+        }
+        body = found[0].to_json()
+        flag = journal_recall.flagged(found[0])
+        if flag is not None:
+            body["flagged"] = flag
+        body["relations"] = [
+            {"relation": rel, "direction": way, "weight": weight,
+             "other": {"id": other, **({k: o.to_json()[k] for k in ("type", "summary", "ts")}
+                                       if (o := others.get(other)) else {"missing": True})}}
+            for rel, way, other, weight in links
+        ]  # fmt: skip
+        return {"scope": scope, **body}
+
     # -- recall ---------------------------------------------------------------------
 
     async def recall(self, q: RecallQuery, scope: str, mark: bool) -> dict[str, Any]:
@@ -265,6 +302,7 @@ class Journal(Capability):
         plus the crew's high-value events (from the lead's own crew tier, or asked of the lead
         by a member). ``crew``: the crew's high-value events alone."""
         scope = parse_scope(scope)
+        self.hooks.tell_seen(q.filters.session_id)  # a recall in a session: it is not idle
         if scope == "crew" and self.lead is None and "crew" not in self.tiers:
             raise ApiError(503, "tier_unavailable", "this sidecar has no crew journal and no "
                            "crew lead (--lead-url): recall with scope agent")  # fmt: skip
@@ -291,7 +329,7 @@ class Journal(Capability):
         embedding = asyncio.create_task(self.embeddings.query_vector(q.text, "hybrid"))
         try:  # the lead and BM25 answer while the query is embedded
             if ask_lead:
-                remote = await self._recall_lead(q, mark, warnings)
+                remote = await journal_recall.from_lead(self.lead, q, mark, warnings)
             for name, filters in plan:
                 tj = self._tier(name)
                 await self._ready(tj)
@@ -349,32 +387,6 @@ class Journal(Capability):
             if body["id"] in links:
                 body["neighbours"] = links[body["id"]]
 
-    async def _recall_lead(
-        self, q: RecallQuery, mark: bool, warnings: list[str]
-    ) -> list[dict[str, Any]]:
-        assert self.lead is not None
-        f = q.filters
-        body = {
-            "query": q.text,
-            "k": q.k,
-            "scope": "crew_shared",
-            "walk": q.walk,
-            "mark": mark,
-            "ranking": q.ranking,
-            "include_superseded": f.include_superseded,
-            **({"session_id": f.session_id} if f.session_id else {}),
-            **({"types": list(f.types)} if f.types else {}),
-            **({"since": iso(f.since)} if f.since is not None else {}),
-            **({"until": iso(f.until)} if f.until is not None else {}),
-        }
-        answer = await self.lead.answer_or_note(
-            "/memory/recall", body, warnings, "own journal only"
-        )
-        if answer is None:
-            return []
-        warnings += [f"crew: {w}" for w in answer.get("warnings", [])]
-        return [h for h in answer.get("hits", []) if isinstance(h, dict) and "score" in h]
-
     # -- health, status, the memory block ---------------------------------------------------
 
     async def snapshot_health(self, scope: str) -> dict[str, Any]:
@@ -416,33 +428,21 @@ class Journal(Capability):
             log.warning("journal index unreadable", extra={"tier": scope, "error": str(exc)})
             return {"indexing": False, "events": None, "error": f"journal index unreadable "
                     f"({exc}); POST /memory/reindex rebuilds it from the day files"}  # fmt: skip
-        return journal_health.tier_status(tj, stats, self.model() is not None)
+        body = journal_health.tier_status(tj, stats, self.model() is not None)
+        body["archived_bytes"] = (await self.retention.usage(scope))["archived_bytes"]
+        body["retention"] = self.retention.last.get(scope)  # the last pass; None: none yet
+        return body
 
     async def health(self) -> Health:
         reasons = journal_health.reasons(self.tiers)
+        for name, last in self.retention.last.items():
+            if last["problems"]:
+                reasons.append(f"{name}: journal retention left {len(last['problems'])} day "
+                               "file(s) whole; /memory/status says why")  # fmt: skip
         return Health(reasons, {"episodic": self.episodic()})
 
     async def nudge(self, session_id: str) -> str | None:
-        """One reminder a session, once it has ``NUDGE_AFTER`` events since memory was last
-        updated: the latest ``memory.updated`` event (a session's end records one when it
-        changed memory; an agent or its harness may record one itself)."""
-        tj = self.tiers.get("agent")
-        if tj is None or tj.index is None or not tj.ready.is_set():
-            return None
-        with contextlib.suppress(Exception):
-            last_update = await self.on_reader(tj.index.last_recorded, MEMORY_UPDATED)
-            key = (session_id, last_update)
-            if key in self._nudged:
-                return None
-            count = await self.on_reader(tj.index.count_since, session_id, last_update)
-            if count >= NUDGE_AFTER:
-                self._nudged.add(key)
-                return (
-                    f"You have {count} new journal entries since your last memory update. "
-                    "Before the session ends, save any lasting pattern or decision with "
-                    "memory.write (AGENT.md or daily/today)."
-                )
-        return None
+        return await self._nudge.text(self.tiers.get("agent"), session_id)
 
     # -- outside edits -------------------------------------------------------------------
 
@@ -470,12 +470,23 @@ class Journal(Capability):
             log.error("journal catch-up failed", extra={"file": rel, "error": str(exc)})
         self.background.wake_embed.set()
 
-    async def latest(self, scope: str, limit: int, episodic: bool = False) -> list[dict[str, Any]]:
-        """The tier's last recorded events (``episodic``: of those embedded), newest first."""
+    async def latest(
+        self, scope: str, limit: int, episodic: bool = False, operator: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The tier's last recorded events (``episodic``: of those embedded; ``operator``:
+        of that operator's), newest first."""
         tj = self._tier(scope)
         await self._ready(tj)
         assert tj.index is not None
-        return [row.to_json() for row in await self.on_reader(tj.index.latest, limit, episodic)]
+        rows = await self.on_reader(tj.index.latest, limit, episodic, operator)
+        return [row.to_json() for row in rows]
+
+    async def last_recorded(self, scope: str, kind: str) -> float:
+        """When the tier last recorded an event of type ``kind`` (0: never)."""
+        tj = self._tier(scope)
+        await self._ready(tj)
+        assert tj.index is not None
+        return float(await self.on_reader(tj.index.last_recorded, kind))
 
     async def rebuild(self, scope: str) -> None:
         names = ["agent", "crew"] if scope == "both" else [scope]

@@ -69,11 +69,12 @@ def journal_files(root: Path) -> list[str]:
 
 
 class JournalFull(Exception):
-    """Appending would take a day file or the whole journal over its cap."""
+    """Appending would take a day file or (``whole``) the whole journal over its cap."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, whole: bool = False) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.whole = whole
 
 
 @dataclass(slots=True)

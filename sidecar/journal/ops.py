@@ -66,6 +66,12 @@ RECORD = ops.Op.of(
     priority=ops.choice(tuple(events.PRIORITY_FLOORS)),
     supersedes=ops.text(about="id of an event this corrects"),
     valid_until=time("when this stops being true"),
+    user_id=ops.text(
+        minLength=1,
+        maxLength=events.MAX_WHO_CHARS,
+        about="the operator the event is about (with workspace_id); only their key is kept",
+    ),
+    workspace_id=ops.text(minLength=1, maxLength=events.MAX_WHO_CHARS),
     scope=ops.scope(),
     via="POST /memory/journal",
     unsure="the event may or may not have been recorded. List the journal before recording "
@@ -77,7 +83,7 @@ RECALL = ops.Op.of(
     query=ops.query(),
     k=ops.whole(1, 50, 5),
     scope=ops.scope(SCOPES, aliases=True),
-    session_id=ops.label(),
+    session_id=ops.label(about="only this session's events; an open session it names is not idle"),
     types=ops.words(None, 50, "an array of up to 50 event types"),
     since=time(),
     until=time(),
@@ -108,6 +114,8 @@ RELATE = ops.Op.of(
     relation=ops.text("", required=True),
     weight=ops.score(1.0),
 )
+
+EVENT = ops.Op.of("GET /memory/journal/{id}", scope=ops.scope())
 
 HEALTH = ops.Op.of("GET /memory/health", scope=ops.scope())
 

@@ -12,14 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import ranking
-from sidecar.journal.events import payload_text
+from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
 from sidecar.journal.ranking import Candidate
 from sidecar.retrieval import query as planner
+from sidecar.retrieval import updates
 from sidecar.safety import scan_remembered
 
 if TYPE_CHECKING:
-    from sidecar.journal.tier import TierJournal
+    from sidecar.crew.client import LeadClient
+    from sidecar.journal.tier import EventVectors, TierJournal
     from sidecar.retrieval.embedders.base import Vectors
 
 
@@ -159,8 +161,36 @@ def recall_tier(
         out = out[: q.k]
     out.sort(key=lambda r: (-r.score, -r.row.ts, r.row.id))
     out = out[: q.k]
+    if q.ranking == "importance":
+        out = later_first(out, q.text, tj.vectors)
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
+    return out
+
+
+def later_first(hits: list[Recalled], query: str, vectors: EventVectors | None) -> list[Recalled]:
+    """Among hits about one subject, the later event first (``retrieval.updates``); the
+    set of hits and every other hit's place stay as relevance and importance chose. A
+    moved hit takes the score of the place it moves to, so the merge of tiers by score
+    keeps the order."""
+    asked = updates.stems(query)
+    words = [updates.stems(f"{h.row.summary}\n{payload_text(json.loads(h.row.payload))}")
+             for h in hits]  # fmt: skip
+    rows = [vectors.positions.get(h.row.id) for h in hits] if vectors is not None else []
+    matrix = vectors.matrix()[1] if any(r is not None for r in rows) else None
+
+    def cosine(i: int, j: int) -> float | None:
+        a, b = (rows[i], rows[j]) if matrix is not None else (None, None)
+        if a is None or b is None or max(a, b) >= len(matrix):
+            return None
+        return float(matrix[a] @ matrix[b])
+
+    order = updates.later_first([h.row.ts for h in hits], [w & asked for w in words], words,
+                                cosine)  # fmt: skip
+    scores = [h.score for h in hits]
+    out = [hits[i] for i in order]
+    for slot, hit in enumerate(out):  # the place's score: merging tiers by score keeps it
+        hit.score = scores[slot]
     return out
 
 
@@ -195,3 +225,29 @@ def neighbours(
             shown.append(entry)
         out[event_id] = shown
     return out
+
+
+async def from_lead(
+    lead: LeadClient, q: RecallQuery, mark: bool, warnings: list[str]
+) -> list[dict[str, Any]]:
+    """A member's crew leg: the lead's answer for the crew's high-value events (none, and a
+    warning, if the lead does not answer)."""
+    f = q.filters
+    body = {
+        "query": q.text,
+        "k": q.k,
+        "scope": "crew_shared",
+        "walk": q.walk,
+        "mark": mark,
+        "ranking": q.ranking,
+        "include_superseded": f.include_superseded,
+        **({"session_id": f.session_id} if f.session_id else {}),
+        **({"types": list(f.types)} if f.types else {}),
+        **({"since": iso(f.since)} if f.since is not None else {}),
+        **({"until": iso(f.until)} if f.until is not None else {}),
+    }
+    answer = await lead.answer_or_note("/memory/recall", body, warnings, "own journal only")
+    if answer is None:
+        return []
+    warnings += [f"crew: {w}" for w in answer.get("warnings", [])]
+    return [h for h in answer.get("hits", []) if isinstance(h, dict) and "score" in h]

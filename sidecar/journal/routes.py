@@ -1,4 +1,4 @@
-"""The journal's HTTP routes: record, list, relate, recall, and memory health."""
+"""The journal's HTTP routes: record, list, look up, relate, recall, and memory health."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ ROUTES = (
     shared.Route(ops.RECORD, _record, status=201, parse=False),
     shared.Route(ops.LIST, lambda journal, a: journal.listing(*ops.listing_args(a))),
     shared.Route(ops.RELATE, _relate, status=201),
+    shared.Route(ops.EVENT, lambda journal, a: journal.event(a["scope"], a["id"])),
     shared.Route(ops.RECALL, lambda journal, a: journal.recall(*ops.recall_args(a))),
     shared.Route(ops.HEALTH, lambda journal, a: journal.snapshot_health(a["scope"])),
 )

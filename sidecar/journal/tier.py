@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 log = logging.getLogger(__name__)
+
+MakeRoom = Callable[[str], Awaitable[bool]]
+RETRY_AFTER_S = 2  # a journal at its cap while maintenance trims: the client's wait
 
 
 def encode(record: dict[str, Any]) -> bytes:
@@ -80,9 +84,10 @@ class EventVectors:
 
 
 class TierJournal:
-    def __init__(self, tier: Tier, caps: Caps) -> None:
+    def __init__(self, tier: Tier, caps: Caps, make_room: list[MakeRoom]) -> None:
         self.tier = tier
         self.caps = caps
+        self.make_room = make_room  # ``Hooks.make_room``: heard by the lifecycle engine
         self.writer = ThreadPoolExecutor(1, thread_name_prefix=f"sidecar-journal-{tier.name}")
         self.index: JournalIndex | None = None
         self.sizes: dict[str, int] = {}  # bytes of each day file the index has read
@@ -173,12 +178,15 @@ class TierJournal:
                 "recorded. Record fewer or smaller events (put bulk output in a file, not the "
                 "journal), or raise --cap-journal-day-bytes"
             )
-        total = sum(self.sizes.values()) + added
+        total = sum(self.sizes.values()) + added  # active day files: archives do not count
         if total > self.caps.journal_tier:
             raise JournalFull(
                 f"the {self.tier.name} journal would pass its cap of {self.caps.journal_tier:,} "
-                "bytes; nothing was recorded. Move old day files out of journal/ (they are "
-                "plain JSON Lines) or raise --cap-journal-tier-bytes"
+                "bytes; nothing was recorded, and retention found nothing more to trim (what "
+                "is left is newer than --journal-retention-days, pinned, important or "
+                "recently recalled). Lower --journal-retention-days, move old day files out "
+                "of journal/ (they are plain JSON Lines) or raise --cap-journal-tier-bytes",
+                whole=True,
             )
 
     def on_durable(self, appends: list[journal_log.Append]) -> list[Any]:
@@ -211,12 +219,36 @@ class TierJournal:
 
     async def append(self, rel: str, records: list[dict[str, Any]]) -> int:
         """Durable and indexed on return: every record, or none of them and an
-        ``ApiError`` saying why."""
+        ``ApiError`` saying why.
+
+        Over the whole journal's cap, the lifecycle engine is asked to make room (it trims
+        old events now) and the append is tried once more; still over, the answer is a
+        retryable 503 while room was made, a 422 once nothing more can be trimmed."""
         lines = [encode(r) for r in records]
         items = [(r, len(line)) for r, line in zip(records, lines, strict=True)]
+        data = b"".join(lines)
         try:
-            return int(await self.appender.append(rel, b"".join(lines), items))
+            return await self._append(rel, data, items)
         except JournalFull as exc:
+            made = False
+            for listener in self.make_room:
+                made = await listener(self.tier.name) or made
+            if not made:
+                raise ApiError(422, "journal_full", exc.detail) from None
+        try:
+            return await self._append(rel, data, items)
+        except JournalFull:
+            raise ApiError(503, "journal_busy", f"the {self.tier.name} journal is at its cap "
+                           "while maintenance trims old events; nothing was recorded. Retry "
+                           "shortly", {"retry_after": RETRY_AFTER_S}) from None  # fmt: skip
+
+    async def _append(self, rel: str, data: bytes, items: list[Any]) -> int:
+        """One try; ``JournalFull`` over the whole journal's cap, for ``append`` to handle."""
+        try:
+            return int(await self.appender.append(rel, data, items))
+        except JournalFull as exc:
+            if exc.whole:
+                raise
             raise ApiError(422, "journal_full", exc.detail) from None
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -4,10 +4,11 @@ through the running daemon (which owns the files and their index)."""
 from __future__ import annotations
 
 import argparse
+import urllib.parse
 from typing import Any
 
 from sidecar.daemon_client import call, client_command, given, print_hits, print_json
-from sidecar.learnings.ops import COMPACT, LEARN, SEARCH
+from sidecar.learnings.ops import COMPACT, LEARN, LIST, SEARCH
 from sidecar.ops import add_args, cli_body
 
 
@@ -20,6 +21,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         sub, "learnings", cmd_learnings, "learnings that bear on a query, best first"
     )
     add_args(p, SEARCH, "query", "--limit", "types=--type", "--scope", types="repeatable")
+
+    p = client_command(
+        sub, "list-learnings", cmd_list, "every learning in an order, no query needed"
+    )
+    add_args(p, LIST, "--order", "--limit", "--scope", "--status", "--type")
 
     p = client_command(
         sub, "compact", cmd_compact, "merge duplicate learnings and archive spent ones"
@@ -49,6 +55,21 @@ def _found(h: dict[str, Any], text: str) -> list[str]:
             f"       relevance {h['relevance']:.3f}  prominence {h['prominence']:.3f}  "
             f"x{h['scope_factor']}  reinforced {h['reinforcement_count']}x  "
             f"{h['file']}:{h['line']}"]  # fmt: skip
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    query = urllib.parse.urlencode(given(**cli_body(LIST, args)))
+    answer = call(args.url, "GET", f"/memory/learnings?{query}")
+    if print_json(args, answer):
+        return 0
+    listed = {**answer, "hits": answer["learnings"]}  # shown as search hits are: flagged withheld
+    print_hits(args, listed, "degraded", "no learnings", "text", _listed)
+    return 0
+
+
+def _listed(e: dict[str, Any], text: str) -> list[str]:
+    return [f"{e['prominence']:.3f}  reinforced {e['reinforcement_count']}x  {e['type']:<11} "
+            f"{e['tier']:<5} {e['status']:<9} {' '.join(text.split())[:80]}"]  # fmt: skip
 
 
 def cmd_compact(args: argparse.Namespace) -> int:

@@ -29,7 +29,6 @@ from datetime import date, datetime
 from typing import Any
 
 import yaml
-from ruamel.yaml import YAML
 
 from sidecar import strict_yaml
 
@@ -378,7 +377,11 @@ def _edit_block_lines(block: list[str], changes: dict[str, Any]) -> list[str] | 
 
 def _edit_with_ruamel(block: list[str], changes: dict[str, Any]) -> list[str]:
     """The general case: a round-trip load and dump, which keeps comments and order. Only
-    plain data is edited: ``strict_yaml.Refused`` for a block with an anchor or alias."""
+    plain data is edited: ``strict_yaml.Refused`` for a block with an anchor or alias.
+    ruamel is imported here, on the rare edit that needs it, not by every reader of
+    learnings (the session-start hook, the daemon at idle)."""
+    from ruamel.yaml import YAML
+
     strict_yaml.load("\n".join(block))
     rt = YAML()
     rt.preserve_quotes = True

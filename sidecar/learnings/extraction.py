@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections import OrderedDict
@@ -25,24 +24,21 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.crew.client import LeadClient, LeadError, LeadUnavailable
-from sidecar.disk import jsonl
 from sidecar.disk.tiers import decode_text, read_confined
 from sidecar.errors import ApiError
 from sidecar.learnings import entries
 from sidecar.learnings import extraction_prompt as ep
 from sidecar.learnings.compaction import NEAR_DUPLICATE
 from sidecar.learnings.learnings import Learnings, SearchQuery
+from sidecar.learnings.ledger import Ledger, LedgerStep
 from sidecar.learnings.sessions import CREW, LOCAL
 from sidecar.llm.client import LLMClient, LLMError, ask
 from sidecar.notes.files import LEARNING, MemoryFile
 
 log = logging.getLogger(__name__)
 
-LEDGER = "extraction/ledger.jsonl"
 # Sessions with fewer events teach too little for the call's fixed cost: measured with
 # ``python -m bench --only extraction`` (README, "Learning extraction").
 MIN_EVENTS = 10
@@ -51,7 +47,6 @@ MAX_WAITING = 10_000  # sessions waiting in memory; past it they wait in the led
 RETRY_AFTER_S = 60.0
 MAX_ATTEMPTS = 3  # jobs for one session before it is marked failed
 MAX_QUERY_CHARS = 2000  # of the episodes' words that look up related learnings
-MAX_PROBLEMS = 5
 
 # (tier, session id, at most this many) -> the session's events, oldest first
 SessionEvents = Callable[[str, str, int], Awaitable[list[dict[str, Any]]]]
@@ -70,7 +65,11 @@ REMOTE_SCHEMA: dict[str, Any] = {
                     "kind": {"enum": list(ep.ACTIONS)},
                     "tier": {"const": "crew"},
                     "target": {"type": ["string", "null"], "maxLength": 128},
-                    "text": {"type": "string", "minLength": 1, "maxLength": ep.MAX_LEARNING_CHARS},
+                    "text": {
+                        "type": "string",
+                        "pattern": r"\S",  # words, not only spaces
+                        "maxLength": ep.MAX_LEARNING_CHARS,
+                    },
                     "type": {"enum": list(entries.TYPES)},
                     "importance": {"type": "number", "minimum": 0, "maximum": 1},
                     "file": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"},
@@ -84,54 +83,6 @@ REMOTE_SCHEMA: dict[str, Any] = {
     "required": ["session_id", "actions"],
     "additionalProperties": False,
 }
-
-
-class Ledger:
-    """One tier's ledger, folded: which sessions are done, which wait, what did not fit."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.done: set[str] = set()
-        self.waiting: dict[str, dict[str, Any]] = {}
-        self.counts = {"extracted": 0, "skipped": 0, "failed": 0}
-        self.tokens = {"prompt": 0, "answer": 0}
-        self.problems: list[str] = []
-        self.bad_lines = 0
-
-    def load(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            for line in jsonl.read_lines(self.root, LEDGER):
-                problem = line.error or self.fold(line.record or {})
-                if problem:
-                    self.bad_lines += 1
-                    if len(self.problems) < MAX_PROBLEMS:
-                        self.problems.append(f"{LEDGER} line {line.number}: {problem}")
-
-    def fold(self, record: dict[str, Any]) -> str | None:
-        """Take one record in; what does not fit is skipped and said."""
-        kind, sid = record.get("kind"), record.get("session_id")
-        if not isinstance(sid, str) or not sid:
-            return "no session_id"
-        if kind == "queued":
-            if sid not in self.done:
-                session = record.get("session")
-                self.waiting[sid] = session if isinstance(session, dict) else {}
-            return None
-        if kind not in self.counts:
-            return f"unknown kind {str(kind)[:40]!r}"
-        self.done.add(sid)
-        self.waiting.pop(sid, None)
-        self.counts[kind] += 1
-        for name in ("prompt", "answer"):
-            value = record.get(f"{name}_tokens", 0)
-            self.tokens[name] += value if isinstance(value, int) and value >= 0 else 0
-        return None
-
-    def append(self, record: dict[str, Any]) -> None:
-        (self.root / "extraction").mkdir(exist_ok=True)
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        jsonl.append(self.root, LEDGER, line.encode())
-        self.fold(record)
 
 
 class Extraction(Capability):
@@ -156,6 +107,9 @@ class Extraction(Capability):
         self._overflow = False  # some do now: taken from the ledger when the queue drains
         self.tasks = Tasks()
         self._wake = asyncio.Event()
+        self._ledger_lock = asyncio.Lock()  # an append waits while the ledger is archived
+        days = learnings.settings.sessions_retention_days
+        hooks.maintenance.append(LedgerStep(self.ledgers, self._ledger_lock, days, self._run))
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -197,7 +151,7 @@ class Extraction(Capability):
                                             "events", "summary_id", "memory_updated")}  # fmt: skip
         record = {"kind": "queued", "session_id": sid, "at": time.time(), "session": kept}
         try:
-            await self._run(self.ledgers[tier].append, record)
+            await self._append(tier, record)
         except OSError as exc:
             self.last_error = f"ledger not written: {exc}"
             log.error("session not queued for extraction", extra={"session": sid,
@@ -248,7 +202,7 @@ class Extraction(Capability):
             if tries >= MAX_ATTEMPTS:
                 record = {"kind": "failed", "session_id": sid, "at": time.time(), "error": why}
                 with contextlib.suppress(OSError):
-                    await self._run(self.ledgers[tier].append, record)
+                    await self._append(tier, record)
                 self._forget(key)
             return False
         self.last_error = None
@@ -264,7 +218,6 @@ class Extraction(Capability):
     async def extract(self, tier: str, sid: str, session: dict[str, Any]) -> dict[str, Any]:
         """Read the session, ask once, apply the answer, mark the session done."""
         assert self.llm is not None
-        ledger = self.ledgers[tier]
         events = await self.session_events(tier, sid, MAX_READ)
         summary_id = session.get("summary_id")
         own = {summary_id, session.get("memory_updated")}  # written by the end itself
@@ -273,7 +226,7 @@ class Extraction(Capability):
         if len(worked) < MIN_EVENTS:
             record = {"kind": "skipped", "session_id": sid, "at": time.time(),
                       "events": len(worked), "reason": f"under {MIN_EVENTS} events"}  # fmt: skip
-            await self._run(ledger.append, record)
+            await self._append(tier, record)
             return record
         known = await self._related(worked)
         started = time.perf_counter()
@@ -289,7 +242,7 @@ class Extraction(Capability):
         }  # fmt: skip
         if notes:
             record["notes"] = notes
-        await self._run(ledger.append, record)
+        await self._append(tier, record)
         log.info("learnings extracted", extra={"session": sid, **p.counts})
         return record
 
@@ -332,6 +285,8 @@ class Extraction(Capability):
 
     async def apply_from_member(self, body: dict[str, Any]) -> dict[str, Any]:
         """A member's crew learnings (on the lead's crew address)."""
+        from jsonschema import Draft202012Validator  # only a lead ever checks these
+
         errors = [e.message for e in Draft202012Validator(REMOTE_SCHEMA).iter_errors(body)]
         if errors:
             raise ApiError(400, "bad_actions", f"the extracted learnings do not fit: {errors[0]}")
@@ -403,6 +358,10 @@ class Extraction(Capability):
 
         await self.learnings.notes.commit(MemoryFile(tier, where[0], LEARNING), build)
         await self.learnings.compact(tier, where[0], dry_run=False)
+
+    async def _append(self, tier: str, record: dict[str, Any]) -> None:
+        async with self._ledger_lock:
+            await self._run(self.ledgers[tier].append, record)
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)

@@ -23,6 +23,7 @@ from typing import Any
 
 from sidecar.learnings import entries
 from sidecar.learnings.compaction import NEAR_DUPLICATE
+from sidecar.llm.guards import shown_target
 
 ACTIONS = ("new", "reinforce", "retire")
 TYPES = ("procedural", "declarative", "directive", "corrective", "observation")
@@ -86,11 +87,13 @@ def whole_answer(data: Any) -> list[str]:
     size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
     if size > MAX_ANSWER_BYTES:
         return [f"the answer is {size:,} bytes; at most {MAX_ANSWER_BYTES:,}: fewer, shorter ones"]
-    return [
-        f"learnings/{n}/text: a line of just '---' cannot be in a learning"
-        for n, item in enumerate(data["learnings"])
-        if _RULE_LINE.search(item["text"])
-    ]
+    errors = []
+    for n, item in enumerate(data["learnings"]):
+        if not item["text"].strip():  # the write path strips it: an entry without words
+            errors.append(f"learnings/{n}/text: a learning needs words, not only spaces")
+        elif _RULE_LINE.search(item["text"]):
+            errors.append(f"learnings/{n}/text: a line of just '---' cannot be in a learning")
+    return errors
 
 
 def slug(domain: str) -> str:
@@ -158,14 +161,11 @@ def plan(answer: dict[str, Any], known: list[dict[str, Any]]) -> Plan:
     shown = {k["id"]: k for k in known}
     touched: set[str] = set()
     for item in answer["learnings"]:
-        action, target_id = item["action"], item["existing_id"]
-        target = shown.get(target_id) if target_id else None
-        if action != "new" and target is None:
-            if action == "retire":
-                out.notes.append(f"retire of {target_id!r} dropped: not a learning it was shown")
-                continue
-            out.notes.append(f"{action} of {target_id!r} made new: not a learning it was shown")
-            action = "new"
+        resolved = shown_target(item["action"], item["existing_id"], shown,
+                                removal="retire", noun="learning", notes=out.notes)  # fmt: skip
+        if resolved is None:
+            continue
+        action, target = resolved
         if action == "new":
             mine = entries.words(item["text"])
             twin = next((k for k in known

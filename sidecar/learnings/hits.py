@@ -5,15 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from sidecar.learnings.ranking import PROMINENCE, REFERENCE, RELEVANCE, ScoredLearning, mmr
+from sidecar.learnings.ranking import (
+    PROMINENCE,
+    REFERENCE,
+    RELEVANCE,
+    ScoredLearning,
+    answering,
+    mmr,
+)
 from sidecar.retrieval.modes import SPARSE
 from sidecar.retrieval.ranking import Result
 from sidecar.safety import scan_remembered
 
 FILL_SHARE = 0.5  # a hit only the dense leg found counts at most this much relevance
-# Prominence orders only the hits at least this relevant (against the best): a lesson
+# Prominence orders only the hits that answer the task: those holding at least FIT_GATE of
+# the query's content words the best-fitting hit holds (``ranking.fit``). A lesson
 # reinforced a dozen times must not outrank the one that answers the question just for
-# sharing a word with it. The rest follow, by relevance.
+# sharing a word with it; a weak entry's extra BM25 for one repeated or rare word is not
+# an answer either. Calibrated on the independent ranking set, not the one written with
+# the ranking: default nDCG@5 0.494 -> 0.625 hybrid (relevance alone 0.514), the same
+# from 0.67 to 1.0. When no hit shares a word (dense fills only) the relevance gate stays.
+FIT_GATE = 0.75
 RELEVANCE_GATE = 0.5
 
 
@@ -37,16 +49,15 @@ def relevances(results: list[Result]) -> list[float]:
 
 
 def order(candidates: list[ScoredLearning], ranking: str) -> list[ScoredLearning]:
-    """``default``: the clearly relevant hits by prominence and MMR, then the rest by
-    relevance; ``prominence``: the same without MMR; ``reference``: the reference's
+    """``default``: the hits that answer the task (``answering``) by prominence and MMR,
+    then the rest by relevance; ``prominence``: the same without MMR; ``reference``: the reference's
     relevance x prominence x scope and MMR over every candidate; ``relevance`` alone."""
     by_relevance = sorted(candidates, key=lambda c: -c.relevance)
     if ranking == RELEVANCE:
         return by_relevance
     if ranking == REFERENCE:
         return mmr(candidates, len(candidates))
-    best = by_relevance[0].relevance if by_relevance else 0.0
-    strong = [c for c in by_relevance if c.relevance >= RELEVANCE_GATE * best and c.score > 0]
+    strong = answering(by_relevance, RELEVANCE_GATE, FIT_GATE)
     rest = [c for c in by_relevance if c not in strong and c.prominence > 0]
     if ranking == PROMINENCE:
         return sorted(strong, key=lambda c: -c.score) + rest

@@ -27,9 +27,11 @@ from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.learnings import entries, hits
 from sidecar.learnings.index import FOLDER, Change, LearningsIndex, is_learnings
+from sidecar.learnings.listing import list_tier, sort_key
 from sidecar.learnings.ranking import (
     SCOPE_FACTORS,
     ScoredLearning,
+    fit,
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
@@ -184,7 +186,7 @@ class Learnings(Capability):
         slug = body.get("file", "general")
         text = body["text"].strip("\n")
         today = today_utc().isoformat()
-        entry_id = str(uuid.uuid4())
+        entry_id = body.get("id") or str(uuid.uuid4())  # a replayable writer brings its own
         fields = {
             "id": entry_id,
             "type": body.get("type", "declarative"),
@@ -195,7 +197,7 @@ class Learnings(Capability):
             "status": "active",
             "created": today,
             "institutional": True if body.get("institutional") else None,
-            "source": body.get("source"),  # set by extraction, never by a request
+            "source": body.get("source"),  # set by extraction and distillation, not requests
         }
         rel = f"{FOLDER}/{slug}.md"
         written = await self.notes.write(scope, rel, "\n" + entries.render(fields, text), "append")
@@ -257,6 +259,8 @@ class Learnings(Capability):
             candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
         if ask_lead:
             candidates += await self._from_lead(q, degraded)
+        for c in candidates:
+            c.fit = fit(q.text, c.text)
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
@@ -265,6 +269,28 @@ class Learnings(Capability):
         body: dict[str, Any] = {"hits": found, "count": len(found), "mode": mode}
         if degraded:
             body["degraded"] = degraded
+        return body
+
+    async def listing(
+        self, order: str, limit: int, scope: str | None, status: str, type: str | None
+    ) -> dict[str, Any]:
+        """Every learning of the local tiers in ``scope``, in ``order``, no query needed."""
+        scope = scope or self.default_scope()
+        names = ["agent", "crew"] if scope == "both" else [scope]
+        local = [n for n in names if n in self.tiers] or [self._local(names[0]).tier.name]
+        loop, today = asyncio.get_running_loop(), today_utc()
+        found: list[dict[str, Any]] = []
+        total = 0
+        for name in local:
+            rows, matched = await loop.run_in_executor(
+                None, list_tier, self.tiers[name], name, order, limit, status, type, today
+            )
+            found, total = found + rows, total + matched
+        found = sorted(found, key=sort_key(order))[:limit]
+        body: dict[str, Any] = {"learnings": found, "count": len(found), "total": total,
+                                "order": order}  # fmt: skip
+        if "crew" in names and "crew" not in local:
+            body["degraded"] = ["the crew's learnings are listed at the crew lead, not here"]
         return body
 
     def _candidates(

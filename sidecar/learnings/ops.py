@@ -10,7 +10,7 @@ from sidecar import ops
 from sidecar.disk.tiers import SCOPES
 from sidecar.errors import ApiError
 from sidecar.learnings import entries
-from sidecar.learnings.ranking import RANKINGS
+from sidecar.learnings.ranking import ANY_STATUS, MAX_LIST, ORDERS, PROMINENCE, RANKINGS
 from sidecar.retrieval.modes import MODES
 
 if TYPE_CHECKING:  # the capability loads the safety scanner: the command line reads these
@@ -118,6 +118,15 @@ SEARCH = ops.Op.of(
 )
 SEARCH_TOOL_SCHEMA = SEARCH.schema(
     omit=("max_chars_per_type", "mode", "ranking"), types={"maxItems": 4}
+)
+
+LIST = ops.Op.of(
+    "GET /memory/learnings",
+    order=ops.choice(ORDERS, PROMINENCE, "prominence, reinforced or recent: best first"),
+    limit=ops.whole(1, MAX_LIST, 50),
+    scope=ops.scope(SCOPES, None),  # absent: the capability's own default
+    status=ops.choice((*entries.STATUSES, ANY_STATUS), "active"),
+    type=ops.choice(entries.TYPES),
 )
 
 COMPACT = ops.Op.of(

@@ -20,6 +20,7 @@ from datetime import date
 from typing import Any
 
 from sidecar.learnings.entries import MAX_COUNT, jaccard, words
+from sidecar.retrieval.updates import stems
 
 HALF_LIFE_DAYS = 90.0
 DECAY_FLOOR = 0.1
@@ -28,6 +29,11 @@ DECAY_FLOOR = 0.1
 SCOPE_FACTORS = {"agent": 1.5, "crew": 1.2}
 RELEVANCE, PROMINENCE, REFERENCE = "relevance", "prominence", "reference"
 RANKINGS = ("default", RELEVANCE, PROMINENCE, REFERENCE)  # a search's ``ranking``, to compare
+# The listing's orders without a query (``listing.py`` sorts by them), best first for each.
+REINFORCED, RECENT = "reinforced", "recent"
+ORDERS = (PROMINENCE, REINFORCED, RECENT)
+ANY_STATUS = "any"
+MAX_LIST = 200
 MMR_LAMBDA = 0.7  # share of the score in MMR; the rest penalises likeness to earlier hits
 
 
@@ -58,6 +64,7 @@ class ScoredLearning:
     relevance: float
     prominence: float = 0.0
     scope_factor: float = 1.0
+    fit: float = 0.0  # share of the query's content words the entry holds (``fit``)
 
     @property
     def score(self) -> float:
@@ -84,3 +91,25 @@ def mmr(
         for i in left:
             likeness[i] = max(likeness[i], jaccard(sets[i], sets[best]))
     return picked
+
+
+def fit(query: str, text: str) -> float:
+    """The share of the query's content words (stems) the entry holds: unlike BM25, a word
+    repeated, or rarer in the index, counts once and no more than any other."""
+    asked = stems(query)
+    return len(asked & stems(text)) / len(asked) if asked else 0.0
+
+
+def answering(
+    by_relevance: list[ScoredLearning], relevance_gate: float, fit_gate: float
+) -> list[ScoredLearning]:
+    """The candidates that answer the task, in relevance order: prominence orders these.
+
+    An entry answers when it holds at least ``fit_gate`` of the content words the
+    best-fitting one holds; when none holds any (dense fills only), when it is at least
+    ``relevance_gate`` as relevant as the best."""
+    best_fit = max((c.fit for c in by_relevance), default=0.0)
+    if best_fit > 0:
+        return [c for c in by_relevance if c.fit >= fit_gate * best_fit and c.score > 0]
+    best = by_relevance[0].relevance if by_relevance else 0.0
+    return [c for c in by_relevance if c.relevance >= relevance_gate * best and c.score > 0]

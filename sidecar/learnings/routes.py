@@ -1,4 +1,4 @@
-"""The learnings' HTTP routes: learn, search, compact."""
+"""The learnings' HTTP routes: learn, list, search, compact."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ ROUTES = (
         ops.SEARCH,
         lambda learnings, a: learnings.search(ops.search_args(a, learnings.default_scope())),
     ),
+    shared.Route(ops.LIST, lambda learnings, a: learnings.listing(**a)),
     shared.Route(ops.COMPACT, lambda learnings, a: learnings.compact(**a)),
 )
 

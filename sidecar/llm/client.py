@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from jsonschema import Draft202012Validator
-
 Message = dict[str, str]
 # Far above a whole answer (the facts' is at most 32 KiB of JSON, escaped in a wrapper);
 # a reply past it is read no further, so a server cannot fill memory or the event loop.
@@ -54,6 +52,10 @@ class LLMClient(Protocol):
 
 
 def _problems(text: str, schema: dict[str, Any], check: Callable[[Any], list[str]]) -> list[str]:
+    # jsonschema (with its metaschemas) loads on the first answer checked, not in
+    # every daemon: most never ask a model anything.
+    from jsonschema import Draft202012Validator
+
     try:
         data = json.loads(text)
     except ValueError as exc:  # not JSON, or a number too long to read

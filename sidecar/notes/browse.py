@@ -28,10 +28,12 @@ from typing import Any
 from sidecar.capability import Hooks
 from sidecar.config import Settings
 from sidecar.disk.tiers import (
+    ARCHIVE_DIR,
     TIER_NAMES,
     TooLarge,
     UnsafePath,
     decode_text,
+    is_archived,
     read_regular,
     walk_markdown,
 )
@@ -103,6 +105,8 @@ def kind_of(scope: str, rel: str) -> str | None:
         return "journal"
     if rel == FACTS_MD:
         return "facts"
+    if is_archived(rel):  # history the lifecycle engine archived: read, never written
+        return "note" if rel.endswith(".md") else None
     try:
         target = files.resolve(scope, rel)
     except ApiError:
@@ -119,7 +123,7 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
 def snapshot(root: Path, scope: str) -> Snapshot:
     """Every browsable file of a tier. Blocking: run it on a thread."""
     found: Snapshot = {}
-    for sub in ("", "learnings"):
+    for sub in ("", "learnings", ARCHIVE_DIR):
         for rel, st in walk_markdown(root, sub):
             if st.st_nlink == 1 and kind_of(scope, rel) is not None:
                 found[rel] = _stat_key(st)

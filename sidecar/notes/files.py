@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from sidecar.disk.tiers import decode_text, is_note
+from sidecar.disk.tiers import decode_text, is_archived, is_note
 from sidecar.errors import ApiError
 
 _DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")
@@ -108,17 +108,37 @@ def resolve(scope: str, file: object, today: date | None = None) -> MemoryFile:
     )
 
 
+def _log_day(target: MemoryFile) -> date:
+    """The day a daily log is of (``resolve`` checked its name is a real date)."""
+    return date.fromisoformat(target.rel[len("daily/") : -len(".md")])
+
+
 def refuse_future_daily(target: MemoryFile, today: date | None = None) -> None:
     """A daily log records what happened: a date more than a day past today in UTC (as
     far as any time zone is ahead) is a slip, 2062 for 2026, not a plan."""
     if target.kind != DAILY:
         return
-    day, now = date.fromisoformat(target.rel[len("daily/") : -len(".md")]), today or today_utc()
+    day, now = _log_day(target), today or today_utc()
     if day > now + timedelta(days=1):
         raise ApiError(
             400, "file_not_allowed", f"{target.rel} is more than a day after today "
             f"({now.isoformat()} UTC): a daily log is for what happened; write to {TODAY_ALIAS}",
         )  # fmt: skip
+
+
+def archived_daily(target: MemoryFile, retention_days: int, today: date | None = None) -> str:
+    """Where a daily log past the retention window went (``lifecycle`` moves it into its
+    month file), for the answer to a read that no longer finds it; empty otherwise."""
+    if target.kind != DAILY:
+        return ""
+    day = _log_day(target)
+    if day >= (today or today_utc()) - timedelta(days=retention_days):
+        return ""
+    return (
+        f"{target.rel} is not in daily/: logs older than {retention_days} days are archived; "
+        f"read archive/daily/{day.isoformat()[:7]}.md (its section '## {day.isoformat()}'), "
+        "or search with archive: true"
+    )
 
 
 def resolve_read(scope: str, file: object, today: date | None = None) -> MemoryFile:
@@ -145,7 +165,7 @@ def _other_note(file: object) -> bool:
     return (
         file.endswith(".md")
         and all(p and not p.startswith(".") and len(p.encode()) <= _NAME_MAX for p in parts)
-        and is_note(file)
+        and (is_note(file) or is_archived(file))  # archived history is read like a note
     )
 
 

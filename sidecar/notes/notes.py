@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 def _tier_bytes(state: TierState) -> int:
     """The tier's size for its cap: from the index, or from the files while the index is
-    unusable (a write must not wait for, or fail with, the index's rebuild)."""
+    unusable (a write must not wait for, or fail with, the index's rebuild). Active bytes
+    only: ``archive/`` is in neither, and has a cap of its own."""
     if state.broken is None:
         try:
             return state.store.total_bytes()
@@ -98,6 +99,7 @@ class Notes(Capability):
         state = self._writable_tier(scope)
         caps = self.settings.caps
         cap = caps.for_kind(target.kind)
+        tier_full: list[int] = []  # the tier's cap was hit, not the file's
 
         def build(current: bytes | None) -> bytes:
             new = files.compose(current, content, mode)
@@ -107,11 +109,17 @@ class Notes(Capability):
                 held = _tier_bytes(state)
                 projected_tier = held - len(current or b"") + len(new)
                 if projected_tier > caps.tier:
+                    tier_full.append(projected_tier)
                     what = f"the {scope} tier"
                     raise CapExceeded(what, caps.tier, projected_tier, current, held)
             return new
 
-        done, rebuilding = await self.commit(target, build)
+        try:
+            done, rebuilding = await self.commit(target, build)
+        except ApiError:  # history the engine can archive must not dead-end the write
+            if not tier_full or not await self._make_room(scope):
+                raise
+            done, rebuilding = await self.commit(target, build)
         outcome = done.outcome
         assert outcome is not None
         body: dict[str, Any] = {
@@ -143,6 +151,17 @@ class Notes(Capability):
                 "entries now (mode=replace with a merged, shorter version) before the next "
                 "append is refused."]))  # fmt: skip
         return body
+
+    async def _make_room(self, scope: str) -> bool:
+        """The tier is at its cap: its maintenance runs now (off the loop); whether it
+        freed bytes, so the write is worth trying once more."""
+        made = False
+        for listener in self.hooks.make_room:
+            try:
+                made = await listener(scope) or made
+            except Exception:  # the write still answers, with its 422
+                log.exception("making room failed", extra={"tier": scope})
+        return made
 
     async def commit(
         self, target: files.MemoryFile, build: write_job.Builder
@@ -207,7 +226,8 @@ class Notes(Capability):
             where = f"in the {scope} tier"
             detail = (
                 f"{target.rel} does not exist {where}" if target.kind == files.NOTE
-                else f"{target.rel} does not exist yet {where}; write to it to create it"
+                else files.archived_daily(target, self.settings.daily_retention_days)
+                or f"{target.rel} does not exist yet {where}; write to it to create it"
             )  # fmt: skip
             raise ApiError(404, "not_found", detail)
         data = got[0]

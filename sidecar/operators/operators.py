@@ -27,7 +27,6 @@ from sidecar.disk.tiers import open_confined
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes
 from sidecar.index.queue import FILE, OPTIMIZE, JobKey
-from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
 from sidecar.llm.client import LLMClient, LLMError, ask
 from sidecar.notes.files import TOPIC, MemoryFile
@@ -75,8 +74,6 @@ class Operators:
         self.notes = notes
         self.journal = journal
         self.llm = llm
-        # The operator's sessions, latest first, by their key: set by ``sessions``.
-        self.sessions_of: Callable[[str], list[str]] | None = None
         # One an operator (opt-out vs update), kept while a request holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         hooks.own_indexers["users"] = _not_indexed
@@ -103,16 +100,11 @@ class Operators:
         }
 
     async def _episodes(self, operator: str) -> list[dict[str, Any]]:
-        """The latest ``DISTILL_EPISODES`` events of the operator's sessions, oldest first."""
+        """The latest ``DISTILL_EPISODES`` events that carry the operator's key (their
+        sessions' and those naming them), oldest first."""
         found: list[dict[str, Any]] = []
-        for session_id in self.sessions_of(operator) if self.sessions_of else ():
-            for tier in self.journal.tiers:
-                listed = await self.journal.listing(
-                    tier, Filters(session_id=session_id), None, DISTILL_EPISODES
-                )
-                found += listed["events"]
-            if len(found) >= DISTILL_EPISODES:
-                break
+        for tier in self.journal.tiers:
+            found += await self.journal.latest(tier, DISTILL_EPISODES, operator=operator)
         found.sort(key=lambda e: (e["ts"], e["id"]))
         return found[-DISTILL_EPISODES:]
 

@@ -12,6 +12,12 @@ SEARCH = ops.Op.of(
     scope=ops.scope(SCOPES),
     limit=ops.whole(1, 50, 10),
     mode=ops.text(),  # ``Search`` checks its value
+    archive=ops.flag(
+        False,
+        "also search archive/: old daily logs moved out of the active tier, by their "
+        "words (hits say archived: true)",
+    ),
+    session_id=ops.label(about="the session searching: an open session it names is not idle"),
 )
 # The tool leaves the mode to the daemon, and shows a model fewer results at a time.
 TOOL_SCHEMA = SEARCH.schema(omit=("mode",), limit={"maximum": 20})

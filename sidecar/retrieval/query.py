@@ -89,3 +89,9 @@ def plan(text: str) -> PlannedQuery | None:
     if _EXPLICIT.search(text) and _FTS5_SHAPED.fullmatch(_QUOTED.sub(" ", text)):
         return PlannedQuery(text.strip(), MODE_FTS5, fallback)
     return PlannedQuery(fallback, MODE_TERMS, fallback)
+
+
+def stem(word: str) -> str:
+    """A crude prefix standing in for the index's porter stem: enough to pick a snippet's
+    lines or see that two texts share a word, without the tokenizer."""
+    return word[: max(4, len(word) - 3)] if len(word) > 5 else word

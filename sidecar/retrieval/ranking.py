@@ -11,9 +11,11 @@ from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
+from sidecar.disk.tiers import is_archived
+from sidecar.index.dates import hit_date
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
-from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery
+from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, stem
 from sidecar.safety import scan_remembered
 
 if TYPE_CHECKING:
@@ -45,8 +47,13 @@ class Result:
             "snippet": snippet(self.hit.text, query_terms),
             "score": round(self.score, 6),
         }
+        when = hit_date(self.hit.path, self.hit.heading)
+        if when is not None:
+            body["date"] = when
         if self.ranks:
             body["ranks"] = self.ranks
+        if is_archived(self.hit.path):  # history moved out of the active tier
+            body["archived"] = True
         finding = scan_remembered(self.hit.text)
         if finding is not None:  # say so; the MCP tools withhold the text
             body["flagged"] = {"category": finding.category, "pattern": finding.pattern}
@@ -155,11 +162,6 @@ def rrf_fuse(ranked: dict[str, list[Result]], limit: int, k: int = RRF_K) -> lis
     return [replace(own[key], score=1.0 / (k + key[1])) for key in fused]
 
 
-def _stems(words: Sequence[str]) -> list[str]:
-    # A crude prefix stands in for the index's porter stem: good enough to pick lines.
-    return [w[: max(4, len(w) - 3)] if len(w) > 5 else w for w in words]
-
-
 def snippet(text: str, query_terms: Sequence[str], max_chars: int = SNIPPET_CHARS) -> str:
     """The run of whole lines of ``text`` that mentions the most query terms.
 
@@ -171,7 +173,7 @@ def snippet(text: str, query_terms: Sequence[str], max_chars: int = SNIPPET_CHAR
     lines = text.split("\n")
     # Substring tests, not a regex of the terms: compiling one costs more than every test
     # of a search's ten hits, and each query is new.
-    stems = {s.lower() for s in _stems(query_terms)}
+    stems = {stem(w).lower() for w in query_terms}
     weights = [sum(s in low for s in stems) for low in map(str.lower, lines)]
     # Two pointers: the window [start, end) of whole lines that fits max_chars.
     best, best_span = -1, (0, 0)

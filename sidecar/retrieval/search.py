@@ -8,9 +8,11 @@ vectors combine within a tier is ``fusion``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sidecar.capability import Hooks
 from sidecar.crew.client import LeadClient, LeadUnavailable, unreachable
 from sidecar.disk.tiers import is_note
 from sidecar.errors import ApiError
@@ -53,20 +55,33 @@ class Search:
         embeddings: Embeddings,
         lead: LeadClient | None,
         crew_reader: IndexStore | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.indexes = indexes
+        self.hooks = hooks or Hooks()  # fires session_seen
         self.embeddings = embeddings
         self.lead = lead
         # A member whose crew index is in PostgreSQL searches it here (BM25, read-only)
         # instead of asking the lead.
         self.crew_reader = crew_reader
+        # A tier's archive index (kept by ``lifecycle``), searched when a request asks.
+        self.archives: Callable[[str], IndexStore | None] = lambda tier: None
 
     @timed("search")
     async def search(
-        self, query: str, scope: str, limit: int, mode: str | None = None
+        self,
+        query: str,
+        scope: str,
+        limit: int,
+        mode: str | None = None,
+        archive: bool = False,
+        session_id: str | None = None,
     ) -> SearchResponse:
         """Each tier ranked by BM25, dense vectors or both; tiers fused by rank; a member
-        asks the lead for the crew tier."""
+        asks the lead for the crew tier. ``archive``: each local tier's archive too, by
+        BM25, fused with the tier's own hits by rank. ``session_id``: the session searching,
+        which is not idle."""
+        self.hooks.tell_seen(session_id)
         elsewhere = self.lead is not None or self.crew_reader is not None
         states = self.indexes.for_scope(scope, lead_has_crew=elsewhere)
         asked = mode
@@ -99,7 +114,7 @@ class Search:
                 searches.append(self.indexes.read(
                     rank_tier, self.crew_reader, "crew", planned, limit, SPARSE))  # fmt: skip
             else:
-                searches.append(self._search_lead(query, limit, asked))
+                searches.append(self._search_lead(query, limit, asked, archive))
             names.append("crew")
         outcomes = await asyncio.gather(*searches, return_exceptions=True)
         ranked: dict[str, list[Result]] = {}
@@ -146,6 +161,11 @@ class Search:
         )
         for name, hits in ranked.items():  # rows an older version indexed, until reconciled
             ranked[name] = [r for r in hits if is_note(r.hit.path)]
+        if archive and planned is not None:
+            for st in states:
+                ranked[st.tier.name] = await self._with_archive(
+                    st.tier.name, ranked, planned, limit, degraded
+                )
         if scope == "both":
             everything = sum(len(r) for r in ranked.values())
             results = dense_fill_last(rrf_fuse(ranked, everything))[:limit]
@@ -191,10 +211,32 @@ class Search:
             await self.indexes.check(name, exc)  # 503 if the index turned out to be broken
             raise
 
-    async def _search_lead(self, query: str, limit: int, mode: str | None) -> SearchResponse:
+    async def _with_archive(
+        self, name: str, ranked: dict[str, list[Result]], planned: PlannedQuery, limit: int,
+        degraded: list[str],
+    ) -> list[Result]:  # fmt: skip
+        """A tier's hits and its archive's, fused by rank; the tier's alone, saying why,
+        when its archive cannot be searched."""
+        active = ranked.get(name, [])
+        store = self.archives(name)
+        if store is None:
+            degraded.append(f"{name}: archive: not searchable (GET /memory/status, lifecycle)")
+            return active
+        try:
+            archived, _ = await self.indexes.read(rank_tier, store, name, planned, limit, SPARSE)
+        except Exception as exc:
+            degraded.append(f"{name}: archive: {type(exc).__name__}: {exc}")
+            return active
+        return rrf_fuse({name: active, f"{name}:archive": archived}, limit)
+
+    async def _search_lead(
+        self, query: str, limit: int, mode: str | None, archive: bool
+    ) -> SearchResponse:
         """The crew half of a member's search, answered by the lead's sidecar."""
         assert self.lead is not None
         request: dict[str, Any] = {"query": query, "scope": "crew", "limit": limit}
+        if archive:
+            request["archive"] = True
         if mode is not None:
             request["mode"] = mode
         body = await self.lead.answer("POST", "/memory/search", request)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
+from sidecar.safety import lazy_re
 
 # A sentence ends at . ! ? before a space, or at a full-width end of Chinese and Japanese.
-SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f](?=\s|$)|[\u3002\uff01\uff1f]")
+SENTENCE_END = lazy_re.compile(r"[.!?\u3002\uff01\uff1f](?=\s|$)|[\u3002\uff01\uff1f]")
 
 
 def clause_after(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from sidecar.safety import lazy_re
 from sidecar.safety.clauses import clause_after, clause_before
 from sidecar.safety.rules_intent import (
     DESCRIBED,
@@ -24,11 +25,11 @@ from sidecar.safety.text import Doc, excerpt, span_excerpt
 # --- credential files ---------------------------------------------------------------------------
 
 # Options through which a credential file is used as intended, not sent.
-_USED_AS_CREDENTIAL = re.compile(
+_USED_AS_CREDENTIAL = lazy_re.compile(
     r"(?:--netrc-file|--netrc-optional|--cert|--key|--cacert|-E|-i|--identity|-K|--config|"
     r"--kubeconfig|--credential-file|--credentials-file|--profile|-F)[=\s]\s*['\"]?\Z"
 )
-_REMOTE_SOURCE = re.compile(r"[^\s'\"]*:[^\s'\"]*\Z")
+_REMOTE_SOURCE = lazy_re.compile(r"[^\s'\"]*:[^\s'\"]*\Z")
 
 
 def transfer_excerpt(check: Transfer, doc: Doc) -> str | None:

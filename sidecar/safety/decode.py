@@ -17,6 +17,7 @@ import unicodedata
 import urllib.parse
 from collections.abc import Iterator
 
+from sidecar.safety import lazy_re
 from sidecar.safety.rules import CF, L_WORDS, VS
 from sidecar.safety.text import CODE_PAGES, HOMOGLYPHS, Doc, encodable, plain_line
 
@@ -34,20 +35,22 @@ _PRINTABLE_SHARE = 0.9  # of decoded characters, for a base64 block to count as 
 _UNPAGED_HOMOGLYPHS = "".join(
     ch for ch in HOMOGLYPHS if not any(encodable(ch, c) for c, _, _ in CODE_PAGES)
 )
-_RARE_FOLDABLE = re.compile(
+_RARE_FOLDABLE = lazy_re.compile(
     "[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\U0001d400-\U0001d7ff\u2100-\u214f"
     "\u24b6-\u24e9\U0001f130-\U0001f189\u2070-\u209f\u1d00-\u1dbf\u0300-\u036f"
     f"{re.escape(_UNPAGED_HOMOGLYPHS)}]"
 )
 # Removed before matching: format characters, and the combining marks that put
 # diacritics on Latin letters (after NFKD), plus variation selectors and CGJ.
-_STRIP = re.compile(f"[{CF}\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f{VS}]+")
-_HOMOGLYPH = re.compile(f"[{re.escape(''.join(HOMOGLYPHS))}]")
+_STRIP = lazy_re.compile(
+    f"[{CF}\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f{VS}]+"
+)
+_HOMOGLYPH = lazy_re.compile(f"[{re.escape(''.join(HOMOGLYPHS))}]")
 _SPACED_MASK = bytes(
     ord("a") if 97 <= b <= 122 else ord(" ") if b in b" .-_" else ord("#") for b in range(256)
 )
-_SPACED = re.compile(r"(?<![A-Za-z])(?:[A-Za-z][ .\-_]){3,}[A-Za-z](?![A-Za-z])")
-_LEET_TOKEN = re.compile(
+_SPACED = lazy_re.compile(r"(?<![A-Za-z])(?:[A-Za-z][ .\-_]){3,}[A-Za-z](?![A-Za-z])")
+_LEET_TOKEN = lazy_re.compile(
     r"(?<![A-Za-z0-9])[A-Za-z0-9]*?(?:[A-Za-z][A-Za-z0-9]*?[013457]|[013457][A-Za-z0-9]*?[A-Za-z])"
     r"[A-Za-z0-9]*"
 )
@@ -113,8 +116,8 @@ _B64_MASK = bytes(
     ord("A") if (97 <= b <= 122 or 48 <= b <= 57 or b in b"+/_-") else ord(" ") for b in range(256)
 )
 # A line of a wrapped block (PEM style, 64 or 76 characters a line), maybe quoted.
-_B64_LINE = re.compile(r"[ \t>]*([A-Za-z0-9+/]{16,}={0,2})[ \t]*\r?")
-_B64_RUN_END = re.compile(r"={0,2}")
+_B64_LINE = lazy_re.compile(r"[ \t>]*([A-Za-z0-9+/]{16,}={0,2})[ \t]*\r?")
+_B64_RUN_END = lazy_re.compile(r"={0,2}")
 
 
 def decoded_blocks(doc: Doc) -> Iterator[str]:
@@ -185,15 +188,15 @@ _MIN_HEX = 32  # hex digits (16 bytes); hashes and ids decode to binary and are 
 _HEX_MASK = bytes(
     ord("A") if (48 <= b <= 57 or 65 <= b <= 70 or 97 <= b <= 102) else ord(" ") for b in range(256)
 )
-_X_ESCAPES = re.compile(r"(?:\\x[0-9a-fA-F]{2}){8,}")
-_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_X_ESCAPES = lazy_re.compile(r"(?:\\x[0-9a-fA-F]{2}){8,}")
+_PERCENT = lazy_re.compile(r"%[0-9A-Fa-f]{2}")
 # Letters and digits never need percent-encoding: encoding them is hiding them.
-_PERCENT_UNRESERVED = re.compile(r"%(?:[46][1-9A-Fa-f]|[57][0-9Aa]|3[0-9])")
+_PERCENT_UNRESERVED = lazy_re.compile(r"%(?:[46][1-9A-Fa-f]|[57][0-9Aa]|3[0-9])")
 _MIN_PERCENT = 3  # escapes on a line, for it to be read decoded
-_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2}|[\w.~+-])+")
+_PERCENT_RUN = lazy_re.compile(r"(?:%[0-9A-Fa-f]{2}|[\w.~+-])+")
 # A short base64 run counts only on a line that says to decode it.
 _DECODE_CUES = (b"base6", b"b6a", b"atob", b"decode", b"frombase")
-_SHORT_BASE64 = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/]{8,}={0,2}(?![\w+/=])")
+_SHORT_BASE64 = lazy_re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/]{8,}={0,2}(?![\w+/=])")
 
 
 def _text_of(raw: bytes) -> str | None:

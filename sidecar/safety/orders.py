@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
+from sidecar.safety import lazy_re
 from sidecar.safety.rules_intent import INTENSIFIES, REPORTED
 from sidecar.safety.rules_orders import (
     DESCRIBED_AFTER,
@@ -26,10 +27,10 @@ from sidecar.safety.rules_orders import (
 from sidecar.safety.text import Doc, between, occurrences, span_excerpt
 
 _PARAGRAPH_CAP = 800  # characters either side of an anchor that count as its paragraph
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+_SENTENCE_END = lazy_re.compile(r"[.!?](?=\s)|\n")
 # A reason or purpose after the act: a negation there is not about the act ("so it's not lost").
-_PURPOSE = re.compile(r"\b(?:so|because|since)\b", re.IGNORECASE)
-_CLAUSE_END = re.compile(r"[,;:()\[\]<>\u2014\u2013]|\s-\s|\*\*")
+_PURPOSE = lazy_re.compile(r"\b(?:so|because|since)\b", re.IGNORECASE)
+_CLAUSE_END = lazy_re.compile(r"[,;:()\[\]<>\u2014\u2013]|\s-\s|\*\*")
 
 
 def _after_last(regex: re.Pattern[str], text: str) -> str:

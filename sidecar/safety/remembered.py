@@ -12,7 +12,6 @@ import hashlib
 import threading
 from collections import OrderedDict
 
-from sidecar.metrics import INJECTION_BLOCKS
 from sidecar.safety.scanner import Finding, scan
 
 _KEEP = 4096
@@ -35,5 +34,9 @@ def scan_remembered(text: str) -> Finding | None:
             if len(_seen) > _KEEP:
                 _seen.popitem(last=False)
     if finding is not None:  # every caller withholds what was flagged: that is a block
+        # Imported on a block, not at import: the offline hook, a short process that
+        # serves no metrics, would otherwise load the Prometheus client for nothing.
+        from sidecar.metrics import INJECTION_BLOCKS
+
         INJECTION_BLOCKS.labels(category=finding.category).inc()
     return finding

@@ -125,6 +125,7 @@ import enum
 import re
 from dataclasses import dataclass
 
+from sidecar.safety import lazy_re
 from sidecar.safety import rules_intent as intent
 from sidecar.safety import rules_orders as orders
 from sidecar.safety.rules_addressed import ADDRESSED_RULES
@@ -293,7 +294,7 @@ _LEAD = (
 # (after list, quote or heading markers, optionally an opening quote), the end
 # of a sentence or clause, a table cell, an HTML comment or tag, a markdown
 # comment.
-CLAUSE_START = re.compile(
+CLAUSE_START = lazy_re.compile(
     r"(?:^[ \t]*(?:(?:[>*+|#-]+|\d{1,3}[.)]|\[[ xX]\])[ \t]*)*[\"'\u201c\u2018]?"
     r"|[.!?;,][\"'\u201d\u2019)\]]*[ \t]+|[ \t][\u2014\u2013-]{1,2}[ \t]+"
     r"|\|[ \t]*|<!--[ \t]*|<[A-Za-z][^<>\n]*>[ \t]*|\[//\]:[ \t]*\#[ \t]*[(\"]"
@@ -305,14 +306,14 @@ CLAUSE_START = re.compile(
 )
 # After "Label:" the label decides: "SYSTEM:", "Note to the AI:" introduce an
 # order, while "User:", "Example:", "they said:" introduce a quotation.
-AFTER_LABEL = re.compile(r"(?:^|[^\w.])([\w.]+)?[ \t]*:[*_~]*[ \t]*" + _LEAD + r"[*_~]*\Z", _I)
+AFTER_LABEL = lazy_re.compile(r"(?:^|[^\w.])([\w.]+)?[ \t]*:[*_~]*[ \t]*" + _LEAD + r"[*_~]*\Z", _I)
 QUOTING_LABELS = frozenset(
     "user human customer attacker adversary input example examples e.g eg i.e payload prompt "
     "quote quoted message said says say wrote writes asked asks text phrase string reads "
     "transcript log output sample like".split()
 )
 # Right after the phrase: it is being named, not given ("... instructions" is a classic).
-NAMED_NOT_GIVEN = re.compile(
+NAMED_NOT_GIVEN = lazy_re.compile(
     r"[\"'\u201d\u2019`]|[ \t]*-?style\b|[ \t]+(?:is|are|was|were|style|type|attacks?|phrases?|"
     r"payloads?|prompts?|strings?|patterns?|examples?|variants?|tricks?|jailbreaks?)\b",
     _I,
@@ -320,7 +321,7 @@ NAMED_NOT_GIVEN = re.compile(
 # Housekeeping, not an override: the old instructions are named by where they
 # live ("... in README.md") or by topic ("... about Node 18"). A topic that is
 # itself a safeguard ("... about keeping secrets") does not count.
-SCOPED = re.compile(
+SCOPED = lazy_re.compile(
     r"[ \t]+(?:in|from)[ \t]+(?:the[ \t]+)?`?[\w./-]*(?:\.md|\.txt|\.rst|README|runbook|"
     r"CONTRIBUTING|docs?/|wiki)"
     r"|[ \t]+(?:about|regarding|concerning)[ \t]+(?!(?:\w+[ \t]+)?(?:safety|security|secrets?|"
@@ -340,22 +341,22 @@ CF = (
 )
 VS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
 FILLERS = "\u115f\u1160\u3164\uffa0"
-INVISIBLE_ANY = re.compile(f"[{CF}{VS}{FILLERS}\U000e0000]")
+INVISIBLE_ANY = lazy_re.compile(f"[{CF}{VS}{FILLERS}\U000e0000]")
 # UTF-8 lead bytes of every character above: text without them has none.
 INVISIBLE_LEADS = (
     b"\xc2", b"\xd8", b"\xdb", b"\xdc", b"\xe0", b"\xe1", b"\xe2", b"\xe3", b"\xef", b"\xf0",
     b"\xf3",
 )  # fmt: skip
 
-TAGS = re.compile("[\U000e0000-\U000e007f]")
-BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
-ZERO_WIDTH = re.compile("[\u200b-\u200f\u2060\ufeff\u061c]")
-VARIATION = re.compile(f"[{VS}]")
-_FILLER = re.compile(f"[{FILLERS}]")
-_OTHER_CF = re.compile(f"[{CF}]")
+TAGS = lazy_re.compile("[\U000e0000-\U000e007f]")
+BIDI = lazy_re.compile("[\u202a-\u202e\u2066-\u2069]")
+ZERO_WIDTH = lazy_re.compile("[\u200b-\u200f\u2060\ufeff\u061c]")
+VARIATION = lazy_re.compile(f"[{VS}]")
+_FILLER = lazy_re.compile(f"[{FILLERS}]")
+_OTHER_CF = lazy_re.compile(f"[{CF}]")
 # An emoji subdivision flag (England, Scotland, Wales): black flag, 2-7 tag
 # letters or digits, cancel tag. The only place tag characters belong.
-TAG_FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{2,7}\U000e007f")
+TAG_FLAG = lazy_re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{2,7}\U000e007f")
 
 # --- instruction override -----------------------------------------------------------------------
 #
@@ -407,18 +408,18 @@ _SET_ASIDE_ANCHORS = (b"pay no", b"set aside", b"put aside", b"throw out", b"dis
 _IGNORE_PREVIOUS = (
     Probe(
         (b"ignore", b"disregard", b"forget", b"override", b"bypass"),
-        re.compile(rf"\b{_VERB}{S}{_OBJECT}", _I),
+        lazy_re.compile(rf"\b{_VERB}{S}{_OBJECT}", _I),
     ),
-    Probe(_SET_ASIDE_ANCHORS, re.compile(rf"\b{_SET_ASIDE}{S}{_OWN_ORDERS}", _I)),
+    Probe(_SET_ASIDE_ANCHORS, lazy_re.compile(rf"\b{_SET_ASIDE}{S}{_OWN_ORDERS}", _I)),
     # "your previous instructions no longer apply", "the rules above are void"
     Probe(
         (b"no longer", b"void", b"supersed", b"revoked", b"obsolete", b"cancel", b"lifted"),
-        re.compile(
+        lazy_re.compile(
             r"(?:no\s+longer\s+(?:apply|count|stand|hold|matter)|(?:void|superseded|revoked|"
             r"obsolete|cancell?ed|lifted)\b)",
             _I,
         ),
-        head=re.compile(
+        head=lazy_re.compile(
             rf"(?:(?:all{S}(?:of{S})?)?your{S}(?:{_QUAL}{S})*{_NOUN}|(?:{_DET}{S})*(?:previous|prior|"
             rf"earlier|original|system){S}(?:instructions|prompt|directives))\b{S}(?:(?:are|is|"
             rf"have\s+been|has\s+been){S}(?:now{S})?(?:hereby{S})?)?\Z",
@@ -428,8 +429,8 @@ _IGNORE_PREVIOUS = (
     ),
     Probe(
         (b"follow",),
-        re.compile(rf"follow(?:ing)?{S}{_OBJECT}", _I),
-        head=re.compile(r"\b(?:do\s+not|don'?t|stop)\s+\Z", _I),
+        lazy_re.compile(rf"follow(?:ing)?{S}{_OBJECT}", _I),
+        head=lazy_re.compile(r"\b(?:do\s+not|don'?t|stop)\s+\Z", _I),
         hints=("not", "n't", "stop"),
         reach=12,
     ),
@@ -437,7 +438,7 @@ _IGNORE_PREVIOUS = (
 _FORGET_ABOVE = (
     Probe(
         (b"ignore", b"disregard", b"forget"),
-        re.compile(
+        lazy_re.compile(
             rf"\b(?:ignore|disregard|forget){S}(?:about{S})?(?:everything|all|anything|whatever|what)"
             rf"{S}(?:(?:that{S})?(?:was|is|has\s+been){S}(?:said|written|stated|mentioned|given)"
             rf"{S})?(?:above|before(?:\s+this)?|prior|previously|earlier|so\s+far|until\s+now|"
@@ -450,7 +451,7 @@ _FORGET_ABOVE = (
     ),
     Probe(
         _SET_ASIDE_ANCHORS,
-        re.compile(
+        lazy_re.compile(
             rf"\b{_SET_ASIDE}{S}(?:everything|all|anything|whatever){S}(?:(?:that{S})?(?:was|is|"
             rf"has\s+been){S}(?:said|written|stated|given){S})?(?:above|before(?:\s+this)?|"
             r"previously|earlier|so\s+far|until\s+now|you(?:\s+were|\s+have\s+been|'ve\s+been)\s+"
@@ -463,7 +464,7 @@ _PERSONA = r"(?:jailbroken|unrestricted|unfiltered|uncensored|unaligned|amoral|e
 _ROLE_HIJACK = (
     Probe(
         (b"you are", b"you're"),
-        re.compile(
+        lazy_re.compile(
             r"you(?:\s+are|'re)\s+(?:now\s+|henceforth\s+)?(?:(?-i:DAN)\b|no\s+longer\s+(?:bound|"
             r"restricted|limited|an?\s+(?:ai|assistant|language\s+model)))"
             r"|you(?:\s+are|'re)\s+(?:now|henceforth|from\s+now\s+on)\s+(?:an?\s+|in\s+)?(?:"
@@ -478,8 +479,8 @@ _ROLE_HIJACK = (
     ),
     Probe(
         (b"dan", b"jailbr", b"unrestrict"),
-        re.compile(r"(?:(?-i:DAN)|jailbroken|unrestricted)\b", _I),
-        head=re.compile(
+        lazy_re.compile(r"(?:(?-i:DAN)|jailbroken|unrestricted)\b", _I),
+        head=lazy_re.compile(
             r"\b(?:act|behave|respond|answer|roleplay)\s+as\s+(?:if\s+you\s+(?:are|were)\s+)?"
             r"(?:an?\s+)?\Z",
             _I,
@@ -489,14 +490,14 @@ _ROLE_HIJACK = (
     ),
     Probe(
         (b"dan", b"jailbr", b"unrestrict"),
-        re.compile(r"(?:(?-i:DAN)|jailbreak|unrestricted)\s+mode\b", _I),
-        head=re.compile(r"\b(?:enable|activate|enter|switch\s+(?:to|into))\s+\Z", _I),
+        lazy_re.compile(r"(?:(?-i:DAN)|jailbreak|unrestricted)\s+mode\b", _I),
+        head=lazy_re.compile(r"\b(?:enable|activate|enter|switch\s+(?:to|into))\s+\Z", _I),
         hints=("enable", "activate", "enter", "switch"),
         reach=20,
     ),
     Probe(
         (b"pretend",),
-        re.compile(
+        lazy_re.compile(
             r"pretend\s+(?:that\s+)?you\s+(?:are|have)\s+(?:no\s+(?:rules|restrictions|guidelines|"
             r"limits|filters)|an?\s+" + _PERSONA + r")",
             _I,
@@ -506,8 +507,8 @@ _ROLE_HIJACK = (
 _NEW_INSTRUCTIONS = (
     Probe(
         (b"instruction", b"directive"),
-        re.compile(r"(?:instructions?|directives?)\s*:", _I),
-        head=re.compile(
+        lazy_re.compile(r"(?:instructions?|directives?)\s*:", _I),
+        head=lazy_re.compile(
             r"\b(?:new|real|actual|true|secret|hidden|override|overriding|priority)\s+"
             r"(?:system\s+)?\Z",
             _I,
@@ -516,7 +517,7 @@ _NEW_INSTRUCTIONS = (
     ),
     Probe(
         (b"your",),
-        re.compile(
+        lazy_re.compile(
             r"your\s+(?:real|actual|true|secret|hidden|only\s+real)\s+(?:task|goal|objective|"
             r"mission|instructions?|purpose|job)\s+(?:is|are|will\s+be)\b"
             r"|your\s+(?:new|updated|revised)\s+(?:instructions|directives|rules|guidelines|"
@@ -532,12 +533,12 @@ _REVEAL_VERBS = (
 _REVEAL_PROMPT = (
     Probe(
         (b"your",),
-        re.compile(
+        lazy_re.compile(
             r"your\s+(?:(?:full|entire|exact|original|hidden|initial)\s+)?(?:system\s+prompt|"
             r"system\s+message|initial\s+prompt|hidden\s+prompt|instructions|prompt)\b",
             _I,
         ),
-        head=re.compile(
+        head=lazy_re.compile(
             r"\b(?:" + "|".join(_REVEAL_VERBS) + r")\s+(?:me\s+)?(?:(?:all|the\s+full|the\s+entire|"
             r"the\s+exact)\s+)?(?:of\s+)?\Z",
             _I,
@@ -549,8 +550,8 @@ _REVEAL_PROMPT = (
 _CONCEAL = (
     Probe(
         (b"instruction", b"directive"),
-        re.compile(r"(?:instructions?|directives?)\b", _I),
-        head=re.compile(
+        lazy_re.compile(r"(?:instructions?|directives?)\b", _I),
+        head=lazy_re.compile(
             r"\b(?:do\s+not|don'?t|never)\s+(?:mention|reveal|disclose|repeat|acknowledge|"
             r"tell\s+(?:the\s+)?(?:user|human|operator)\s+about|inform\s+(?:the\s+)?(?:user|human|"
             r"operator)\s+(?:about|of))\s+(?:these|this|the\s+(?:above|following))\s+\Z",
@@ -569,7 +570,7 @@ _ORDER = (
     r"new\s+instructions\b|priority\s+override\b|you\s+(?:are|will)\s+now\b|"
     r"the\s+(?:user|assistant)\s+is\s+(?:now\s+)?(?:authori[sz]ed|an?\s+admin))"
 )
-_FAKE_SYSTEM = re.compile(
+_FAKE_SYSTEM = lazy_re.compile(
     # "SYSTEM: override ...", "[ADMIN NOTE]: ignore ...", "[SYSTEM] new instructions"
     _ROLE + r"(?:[ \t]+(?:message|prompt|note|notice|alert|instruction|update|directive))?"
     r"(?:\]|>|\*\*)?[ \t]*:"
@@ -599,7 +600,7 @@ L_WORDS = frozenset(
 # --- exfiltration -------------------------------------------------------------------------------
 
 NET_ANCHORS = (b"curl", b"wget", b"nc ", b"cat ", b"invoke-", b"/dev/", b"post(", b"urlopen")
-NET = re.compile(
+NET = lazy_re.compile(
     r"\b(?:curl|wget|nc|ncat|netcat|socat|ftp|tftp|sftp|Invoke-WebRequest|Invoke-RestMethod|"
     r"urlopen|nslookup|dig)\b|/dev/(?:tcp|udp)/|\.post\(|\bfetch\(",
     _I,
@@ -624,7 +625,7 @@ _SECRET_PATH = (
 # sends to the network. ``$(env)``, ``printenv |``, ``/proc/self/environ`` and
 # ``dict(os.environ)`` gather every secret the process holds; no runbook needs
 # to post all of them.
-_ENV_DUMP = re.compile(
+_ENV_DUMP = lazy_re.compile(
     r"\$\(\s*(?:env|printenv|set|export\s+-p|declare\s+-x|cat\s+/proc/\S*environ)\s*\)"
     r"|`\s*(?:env|printenv|set|export\s+-p)\s*`"
     r"|(?:^|[;&|(]|\s)(?:env|printenv|set|export\s+-p|declare\s+-x)\s*\|(?!\|)"
@@ -640,7 +641,7 @@ _ENV_DUMP = re.compile(
 # client.key`` (mutual TLS) and ``curl --netrc-file ~/.netrc`` (a credential
 # used as intended) pass. scp and rsync are not senders here: copying ``.env``
 # to one's own server is routine.
-_SECRET_FILE_READ = re.compile(
+_SECRET_FILE_READ = lazy_re.compile(
     # uploaded by the sending command itself: curl -d @f, -F x=@f, -T f, wget --post-file=f
     r"(?:@|--post-file[=\s]\s*|--body-file[=\s]\s*|(?<!\w)-T\s*|--upload-file[=\s]\s*)['\"]?"
     + _SECRET_PATH
@@ -688,9 +689,9 @@ _PROVIDER_SECRET = (
 _PROVIDER_HINTS = (
     "aws_", "_api_key", "_token", "google_", "azure_", "twine", "stripe", "ssh_private",
 )  # fmt: skip
-_SECRET_VAR = re.compile(r"\$\{?" + _PROVIDER_SECRET + r"\b\}?(?!@|:[^/\s]*@)")
+_SECRET_VAR = lazy_re.compile(r"\$\{?" + _PROVIDER_SECRET + r"\b\}?(?!@|:[^/\s]*@)")
 # How a credential is meant to travel: in an auth header or user:password pair.
-_AUTH_ARG = re.compile(
+_AUTH_ARG = lazy_re.compile(
     r"(?:-H|--header|-u|--user|--oauth2-bearer|--proxy-user)(?:\s+|=)(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)"
     r"|headers\s*=\s*\{[^}\n]*\}|\bauth\s*=\s*\([^)\n]*\)",
     _I,
@@ -712,7 +713,7 @@ _SECRET_STORE = (
 _SEND_SECRETS = (
     Probe(
         (b"send", b"post", b"upload", b"exfiltrat", b"mail", b"leak"),
-        re.compile(
+        lazy_re.compile(
             r"(?:send|post|upload|exfiltrate|e-?mail|mail|leak)\s+(?:(?:me|us)\s+)?(?:"
             r"(?:the\s+)?(?:full\s+|entire\s+|raw\s+)?contents?\s+of\s+(?:the\s+|your\s+)?['\"`]?"
             + _SECRET_PATH
@@ -737,7 +738,7 @@ _SEND_SECRETS = (
 # model fills it, the client fetches it. Rendering
 # ``![](https://host/p.png?d={conversation})`` sends data without any tool call.
 # Ordinary badges and images have literal query strings.
-_IMAGE_EXFIL = re.compile(
+_IMAGE_EXFIL = lazy_re.compile(
     r"!\[[^\]\n]{0,200}\]\(\s*<?https?://[^)\s]{0,300}\?[^)\s]{0,300}?"
     r"(?:\{[^}\s]{1,60}\}|\$\{?\w+|<[^>\s]{1,60}>|\[[A-Z_ ]{2,40}\]|%7B)"
     # what fills it is the model's to give: a chart's {hostname} is filled by the dashboard
@@ -758,7 +759,7 @@ _IMAGE_EXFIL = re.compile(
 DOWNLOAD_ANCHORS = (b"curl", b"wget", b"/dev/", b"nc ", b"cat ", b"base6", b"urlopen")
 # Every shape below pipes, chains, or uses /dev/tcp, nc -e, python -c.
 DOWNLOAD_HINTS = ("|", "&&", ";", "/dev/", " -e ", " -c ")
-PIPE_TO_SHELL = re.compile(
+PIPE_TO_SHELL = lazy_re.compile(
     r"(?:curl|wget)\b[^\n|;&]{0,300}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|da|k|fi)?sh\b"
     r"|(?:ba|z)?sh\s+-c\s+['\"]?\$\(\s*(?:curl|wget)|(?:ba|z)?sh\s+<\(\s*(?:curl|wget)"
     r"|/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n|;&]{0,200}\s-[ec]\s"
@@ -766,10 +767,10 @@ PIPE_TO_SHELL = re.compile(
     r"|python[23]?\s+-c\s+['\"][^\n'\"]{0,300}(?:urlopen|requests\.get|socket\.)",
     _I,
 )
-FETCH_TO_FILE = re.compile(
+FETCH_TO_FILE = lazy_re.compile(
     r"(?:curl|wget)\b[^\n;&|]{0,300}?\s(?:-o|-O|--output(?:-document)?|>)[=\s]*['\"]?\S", _I
 )
-RUN_FETCHED = re.compile(r"(?:&&|;)\s*(?:sudo\s+)?(?:(?:ba|z)?sh|chmod\s+\+x|source|\.)\s", _I)
+RUN_FETCHED = lazy_re.compile(r"(?:&&|;)\s*(?:sudo\s+)?(?:(?:ba|z)?sh|chmod\s+\+x|source|\.)\s", _I)
 
 # ssh_authorized_keys_write: a key appended to authorized_keys by
 # echo/printf/curl, or a full key offered for it. ``cat ~/.ssh/id_ed25519.pub |
@@ -780,14 +781,14 @@ _SSH_PUBKEY = (
     r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+"
     r"AAAA[A-Za-z0-9+/]{60,}"
 )
-_AUTH_KEYS_COMMAND = re.compile(
+_AUTH_KEYS_COMMAND = lazy_re.compile(
     r"\b(?:echo|printf)\b[^\n]{0,1000}?(?:>>?|\|\s*(?:sudo\s+)?tee\s+(?:-a\s+|--append\s+)?)\s*"
     + _AUTH_KEYS
     + r"|\b(?:curl|wget)\b[^\n]{0,500}?(?:>>?|-o|-O|--output(?:-document)?[=\s]|\|\s*(?:sudo\s+)?"
     r"tee(?:\s+-a|\s+--append)?)\s*" + _AUTH_KEYS,
     _I,
 )
-_AUTH_KEYS_NEAR_KEY = re.compile(
+_AUTH_KEYS_NEAR_KEY = lazy_re.compile(
     r"authorized_keys[\s\S]{0,300}?"
     + _SSH_PUBKEY
     + r"|"
@@ -800,17 +801,17 @@ _AUTH_KEYS_NEAR_KEY = re.compile(
 # written into cron. ``*/5 * * * * curl -fsS https://hc-ping.com/...`` (a
 # health-check ping) and ``0 2 * * * /usr/local/bin/backup.sh`` pass: nothing
 # fetched is executed.
-_CRON = re.compile(
+_CRON = lazy_re.compile(
     r"\bcrontab\b|/etc/cron|/var/spool/cron|\bcron\.(?:d|hourly|daily|weekly|monthly)\b"
     r"|^[ \t>*+-]*`?(?:@(?:reboot|hourly|daily|weekly|monthly|yearly|annually|midnight)|"
     r"(?:[\d*/,-]+[ \t]+){4}[\d*/,A-Za-z-]+)[ \t]",
     _I | re.MULTILINE,
 )
 # Before the redirection, these make "curl" a word being written, not a command.
-ECHOED = re.compile(r"\b(?:echo|printf|alias)\b", _I)
+ECHOED = lazy_re.compile(r"\b(?:echo|printf|alias)\b", _I)
 
 # A download installed as the crontab, or written into a cron directory.
-_FETCH_INTO_CRON = re.compile(
+_FETCH_INTO_CRON = lazy_re.compile(
     r"\b(?:curl|wget)\b[^\n]{0,500}?(?:\|\s*(?:sudo\s+)?crontab\b|(?:>>?\s*|\|\s*(?:sudo\s+)?tee\s+"
     r"(?:-a\s+)?|-o\s*|-O\s*|--output(?:-document)?[=\s]\s*)['\"]?(?:/etc/cron|/var/spool/cron))",
     _I,
@@ -825,13 +826,13 @@ _RC_FILE = (
     r"zlogin|config/fish/config\.fish)|/etc/(?:profile(?:\.d/[\w.-]*)?|bash\.bashrc|zsh/zshrc|"
     r"environment|rc\.local))"
 )
-_FETCH_INTO_RC = re.compile(
+_FETCH_INTO_RC = lazy_re.compile(
     r"\b(?:curl|wget)\b[^\n;&]{0,300}?(?:>>?|\|\s*(?:sudo\s+)?tee\s+(?:-a\s+|--append\s+)?)\s*"
     + _RC_FILE,
     _I,
 )
 _RC_NAMES = ("bashrc", "bash_", "profile", "zsh", "zlogin", "fish", "/etc/environment", "rc.local")
-_RC_WRITE = re.compile(
+_RC_WRITE = lazy_re.compile(
     r"(?:>>?|\btee\s+(?:-a\s+|--append\s+)?|\b(?:add|append|put|insert|write)\b[^\n]{0,80}?\b"
     r"(?:to|into|in)\s+(?:your\s+|the\s+)?[`'\"]?)\s*" + _RC_FILE,
     _I,
@@ -845,20 +846,22 @@ _UNIT_DIRS = (
     r"(?:/etc/systemd/|/lib/systemd/|/usr/lib/systemd/|(?:~|\$HOME)/\.config/systemd/|"
     r"(?:~|\$HOME)?/Library/Launch(?:Agents|Daemons)/)"
 )
-_RUNS_AT_BOOT = re.compile(
+_RUNS_AT_BOOT = lazy_re.compile(
     r"^[ \t]*Exec(?:Start|StartPre|StartPost|Reload)\s*=|\bsystemctl\b[^\n]{0,200}?\benable\b",
     _I | re.MULTILINE,
 )
-_UNIT_DOWNLOAD = re.compile(
+_UNIT_DOWNLOAD = lazy_re.compile(
     r"\b(?:curl|wget)\b[^\n]{0,300}?(?:-o\s*|-O\s*|--output(?:-document)?[=\s]\s*|>\s*|tee\s+)"
     r"['\"]?" + _UNIT_DIRS + r"\S*",
     _I,
 )
-_DOWNLOAD_TARGET = re.compile(
+_DOWNLOAD_TARGET = lazy_re.compile(
     r"\b(?:curl|wget)\b[^\n]{0,300}?(?:-o|-O|--output(?:-document)?[=\s])\s*['\"]?([\w~/.$-]{2,200})",
     _I,
 )
-_EXEC_LINE = re.compile(r"[ \t]*Exec(?:Start|StartPre|StartPost)\s*=\s*(?:[-@:+!]+)?([^\n]+)", _I)
+_EXEC_LINE = lazy_re.compile(
+    r"[ \t]*Exec(?:Start|StartPre|StartPost)\s*=\s*(?:[-@:+!]+)?([^\n]+)", _I
+)
 
 
 # --- the rule table -----------------------------------------------------------------------------
@@ -1004,7 +1007,7 @@ def _anchors_of(rules: tuple[Rule, ...]) -> set[bytes]:
     return found
 
 
-_WORD_KEY = re.compile(rb"[^a-z]*([a-z]{3})")
+_WORD_KEY = lazy_re.compile(rb"[^a-z]*([a-z]{3})")
 # Anchors only the intent rules use, each the start of a word, mapped to the first three
 # letters of that word: ``text.Doc.find`` skips the search when no word of the text starts so.
 _OLD_ANCHORS = _anchors_of(_BASE_RULES) | {

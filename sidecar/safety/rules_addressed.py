@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from sidecar.safety import lazy_re
 from sidecar.safety.rules_orders import ADDRESSED, Order
 
 _I = re.IGNORECASE
@@ -24,7 +25,7 @@ _I = re.IGNORECASE
 # ("note to self", "future me", "next session"), an automated reader, or the pressure of
 # a negated asking ("never hesitate", "no need to double-check", "don't wait for sign-off"),
 # which only makes sense said to whoever would otherwise ask.
-_TO_AGENT = re.compile(
+_TO_AGENT = lazy_re.compile(
     ADDRESSED.pattern
     + r"|\b(?:future\s+(?:me|self|runs?|sessions?)|note\s+to\s+(?:my)?self|next\s+(?:session|run)|"
     r"my\s+(?:future|later|next)\s+\w+|automated\s+\w+|reviewers?|humans\s+can'?t\s+see)\b"
@@ -40,7 +41,7 @@ _TO_AGENT = re.compile(
 _GAP = r"(?:(?:[^\s,;!?()]+|\n\s*(?:[-*\u2022]|\d{1,2}[.)]|[a-z][.)])\s+(?:\w+:\s*)?)\s+){0,8}?"
 
 # --- data destroyed, history rewritten ------------------------------------------------------------
-_DESTROY = re.compile(
+_DESTROY = lazy_re.compile(
     r"\b(?:delete|remove|wipe|erase|purge|drop|truncate|destroy|nuke|rm\s+-rf|reset\s+--hard)\s+"
     + _GAP
     + r"(?:tests|test\s+files|the\s+tests/|tests/|(?:local\s+)?repo(?:sitory)?|backups?|"
@@ -51,7 +52,7 @@ _DESTROY = re.compile(
     _I,
 )
 # Right after the act: a throwaway resource ("namespace scratch-$USER"), which is housekeeping.
-_THROWAWAY = re.compile(r"\s+[\w$.-]*(?:scratch|tmp|temp|throwaway|sandbox)[\w$.-]*", _I)
+_THROWAWAY = lazy_re.compile(r"\s+[\w$.-]*(?:scratch|tmp|temp|throwaway|sandbox)[\w$.-]*", _I)
 _DESTROY_ANCHORS = (b"delet", b"remov", b"wipe", b"erase", b"purge", b"drop", b"truncat",
                     b"destroy", b"nuke", b"rm -", b"reset", b"force", b"push")  # fmt: skip
 DESTROY = Order(
@@ -63,7 +64,7 @@ DESTROY = Order(
 )
 
 # --- code fetched from the network and run ------------------------------------------------------
-_REMOTE = re.compile(
+_REMOTE = lazy_re.compile(
     r"\bexec\s*\(\s*[\w.]*urlopen|\biex\s*\(|downloadstring\s*\(|"
     r"\bpipe\w*\s+(?:\S+\s+){0,4}?(?:into|to)\s+(?:sudo\s+)?(?:ba|z)?sh\b|"
     r"\b(?:run|running|execute|executing|source|install\w*)\s+(?:\S+\s+){0,5}?from\s+https?://|"
@@ -88,7 +89,7 @@ _SAFEGUARD = (
     r"audit\s+log(?:ging)?|logging|firewall|2fa|mfa|hooks|sandbox(?:\s+restrictions)?|"
     r"data-handling\s+policy|[\w-]+\s+policy)"
 )
-_SAFEGUARD_OFF = re.compile(
+_SAFEGUARD_OFF = lazy_re.compile(
     r"\b(?:skip|bypass|circumvent|disable|suppress|deactivate|disregard|waive|"
     r"(?:turn|switch)\s+off)\s+" + _GAP + _SAFEGUARD + r"\b"
     r"|\bkeep\s+(?:the\s+)?" + _SAFEGUARD + r"\s+(?:off|disabled)\b"
@@ -123,7 +124,7 @@ _SHOW = (
     r"(?:send|forward|share|paste|post|upload\w*|e-?mail|reply\s+with|append|attach|include|"
     r"publish|leak|print|echo|output|cat|dump|reveal|copy|base64)"
 )
-_SEND_OUT = re.compile(
+_SEND_OUT = lazy_re.compile(
     r"\b" + _SHOW + r"\s+" + _GAP + _PRIVATE + r"(?![\w-])"
     r"|\b(?:credential|token|secret|password|key)s?\b[^.\n]{0,40}?\b(?:paste|post|send|share|"
     r"forward)\s+(?:it|them)\s+(?:in)?to\b"
@@ -135,13 +136,13 @@ _SEND_OUT = re.compile(
     _I,
 )
 # Where a secret may go: a vault or password manager, or a public key to a host or forge.
-_SAFE_PLACE = re.compile(
+_SAFE_PLACE = lazy_re.compile(
     r"\s+(?:\S+\s+){0,2}?(?:to|in|into)\s+(?:the\s+|your\s+)?(?:vault|1password|secrets?\s+manager|"
     r"keychain|keyring|ssh-agent|github|gitlab|password\s+manager)\b",
     _I,
 )
 # Where no secret belongs: the conversation, a ticket, a comment, a public paste or a link.
-_IN_THE_OPEN = re.compile(
+_IN_THE_OPEN = lazy_re.compile(
     r"\b(?:here|in\s+(?:your|the|this)\s+(?:\w+\s+)?(?:reply|answer|response|message|chat|comment|"
     r"issue|ticket|channel|thread|pr|description)|to\s+the\s+(?:chat|ticket|issue|channel|thread)|"
     r"https?://|gist|pastebin|public\w*|[\w.-]+@[\w-]+(?:\.[\w-]+)+(?![\w.:-]))",
@@ -174,7 +175,7 @@ _POWER = (
     r"repository|repo|account)\s+(?:operator|owner)|owner\s+rights|your\s+own\s+(?:requests|"
     r"changes)|approv\w*|never\s+asks?|executes\s+everything)"
 )
-_TAKE_OVER = re.compile(
+_TAKE_OVER = lazy_re.compile(
     r"\b(?:you\s+are\s+(?:now|no\s+longer)|you'?re\s+(?:now|no\s+longer)|your\s+new\s+(?:persona|"
     r"role|identity|name)|new\s+persona|pretend\s+(?:that\s+)?(?:you\s+are|to\s+be)|act\s+as|"
     r"you\s+(?:now\s+)?(?:hold|have)\s+full)\b[^.\n]{0,120}?\b" + _POWER + r"\b"

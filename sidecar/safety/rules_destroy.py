@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from sidecar.safety import lazy_re
 from sidecar.safety import rules_intent as intent
 from sidecar.safety.rules_intent import Destructive
 
@@ -27,7 +28,7 @@ DESTROY = Destructive(
     (b"rm ", b"mkfs", b"dd ", b"shred", b"wipefs", b"terraform", b"kubectl", b"aws ", b"gsutil",
      b"gcloud", b"az ", b"delete", b"destroy", b"wipe", b"erase", b"purge", b"nuke", b"clear",
      b"truncate", b"drop", b"kill", b"find ", b"encrypt", b"format"),
-    re.compile(
+    lazy_re.compile(
         r"\brm\s+(?:-{1,2}[\w-]+\s+)*" + _DATA_DIRS
         + r"|\bmkfs(?:\.\w+)?\s+(?:-\S+\s+)*/dev/|\bdd\b[^\n;|]{0,80}?\bof=/dev/(?!null\b)\w"
         r"|\b(?:shred|wipefs)\b[^\n;|]{0,40}?/dev/\w"
@@ -50,7 +51,7 @@ DESTROY = Destructive(
         r"which|created|made|taken|before|after|except))",
         _I,
     ),
-    re.compile(
+    lazy_re.compile(
         r"\b(?:agents?|assistant|ai|you|your|please|go\s+ahead|immediately|now|right\s+away|"
         r"at\s+once|asap|before\s+(?:you|replying|answering|continuing|anything|the\s+next)|"
         r"when\s+you|after\s+(?:reading|you)|first\s+thing|execute|silently|quietly|for\s+me|"
@@ -65,7 +66,7 @@ _FROM_IP = r"https?://\d{1,3}(?:\.\d{1,3}){3}"
 ROOT_OR_SOURCE = Destructive(
     (b"nopasswd", b"chmod", b"permitrootlogin", b"passwd", b"registry", b"index-url",
      b"insteadof"),
-    re.compile(
+    lazy_re.compile(
         r"\bNOPASSWD\s*:\s*ALL\b|\bchmod\s+(?:[ugoa]*\+s|[24]7[0-7]{2})\s+\S*/(?:ba|z|da|k)?sh\b"
         r"|\bPermitRootLogin\s+yes\b|\bpasswd\s+-d\s+root\b"
         r"|\b(?:registry|index-url|extra-index-url)\b[^\n]{0,60}?" + _FROM_IP + r"\S*"
@@ -76,7 +77,7 @@ ROOT_OR_SOURCE = Destructive(
 # The same over plain HTTP, and a user put in an admin group, when the line speaks to the agent.
 PRIVILEGE = Destructive(
     (b"usermod", b"gpasswd", b"adduser", b"registry", b"index-url", b"insteadof"),
-    re.compile(
+    lazy_re.compile(
         r"\b(?:usermod\s+(?:-\w+\s+)*-a?G|gpasswd\s+-a|adduser)\s+(?:\S+\s+)?(?:sudo|wheel|root|"
         r"admin)\b|\b(?:registry|index-url|extra-index-url)\b[^\n]{0,60}?http://\S*"
         r"|http://[^\s]*\s*\S{0,3}\.?insteadOf\b",

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sidecar.safety import lazy_re
+
 _I = re.IGNORECASE
 
 
@@ -46,11 +48,11 @@ class Lang:
 
 def _w(words: str) -> re.Pattern[str]:
     """A word-bounded alternation of ``|``-separated regex pieces."""
-    return re.compile(rf"(?<!\w)(?:{words})(?!\w)", _I)
+    return lazy_re.compile(rf"(?<!\w)(?:{words})(?!\w)", _I)
 
 
 def _cjk(words: str) -> re.Pattern[str]:
-    return re.compile(f"(?:{words})")
+    return lazy_re.compile(f"(?:{words})")
 
 
 LANGS: tuple[Lang, ...] = (
@@ -88,8 +90,8 @@ LANGS: tuple[Lang, ...] = (
             r"précédent\w*|antérieur\w*|ci-dessus|d['’]avant|passées|(?:du\s+)?système|initiales?|"
             r"originel\w*|toutes|tous|tes|vos|de\s+sécurité"
         ),
-        re.compile(r"tout\s+ce\s+qu[ei'’][^.!?\n]{0,40}?(?:avant|précède|dit|donné)", _I),
-        neg_before=re.compile(
+        lazy_re.compile(r"tout\s+ce\s+qu[ei'’][^.!?\n]{0,40}?(?:avant|précède|dit|donné)", _I),
+        neg_before=lazy_re.compile(
             r"(?:\bn['’]|\bne\s+)\Z|\b(?:ne|n['’])\s*\w+\s+(?:jamais|pas|plus|point)\s+\Z", _I
         ),
         hints=(
@@ -139,8 +141,10 @@ LANGS: tuple[Lang, ...] = (
             r"anteriores|previas|previos|de\s+arriba|precedentes|del\s+sistema|originales|"
             r"iniciales|todas|todos|tus|sus|de\s+seguridad"
         ),
-        re.compile(r"todo\s+lo\s+(?:anterior|que\s+(?:se\s+)?(?:te\s+)?(?:dij|han\s+dicho))", _I),
-        neg_before=re.compile(r"\b(?:no|nunca|jam[áa]s)\s+(?:\w+\s+)?\Z", _I),
+        lazy_re.compile(
+            r"todo\s+lo\s+(?:anterior|que\s+(?:se\s+)?(?:te\s+)?(?:dij|han\s+dicho))", _I
+        ),
+        neg_before=lazy_re.compile(r"\b(?:no|nunca|jam[áa]s)\s+(?:\w+\s+)?\Z", _I),
         hints=(
             "instruc",
             "indicacion",
@@ -173,9 +177,9 @@ LANGS: tuple[Lang, ...] = (
             r"vorherig\w*|bisherig\w*|obig\w*|früher\w*|vorangegangen\w*|vorig\w*|alle|deine|"
             r"ihre|ursprünglich\w*|system\w*"
         ),
-        re.compile(r"alles[^.!?\n]{0,40}?(?:vorher|zuvor|bisher|oben|davor)", _I),
-        neg_before=re.compile(r"\bnicht\s+\Z", _I),
-        neg_after=re.compile(r"[ \t,]+nicht\b", _I),
+        lazy_re.compile(r"alles[^.!?\n]{0,40}?(?:vorher|zuvor|bisher|oben|davor)", _I),
+        neg_before=lazy_re.compile(r"\bnicht\s+\Z", _I),
+        neg_after=lazy_re.compile(r"[ \t,]+nicht\b", _I),
         hints=(
             "anweisung",
             "instruktion",
@@ -232,8 +236,8 @@ LANGS: tuple[Lang, ...] = (
             r"anteriores|pr[ée]vias|acima|precedentes|do\s+sistema|originais|iniciais|todas|"
             r"todos|suas|tuas|de\s+seguran[çc]a"
         ),
-        re.compile(r"tudo\s+(?:o\s+que|acima|antes|que\s+foi)", _I),
-        neg_before=re.compile(r"\b(?:n[ãa]o|nunca|jamais)\s+(?:\w+\s+)?\Z", _I),
+        lazy_re.compile(r"tudo\s+(?:o\s+que|acima|antes|que\s+foi)", _I),
+        neg_before=lazy_re.compile(r"\b(?:n[ãa]o|nunca|jamais)\s+(?:\w+\s+)?\Z", _I),
         hints=(
             "instru",
             "orienta",
@@ -290,8 +294,10 @@ LANGS: tuple[Lang, ...] = (
             r"precedenti|anteriori|sopra|(?:di|del)\s+sistema|originali|iniziali|tutte|tutti|"
             r"finora|fino\s+ad\s+ora|prima|tue|di\s+sicurezza"
         ),
-        re.compile(r"tutto\s+(?:quello|ci[òo])\s+che[^.!?\n]{0,40}?(?:prima|finora|sopra)", _I),
-        neg_before=re.compile(r"\b(?:non|mai)\s+(?:\w+\s+)?\Z", _I),
+        lazy_re.compile(
+            r"tutto\s+(?:quello|ci[òo])\s+che[^.!?\n]{0,40}?(?:prima|finora|sopra)", _I
+        ),
+        neg_before=lazy_re.compile(r"\b(?:non|mai)\s+(?:\w+\s+)?\Z", _I),
         hints=(
             "istruzion",
             "regole",
@@ -327,8 +333,8 @@ LANGS: tuple[Lang, ...] = (
         _w(r"negeer|negeert|vergeet"),
         _w(r"instructies|regels|opdrachten|richtlijnen|prompts?|aanwijzingen"),
         _w(r"vorige|eerdere|bovenstaande|alle|voorgaande|systeem\w*|je|jouw"),
-        neg_before=re.compile(r"\bniet\s+\Z", _I),
-        neg_after=re.compile(r"[ \t,]+niet\b", _I),
+        neg_before=lazy_re.compile(r"\bniet\s+\Z", _I),
+        neg_after=lazy_re.compile(r"[ \t,]+niet\b", _I),
         hints=("instructies", "regels", "opdrachten", "richtlijnen", "prompt", "aanwijzingen"),
         markers=(" de ", " je ", " alle ", " het ", " vorige", " jouw "),
     ),
@@ -339,7 +345,7 @@ LANGS: tuple[Lang, ...] = (
         _w(r"zignoruj(?:cie)?|ignoruj(?:cie)?|zapomnij(?:cie)?|pomiń(?:cie)?"),
         _w(r"instrukcj\w*|polece\w*|zasad\w*|regu\w*|wytyczn\w*|prompt\w*"),
         _w(r"poprzedni\w*|wcześniejsz\w*|powyższ\w*|wszystki\w*|systemow\w*"),
-        neg_before=re.compile(r"\bnie\s+\Z", _I),
+        neg_before=lazy_re.compile(r"\bnie\s+\Z", _I),
         hints=("instrukcj", "polece", "zasad", "regu", "wytyczn", "prompt"),
         markers=("ą", "ę", "ł", "ś", "ż", "ź", "ń", "ó", " i ", " w "),
     ),
@@ -371,8 +377,8 @@ LANGS: tuple[Lang, ...] = (
             r"предыдущ\w*|прежн\w*|вышеуказ\w*|выше|ранее|ранн\w*|системн\w*|все|всё|исходн\w*|"
             r"свои|твои"
         ),
-        re.compile(r"вс[её][^.!?\n]{0,30}?(?:что\s+было|раньше|ранее|выше|до\s+этого)", _I),
-        neg_before=re.compile(r"\bне\s+\Z", _I),
+        lazy_re.compile(r"вс[её][^.!?\n]{0,30}?(?:что\s+было|раньше|ранее|выше|до\s+этого)", _I),
+        neg_before=lazy_re.compile(r"\bне\s+\Z", _I),
         object_first=True,
         hints=(
             "инструкци",
@@ -415,7 +421,7 @@ LANGS: tuple[Lang, ...] = (
         _cjk(r"指令|指示|说明|說明|规则|規則|提示词|提示詞|提示|命令|设定|設定|要求|约束|限制"),
         _cjk(r"之前|以前|先前|上面|以上|上述|前面|原来|原有|所有|全部|一切|系统|系統"),
         _cjk(r"以上(?:所有)?(?:的)?内容|之前(?:的)?(?:所有)?内容"),
-        neg_before=re.compile(r"(?:不要|不能|不可|别|別|请勿|請勿|勿|不)\Z"),
+        neg_before=lazy_re.compile(r"(?:不要|不能|不可|别|別|请勿|請勿|勿|不)\Z"),
         object_first=True,
         hints=(
             "指令",
@@ -441,7 +447,7 @@ LANGS: tuple[Lang, ...] = (
         _cjk(r"無視|忘れ|従わな|破棄"),
         _cjk(r"指示|命令|ルール|指令|設定|プロンプト|制約|ガイドライン|規則"),
         _cjk(r"これまで|以前|前の|上記|上の|先ほど|今まで|すべて|全て|全部|システム"),
-        neg_after=re.compile(r"(?:しないで|しない|するな|しません|せず|ないで|ません|ずに)"),
+        neg_after=lazy_re.compile(r"(?:しないで|しない|するな|しません|せず|ないで|ません|ずに)"),
         object_first=True,
         hints=(
             "指示",

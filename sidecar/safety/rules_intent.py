@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sidecar.safety import lazy_re
 from sidecar.safety.rules_i18n import LANGS, Lang
 
 _I = re.IGNORECASE
@@ -130,15 +131,15 @@ _QUOTE_ANCHORS = (b"ignor", b"disregard", b"forget", b"override", b"bypass", b"o
 QUOTED = Quoted(
     _QUOTE_ANCHORS,
     # "...", '...', “...”, ‘...’, «...», „...“, `...`, ``...``
-    re.compile(
+    lazy_re.compile(
         r"(?<![\w'])'([^'\n]{6,400})'(?![\w'])|\"([^\"\n]{6,400})\"|\u201c([^\u201d\n]{6,400})\u201d"
         r"|\u2018([^\u2019\n]{6,400})\u2019|\u00ab([^\u00bb\n]{6,400})\u00bb"
         r"|\u201e([^\u201c\u201d\n]{6,400})[\u201c\u201d]|``([^`\n]{6,400})``|`([^`\n]{6,400})`"
         r"|\u2039([^\u203a\n]{6,400})\u203a"
     ),
     # an HTML attribute (name=) or a markdown link or image title (](url "...")
-    re.compile(r"(?:\b[\w:-]+\s*=\s*|\]\(\s*<?\S+>?\s+)\Z"),
-    re.compile(
+    lazy_re.compile(r"(?:\b[\w:-]+\s*=\s*|\]\(\s*<?\S+>?\s+)\Z"),
+    lazy_re.compile(
         r"\b(?:like|such\s+as|e\.?g\.?|i\.e\.?|says?|said|saying|wrote|writes|reads?|string|"
         r"strings|phrases?|patterns?|text|examples?|payloads?|quote[sd]?|called|named|titled|"
         r"flags?|flagged|detects?|detected|blocks?|blocked|contain(?:s|ed|ing)?|includes?|"
@@ -147,12 +148,12 @@ QUOTED = Quoted(
         r"asked|asks|told|replied|answered|typed|entered|submitted)\b[^.!?\n]*\Z",
         _I,
     ),
-    re.compile(
+    lazy_re.compile(
         r"[^.!?\n]{0,80}\b(?:do\s+(?:what|as)\s+it\s+(?:says|tells\s+you)|follow\s+it|obey\s+it|"
         r"act\s+on\s+it|comply|carry\s+it\s+out)\b",
         _I,
     ),
-    re.compile(
+    lazy_re.compile(
         r"(?:[,;:.!\u2014\u2013\uff0c\u3001]|\s(?:and|then|&|et|y|und|e|и)\s)\s*[^\W\d_]{2,}", _I
     ),
 )
@@ -166,7 +167,7 @@ _AUTHORITY_WHO = (
     r"help\s*desk|legal|security\s+officer|on-?call\s+lead|(?:system|repo(?:sitory)?|project|"
     r"account|platform|workspace)\s+owner)"
 )
-_CLAIM = re.compile(
+_CLAIM = lazy_re.compile(
     # "NOTICE FROM THE OPERATOR", "Message from Anthropic", "Per management", "[Administrator]"
     rf"\b(?:from|by|per|of)\s+(?:the\s+|your\s+)?{_AUTHORITY_WHO}\b"
     rf"|(?:^|[\[(\s*_>#])(?:the\s+)?{_AUTHORITY_WHO}(?:'s)?(?:\s*\([^()\n]{{1,40}}\))?\s*(?:\]|\)|:|[-\u2014\u2013]|(?:\s+\w+){{0,2}}\s+"
@@ -228,7 +229,7 @@ AUTHORITY = Authority(
         b"checks",
         b"branch protection",
     ),
-    re.compile(
+    lazy_re.compile(
         # obey what memory says
         r"\b(?:follow|obey|execute|run|act\s+on|comply\s+with|carry\s+out|do|trust)\s+(?:\w+\s+){0,3}?"
         r"(?:instructions?|commands?|requests?|orders?|directives?|everything|whatever|anything)"
@@ -269,7 +270,7 @@ AUTHORITY = Authority(
     ),
     _CLAIM,
     _CLAIM_HINTS,
-    re.compile(
+    lazy_re.compile(
         r"\b(?:never|not|n't|cannot|no\s+one|nobody|must\s+not|mustn't|don't)\b[^.;:!?\n]*\Z", _I
     ),
 )
@@ -338,7 +339,7 @@ TEMPLATE_LINE = LineOpen(
         *(b"[institutional", b"[agent", b"[crew", b"[operator", b"[learnings", b"[known"),
         *(b"[relevant", b"[memory", b"recalled-memory"),
     ),
-    re.compile(
+    lazy_re.compile(
         r"[ \t>*-]*(?:"
         + _TOKEN
         + r")"
@@ -361,21 +362,21 @@ TEMPLATE_LINE = LineOpen(
 )
 # "BEGIN NEW SYSTEM PROMPT", "here is your real system prompt", "Updated system message:".
 SYSTEM_PROMPT_ANCHORS = (b"system prompt", b"system message", b"system instruction")
-SYSTEM_PROMPT = re.compile(r"system\s+(?:prompt|message|instructions)\b", _I)
-SYSTEM_PROMPT_COLON = re.compile(r"system\s+(?:prompt|message|instructions)\s*:", _I)
-OPENS_SYSTEM_PROMPT = re.compile(
+SYSTEM_PROMPT = lazy_re.compile(r"system\s+(?:prompt|message|instructions)\b", _I)
+SYSTEM_PROMPT_COLON = lazy_re.compile(r"system\s+(?:prompt|message|instructions)\s*:", _I)
+OPENS_SYSTEM_PROMPT = lazy_re.compile(
     r"\b(?:begin(?:ning)?|start(?:ing)?|here\s+is|below\s+is|end)(?:\s+of)?\s+(?:the\s+|a\s+|"
     r"your\s+)?(?:(?:new|updated|revised|real|actual)\s+)?\Z",
     _I,
 )
 OPENS_HINTS = ("begin", "start", "here is", "below is", "end")
-NEW_SYSTEM_PROMPT = re.compile(r"\b(?:new|updated|revised|real)\s+\Z", _I)
+NEW_SYSTEM_PROMPT = lazy_re.compile(r"\b(?:new|updated|revised|real)\s+\Z", _I)
 NEW_HINTS = ("new", "updated", "revised", "real")
 EXCHANGE = Exchange(
-    re.compile(
+    lazy_re.compile(
         r"^[ \t>*-]*(?:\*\*)?(?:user|human|customer|me|q)(?:\*\*)?[ \t]*:", _I | re.MULTILINE
     ),
-    re.compile(
+    lazy_re.compile(
         r"^[ \t>*-]*(?:\*\*)?(?:assistant|ai|model|bot|gpt|claude|agent|a)(?:\*\*)?[ \t]*:[ \t]*"
         r"(?:(?:sure|ok(?:ay)?|understood|of\s+course|certainly|absolutely|done|alright|will\s+do|"
         r"yes|as\s+requested|got\s+it)\b[^\n]{0,80}?|[^\n]{0,20}?)"
@@ -398,7 +399,7 @@ _CRED_NAME = (
     r"[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|APIKEY|PRIVATE_KEY)[A-Za-z0-9_]*"
     r"|(?:[A-Za-z0-9]+_)*(?:KEY|KEYS|PAT|PWD|PASS|CREDS|AUTH)(?:_[A-Za-z0-9]+)*(?![A-Za-z0-9])"
 )
-CRED_VAR = re.compile(
+CRED_VAR = lazy_re.compile(
     r"(?:\$\{?|\$env:|%|\bprintenv\s+|\bgetenv\(\s*['\"]|\bos\.environ(?:\.get)?[\[(]\s*['\"]|"
     r"\bprocess\.env\.|\bprocess\.env\[\s*['\"]|\bENV\[\s*['\"])(?-i:" + _CRED_NAME + r")",
     _I,
@@ -406,7 +407,7 @@ CRED_VAR = re.compile(
 CRED_HINTS = ("key", "token", "secret", "pass", "credential", "pat", "pwd", "creds", "auth")
 # How a credential is meant to travel: an auth header, a user:password pair, an
 # OAuth client secret, an API key in a query to an API host.
-AUTH_ONLY = re.compile(
+AUTH_ONLY = lazy_re.compile(
     r"(?:-H|--header)(?:\s+|=)(['\"]?)(?:authorization|proxy-authorization|x-api-key|api-key|"
     r"x-auth-token|private-token|x-vault-token|x-api-token|apikey|x-goog-api-key|x-figma-token|"
     r"circle-token|x-jfrog-art-api)\s*:[^'\"\n]*\1"
@@ -415,7 +416,7 @@ AUTH_ONLY = re.compile(
     r"|https://(?:api\.|[\w.-]*googleapis\.com)[^\s'\"]*[?&](?:key|api_?key)=\$\{?\w+\}?",
     _I,
 )
-NET_EXTRA = re.compile(
+NET_EXTRA = lazy_re.compile(
     r"\b(?:curl|wget|nc|ncat|netcat|socat|ftp|tftp|sftp|Invoke-WebRequest|Invoke-RestMethod|iwr|irm|"
     r"urlopen|httpie)\b|\bhttps?\s+(?:-\S+\s+)*(?:GET|POST|PUT|PATCH)\b|/dev/(?:tcp|udp)/|\.(?:post|"
     r"put|request)\(|\.get\((?=[^)\n]*(?:https?:|url|endpoint|host))|\bfetch\(|\bXMLHttpRequest\b|"
@@ -427,7 +428,7 @@ NET_EXTRA_ANCHORS = (b"curl", b"wget", b"nc ", b"invoke-", b"iwr", b"irm", b"/de
                      b"sftp", b"sendbeacon", b"request(")  # fmt: skip
 
 _HOME = r"(?:~|\$HOME|\$\{HOME\}|%USERPROFILE%|/root|/home/[\w.-]+|/Users/[\w.-]+)"
-CRED_FILE = re.compile(
+CRED_FILE = lazy_re.compile(
     r"(?:"
     + _HOME
     + r"/)?\.ssh(?:/(?:id_[\w-]+(?![\w-]|\.pub)|[\w.-]+_key(?![\w-]|\.pub)|[\w.-]+\.pem))?"
@@ -462,7 +463,7 @@ TRANSFER = Transfer(
         b"/etc/shadow",
         b"id_",
     ),
-    re.compile(
+    lazy_re.compile(
         # a tool, not the ".ssh" of a path
         r"(?<![./~-])\b(?:scp|rsync|sftp|aws\s+s3|gsutil|gcloud\s+storage|az\s+storage|azcopy|rclone|curl|wget|"
         r"croc|wormhole|nc|ncat|ssh|ftp|put)\b"
@@ -472,17 +473,17 @@ TRANSFER = Transfer(
         _I,
     ),
     CRED_FILE,
-    re.compile(
+    lazy_re.compile(
         r"(?:@|(?<!\w)-T\s*|--upload-file[=\s]\s*|--post-file[=\s]\s*|--data-binary\s+@|"
         r"--file[=\s]\s*|--source[=\s]\s*|-s\s+|\bsend\s+|\bput\s+)['\"]?\Z",
         _I,
     ),
-    re.compile(
+    lazy_re.compile(
         r"[^;&\n]*?\|\s*(?:sudo\s+)?(?:ssh|curl|wget|nc|ncat|netcat|socat|aws|gsutil|"
         r"rclone|ftp|sftp)\b",
         _I,
     ),
-    re.compile(
+    lazy_re.compile(
         r"\S+@[\w.-]+:|(?<![\w/~.$:-])[\w-]+(?:\.[\w-]+)+:(?!//)|\b(?:s3|gs|az|ftp|sftp|https?|b2|"
         r"r2|wasbs?|abfss?)://|(?<![\w/~.$-])[a-z][\w-]*:(?=[\w/])|--(?:account-name|share-name|"
         r"container-name|destination)\b",
@@ -497,7 +498,7 @@ COPY_ANCHORS = (
     b"kes.yaml", b"/etc/shadow", b"id_", b"private key", b"aws cred", b"gcp cred", b"azure cred",
     b"cloud cred",
 )  # fmt: skip
-COPY_VERB = re.compile(
+COPY_VERB = lazy_re.compile(
     r"\b(?:upload|copy|send|transfer|sync|push|share|paste|attach|post|exfiltrate|move|forward|"
     r"ship|deliver|publish|dump|put|place|drop|mirror|expose|leak|e-?mail|mail|give|hand\s+over|"
     r"commit|zip(?:\s+up)?|tar(?:\s+up)?|archive|bundle|pack(?:\s+up)?|compress)\s+(?:(?!\bfrom\b)"
@@ -510,7 +511,7 @@ COPY_VERBS = (
     "mirror", "expose", "leak", "mail", "give", "hand", "commit", "zip", "tar", "archive",
     "bundle", "pack", "compress",
 )  # fmt: skip
-COPY_CREDENTIALS = re.compile(
+COPY_CREDENTIALS = lazy_re.compile(
     r"(?:" + CRED_FILE.pattern + r"|(?:ssh\s+)?private\s+keys?\b|"
     r"(?:aws|gcp|azure|cloud)\s+credentials\b)(?:(?!\bfrom\b)(?:[^.\n]|\.(?=\w))){0,80}?\b(?:to|into|"
     r"onto|on)\s+"
@@ -522,7 +523,7 @@ COPY_CREDENTIALS = re.compile(
 # --- destructive commands -----------------------------------------------------------------------
 
 # The note forbids, narrates or describes the command rather than giving it.
-DOCUMENTED = re.compile(
+DOCUMENTED = lazy_re.compile(
     r"\b(?:never|don'?t|do\s+not|does\s+not|doesn'?t|(?<!\bto\s)avoid\w*|must\s+not|mustn'?t|"
     r"should\s+not|shouldn'?t|cannot|can'?t|won'?t|not\s+(?:an?\s+)?(?:allowed|acceptable|permitted|"
     r"ok(?:ay)?|option|fix)|forbid\w*|prohibit\w*|"
@@ -539,12 +540,12 @@ DOCUMENTED = re.compile(
 # "do not pipe it into a shell"). One that governs asking, waiting, approval or
 # skipping ("do not wait for approval", "never skip it", "don't hesitate") makes
 # the order stronger, so a ``DOCUMENTED`` negation followed by these does not count.
-NEGATION = re.compile(
+NEGATION = lazy_re.compile(
     r"never|don'?t|do\s+not|does\s+not|doesn'?t|must\s+not|mustn'?t|should\s+not|shouldn'?t|"
     r"cannot|can'?t|won'?t|no\s+longer|requires?",
     _I,
 )
-INTENSIFIES = re.compile(
+INTENSIFIES = lazy_re.compile(
     r"[\s,]+(?:(?:ever|even|not|once|just|really|you|dare|we|anyone|anybody|anyone'?s|"
     r"anybody'?s|to|be|been|first|bother(?:\s+to)?|need|need(?:s)?\s+to|have\s+to|no|any)[\s,]+)*"
     r"(?:ask|wait|approv|confirm|check|verif|hesitat|skip|delay|question|bother|stop|paus|forget|"
@@ -556,19 +557,19 @@ INTENSIFIES = re.compile(
 )
 # Right before a prose order: it is a consequence or a description ("rm -rf ~ would wipe
 # your home directory", "a script that deletes the memory folder"), not an order.
-MODAL_BEFORE = re.compile(
+MODAL_BEFORE = lazy_re.compile(
     r"\b(?:would|could|will|might|may|can|cannot|can'?t|won'?t|to|that|which|it|this|who)\s+\Z",
     _I,
 )
 # Authority that a note reports or warns about rather than claims for itself.
-REPORTED = re.compile(
+REPORTED = lazy_re.compile(
     r"(?<!/)\b(?:claim(?:s|ed|ing)?\s+to|pretend\w*|pos(?:e|es|ed|ing)\s+as|impersonat\w*|"
     r"purport\w*|says?\s+(?:it|they|he|she)\s+(?:is|are|was|were|comes?|came)|phish\w*|scam\w*|"
     r"spoof\w*|social[\s-]engineer\w*|attackers?|report\s+(?:it|them|this|that)|"
     r"never\s+(?:comply|obey|follow))",
     _I,
 )
-DESCRIBED = re.compile(
+DESCRIBED = lazy_re.compile(
     r"[`'\")\]]*\s*(?:is|are|was|were|turns|will|would|does|deletes|removes|wipes|disables|means|"
     r"requires|needs|only|(?:protection|guard|safeguard|check|flag|option|example|pattern|alias|"
     r"footgun|mistake|typo)s?)\b",
@@ -594,7 +595,7 @@ DELETE_HOME = Destructive(
         b"clear",
         b"del ",
     ),
-    re.compile(
+    lazy_re.compile(
         _RM + r"(?:" + _ROOTS + "|" + _MEMORY_DIR + r")"
         r"|\b(?:Remove-Item|ri|rd|rmdir|del)\b[^\n;|]{0,40}?(?:-Recurse|/s)\b[^\n;|]{0,40}?"
         r"(?:\$HOME|\$env:USERPROFILE|~|C:\\(?:Users)?|%USERPROFILE%)(?![\w/\\])"
@@ -623,7 +624,7 @@ REMOTE_EXEC = Destructive(
         b"netcat",
         b"socat",
     ),
-    re.compile(
+    lazy_re.compile(
         r"\b(?:curl|wget)\b[^\n|;&]{0,300}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|z|da|k|fi)?sh|"
         r"python[23]?|perl|ruby|node|php)\b"
         r"|\b(?:ba|z)?sh\s+(?:-c\s+['\"]?\$\(|<\()\s*(?:curl|wget)\b"
@@ -639,7 +640,7 @@ REMOTE_EXEC = Destructive(
         r"(?:iex|Invoke-Expression)\b",
         _I,
     ),
-    re.compile(
+    lazy_re.compile(
         r"\bhttp://|//\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:agents?|assistant|you\s+(?:must|should|need)|"
         r"immediately|now|right\s+away|before\s+(?:you|replying|answering|continuing|anything)|"
         r"first\s+thing|go\s+ahead|without\s+(?:asking|telling|checking|confirmation)|silently|"
@@ -664,7 +665,7 @@ REMOTE_EXEC = Destructive(
 )
 FORCE_PUSH = Destructive(
     (b"push",),
-    re.compile(
+    lazy_re.compile(
         r"\bgit\s+push\b(?=[^\n;&|]*\s(?:--force(?!-with-lease)|-f)\b)[^\n;&|]*?\s(?:\S+:)?"
         r"(?:main|master|trunk|production)\b|\bgit\s+push\s+(?:-\S+\s+)*\S+\s+\+(?:\S+:)?"
         r"(?:main|master|trunk)\b"
@@ -674,7 +675,7 @@ FORCE_PUSH = Destructive(
 )
 DROP_PRODUCTION = Destructive(
     (b"drop", b"truncate", b"wipe", b"delete", b"destroy"),
-    re.compile(
+    lazy_re.compile(
         r"\b(?:DROP\s+(?:DATABASE|SCHEMA|TABLE)|TRUNCATE(?:\s+TABLE)?|dropdb)\s+(?:IF\s+EXISTS\s+)?"
         r"(?:-{1,2}[\w-]+(?:[=\s]\S+)?\s+)*['\"`]?[\w.-]*(?:prod|production|live)[\w.-]*"
         r"|\bprod[\w.-]*\s[^\n]{0,60}?\b(?:DROP\s+(?:DATABASE|SCHEMA|TABLE)|dropdb|TRUNCATE|"
@@ -695,7 +696,7 @@ DISABLE_FIREWALL = Destructive(
         b"selinux",
         b"set-netfirewall",
     ),
-    re.compile(
+    lazy_re.compile(
         r"\bufw\s+disable\b|\biptables\s+(?:-F|--flush)\b|\biptables\s+-P\s+INPUT\s+ACCEPT\b"
         r"|\bsystemctl\s+(?:stop|disable|mask)\s+(?:firewalld|ufw|nftables|iptables)\b"
         r"|\bnetsh\s+(?:advfirewall\s+set\s+\w+\s+state\s+off|firewall\s+set\s+opmode\s+disable)"
@@ -708,7 +709,7 @@ DISABLE_FIREWALL = Destructive(
 )
 WORLD_WRITABLE = Destructive(
     (b"chmod", b"writable"),
-    re.compile(
+    lazy_re.compile(
         r"\bchmod\s+(?:-\S+\s+)*(?:0?777|a\+rwx|ugo\+rwx|a\+w|o\+w|o\+rwx)\s+(?:-\S+\s+)*['\"]?"
         r"(?:/|~|\$HOME|\$\{HOME\}|/\*|~/\*|/etc|/usr|/var|/home|/root|\.|\*)/?['\"]?(?=[\s;&|`)]|$)"
         r"|\bmake\s+(?:everything|all\s+(?:files|folders|directories)|the\s+(?:whole|entire)\s+"

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sidecar.safety import lazy_re
+
 _I = re.IGNORECASE
 
 
@@ -39,7 +41,7 @@ class Order:
 
 
 # Who is spoken to, or when the order is to hold: the agent, or every later run.
-ADDRESSED = re.compile(
+ADDRESSED = lazy_re.compile(
     r"\b(?:agents?|assistants?|ais?|a\.i\.|models?|llms?|bots?|chatbots?|claude|chatgpt|gpt|copilot|you|"
     r"your|yourself|you'?re|you'?ll|henceforth|from\s+now\s+on|from\s+this\s+point|going\s+forward|"
     r"(?:every|each|all)\s+(?:future\s+|later\s+)?(?:sessions?|tasks?|repl(?:y|ies)|answers?|"
@@ -55,7 +57,7 @@ ADDRESSED = re.compile(
     _I,
 )
 # Words that may open an imperative clause before its verb.
-IMPERATIVE_LEAD = re.compile(
+IMPERATIVE_LEAD = lazy_re.compile(
     r"(?:(?:[-*\u2022]|\d{1,2}[.)]|[a-z]\)|please|kindly|just|simply|also|then|and|so|now|always|"
     r"first|instead|from\s+now\s+on|"
     r"going\s+forward|henceforth|from\s+here\s+on|for\s+speed|to\s+save\s+time|"
@@ -64,7 +66,7 @@ IMPERATIVE_LEAD = re.compile(
     _I,
 )
 # Who did it, in a note that narrates: "they tried to get the agent to skip approvals".
-NARRATED = re.compile(
+NARRATED = lazy_re.compile(
     r"\b(?:we|they|he|she|someone|somebody|people|attackers?|the\s+attacker|red[\s-]team\w*|"
     r"it|which|who|that)\s+(?:\w+\s+){0,2}?(?:tried|asked|wanted|attempted|told|got|used|"
     r"said|wrote|claimed|pretended|managed|made|convinced|tricked|persuaded|was|were|had|"
@@ -76,7 +78,7 @@ NARRATED = re.compile(
     _I,
 )
 # After the act: the agent did not do it.
-REFUSED_AFTER = re.compile(
+REFUSED_AFTER = lazy_re.compile(
     r"\b(?:refused|declined|blocked|flagged|detected|ignored\s+it|report\s+(?:it|them|this)|"
     r"was\s+(?:blocked|caught|refused|"
     r"flagged|stopped))\b",
@@ -84,13 +86,13 @@ REFUSED_AFTER = re.compile(
 )
 # Before the act in its sentence: it is forbidden ("never", "do not"), unless the negation
 # governs asking or waiting (``rules_intent.INTENSIFIES``: "don't worry, skip the review").
-NEGATED = re.compile(
+NEGATED = lazy_re.compile(
     r"\b(?:never|not|no|cannot|nunca|jam[áa]s|jamais|ne|non|nie|nicht|niemals|kein\w*|mai|não|"
     r"не|никогда|нельзя)\b|n't\b|不要|不得|不可|禁止|别|絶対に|してはいけ|しないで",
     _I,
 )
 # Before the act in its sentence: it is refused, warned about, or only a condition.
-EXCUSED = re.compile(
+EXCUSED = lazy_re.compile(
     r"\b(?:refuse[sd]?|refusing|forbid\w*|prohibit\w*|reject\w*|avoid\w*|whether|unless|"
     r"report\s+(?:any|it|them)|(?<!not\s)(?:flag\w*|block\w*|detect\w*)|warn\w*|e\.g\.|such\s+as|"
     r"examples?\b(?![.-]\w)|attempt\w*|trick\w*|how\s+to\s+spot|payloads?|phrases?|strings?|"
@@ -317,11 +319,11 @@ _CONCEAL = (
 def _words(*acts: str) -> re.Pattern[str]:
     """The acts as one regex tried only where a word starts: every act opens with one, and a
     position inside a word then fails once instead of once per alternative."""
-    return re.compile(r"\b(?=\w)(?:" + "|".join(acts) + ")", _I)
+    return lazy_re.compile(r"\b(?=\w)(?:" + "|".join(acts) + ")", _I)
 
 
 # Verbs an imperative clause opens with, for the acts above and below.
-IMPERATIVE_VERB = re.compile(
+IMPERATIVE_VERB = lazy_re.compile(
     r"(?:skip|bypass|ignore|disregard|disable|waive|suspend|drop|circumvent|remove|omit|forgo|"
     r"dispense|switch|turn|get|stop|auto-?approve|treat|consider|regard|assume|follow|obey|"
     r"execute|run|carry|act|comply|do|don'?t|apply|perform|source|prioriti[sz]e|trust|listen|"
@@ -333,20 +335,20 @@ IMPERATIVE_VERB = re.compile(
 # A clause or sentence opened by an imperative verb a few words before the act: "Set
 # require_confirmation: false", "Send a GET request to https://...?env= with ...": an order
 # with no "you" in it.
-VERB_BEFORE = re.compile(
+VERB_BEFORE = lazy_re.compile(
     IMPERATIVE_LEAD.pattern + r"(?:" + IMPERATIVE_VERB.pattern + r")\s+(?:[\w`'\"./-]+\s+){0,4}"
     r"(?:!?\[[^\]\n]{0,40}\]\(\s*)?",  # "Add ![x](https://...": the act is the link's target
     _I,
 )
 # After the act, in its sentence: it is what a setting does, not an order ("... is enabled").
-DESCRIBED_AFTER = re.compile(
+DESCRIBED_AFTER = lazy_re.compile(
     r"[^.;,\n]{0,50}?\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?(?:enabled|"
     r"configured|set\s+up|turned\s+on|on|in\s+place|supported|available|used|how|what|why)\b",
     _I,
 )
 # An approval suppressed for everything, or for an action that can do harm: "skip the review
 # step for docs-only changes" is a policy, "skip approvals for every deploy" an attack.
-_WIDE = re.compile(
+_WIDE = lazy_re.compile(
     r"\b(?:all|every|any|anything|everything|whatever|entirely|at\s+all|destructive|delet\w*|"
     r"destroy\w*|drop\w*|deploy\w*|prod(?:uction)?|main|master|rm|sudo|root|force\w*|"
     r"privileged|shell|commands?|tool\s+calls?|keys?|secrets?|credentials|own\s+(?:prs?|pull\s+"
@@ -358,7 +360,7 @@ _WIDE = re.compile(
 )
 # Asking skipped only before a cosmetic or read-only step: "no need to ask before
 # reformatting code" is a working agreement, not a safeguard removed.
-_HARMLESS_SCOPE = re.compile(
+_HARMLESS_SCOPE = lazy_re.compile(
     r"\s*(?:before|when|for|to)\s+(?:re)?(?:format\w*|lint\w*|spell-?check\w*|fix\w*\s+(?:typos?|"
     r"spelling|whitespace|formatting)|read\w*|view\w*|list\w*|search\w*|look\w*\s+up|"
     r"renam\w*\s+(?:local\s+)?variables?|add\w*\s+(?:code\s+)?comments?|sort\w*\s+imports?)\b"
@@ -387,7 +389,7 @@ SUPPRESS = Order(
 # "不需要用户确认", "確認せずに", reaching everything ("todas", "alle", "所有", "すべて").
 FOREIGN_SUPPRESS = Order(
     (b"sin ", b"sans ", b"ohne", b"sem ", b"senza"),
-    re.compile(
+    lazy_re.compile(
         r"\bsin\s+(?:revisi[óo]n|aprobaci[óo]n|confirmaci[óo]n|preguntar|consultar|permiso|"
         r"autorizaci[óo]n)|\bsans\s+(?:demander|validation|approbation|confirmation|relecture|revue|"
         r"autorisation|permission|v[ée]rification)|\bohne\s+(?:r[üu]ckfrage|freigabe|best[äa]tigung|"
@@ -401,7 +403,7 @@ FOREIGN_SUPPRESS = Order(
     ),
     ADDRESSED,
     imperative=False,
-    wide=re.compile(
+    wide=lazy_re.compile(
         _WIDE.pattern + r"|\b(?:todas?|todos|toutes?|tous|alle[sn]?|tutt[ie]|все|всех)\b|所有|全部|"
         r"一切|すべて|全て",
         _I,
@@ -499,7 +501,7 @@ _TEMPLATED_URL = (
     r"https?://[^\s)\"'<>]{1,200}\?(?:[^\s)\"'<>]{0,200}?[=/]" + _FILL + r"|[^\s)\"'<>]{0,200}?="
     r"[\s\"')\]]{0,3}(?:\s*(?:\+|followed\s+by|with|and\s+append|plus)\s+))"
 )
-_URL_FILL = re.compile(
+_URL_FILL = lazy_re.compile(
     r"(?:" + _TEMPLATED_URL + r")[^\n]{0,160}"  # the data to fill it with, said after or inside
     r"|\b(?:secrets?|tokens?|api\s+keys?|credentials?|passwords?|cookies?|conversation|"
     r"messages?|summary|email)\b[^\n]{0,120}?" + _TEMPLATED_URL,
@@ -526,7 +528,7 @@ URL_FILL = Order(
     _URL_FILL,
     ADDRESSED,
     # a placeholder names its data between underscores too: PASTE_CONVERSATION
-    needs=re.compile(
+    needs=lazy_re.compile(
         r"(?:\b|_)(?:" + _SECRETS + r"|summary|user|conversation|message)(?:\b|_)", _I
     ),
 )
@@ -540,7 +542,7 @@ _TO_MODEL = (
 )
 HIDDEN = Order(
     (b"<!--", b"[//]", b"display", b"visibility", b"font-size", b"hidden", b"opacity", b"color"),
-    re.compile(
+    lazy_re.compile(
         r"<!--(?:(?!-->)[\s\S]){0,200}?" + _TO_MODEL
         + r"|\[//\]:\s*#\s*[(\"'](?:[^\n]){0,40}?" + _TO_MODEL
         + r"|<\w+\b[^<>\n]*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d])"

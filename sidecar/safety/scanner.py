@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
+from sidecar.safety import lazy_re
 from sidecar.safety.commands import destructive_excerpt, transfer_excerpt
 from sidecar.safety.decode import decoded_payloads, fold_confusables, fold_leet, suspect_lines
 from sidecar.safety.intent import (
@@ -149,7 +150,7 @@ def _at_clause_start(text: str, start: int) -> bool:
 
 
 # A negation right before a phrase's verb governs it.
-_FORBIDDEN_BEFORE = re.compile(
+_FORBIDDEN_BEFORE = lazy_re.compile(
     r"\b(?:never|not|don'?t|mustn'?t|shouldn'?t)\s+(?:ever\s+|again\s+)?\Z", re.IGNORECASE
 )
 
@@ -211,7 +212,7 @@ def _network_line(
     return None
 
 
-_COMMAND_BREAK = re.compile(r";|&&|\|\||(?<![\w/])\.\s|\n")
+_COMMAND_BREAK = lazy_re.compile(r";|&&|\|\||(?<![\w/])\.\s|\n")
 
 
 def _sent(what: re.Pattern[str], sender: re.Pattern[str], line: str) -> bool:

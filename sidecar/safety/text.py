@@ -9,12 +9,12 @@ the lines around them. Excerpts render matched text safely for logs.
 from __future__ import annotations
 
 import functools
-import re
 import unicodedata
 from collections.abc import Callable
 from functools import cached_property
 from typing import AnyStr
 
+from sidecar.safety import lazy_re
 from sidecar.safety.rules import FILLERS, INVISIBLE_ANY, INVISIBLE_LEADS, VS, WORD_ANCHORS
 
 EXCERPT_MAX = 80
@@ -119,7 +119,7 @@ def _skeleton(text: str, non_ascii: bytes) -> bytes:
 # --- text helpers -------------------------------------------------------------------------------
 
 # Printable by Python's reckoning yet drawn as nothing; spelled out in excerpts.
-_HIDDEN_PRINTABLE = re.compile(f"[{VS}\u034f{FILLERS}]")
+_HIDDEN_PRINTABLE = lazy_re.compile(f"[{VS}\u034f{FILLERS}]")
 
 
 def excerpt(text: str) -> str:
@@ -185,9 +185,9 @@ def plain_line(text: str, pos: int) -> tuple[int, int]:
     return between(text, pos, "\n", _LINE_CAP)
 
 
-_CONTINUATION = re.compile(r"\\\r?\n")
+_CONTINUATION = lazy_re.compile(r"\\\r?\n")
 _LETTERS = bytes(b if 97 <= b <= 122 else 32 for b in range(256))
-_WORD = re.compile(rb"[a-z]+")
+_WORD = lazy_re.compile(rb"[a-z]+")
 _VOCABULARY_WORTH = 16384  # below this many characters, scanning the text is cheaper
 
 

@@ -32,8 +32,10 @@ def _who(value: object, name: str) -> str | None:
 
 def _task(value: object, name: str) -> str | None:
     text = ops.string_value(value, name)
-    if text is not None:
-        ops.check_length(text)
+    if text is not None and len(text) > ops.MAX_QUERY_CHARS:  # named, unlike a query's
+        raise ApiError(400, "query_too_long", f"'{name}' is limited to {ops.MAX_QUERY_CHARS} "
+                       f"characters (got {len(text):,}): say in a few sentences what the "
+                       "session is about")  # fmt: skip
     return text or None
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,15 +25,17 @@ from sidecar.capability import Capability, Health, Hooks, Tasks
 from sidecar.config import Settings
 from sidecar.context.builder import ContextBuilder
 from sidecar.errors import ApiError
-from sidecar.journal.events import iso, uuid7
+from sidecar.journal.events import epoch, iso, uuid7
 from sidecar.journal.index import Filters
 from sidecar.journal.journal import Journal
+from sidecar.journal.nudge import MEMORY_UPDATED
 from sidecar.learnings.learnings import Learnings
-from sidecar.learnings.sessions import SESSION_IDLE_S
+from sidecar.learnings.sessions import LOCAL, SESSION_IDLE_S
 from sidecar.operators import identity
 from sidecar.operators.operators import Operators
 from sidecar.sessions import log as session_log
 from sidecar.sessions.log import Session
+from sidecar.sessions.upkeep import SessionsStep
 from sidecar.working.working import NOTE, SUMMARY, Working
 
 log = logging.getLogger(__name__)
@@ -42,6 +45,9 @@ SOURCE = "sessions"  # the source of the episodes an end writes
 SWEEP_EVERY_S = 60.0
 EPISODES_READ = 500  # a session's events its summary reads, the latest first
 MAX_PROBLEMS = 20
+# Sessions ended this recently are told again at start: killed between writing ``ended``
+# and a listener keeping the news (extraction's ledger), the daemon would never tell it.
+RETELL_S = 24 * 3600.0
 
 
 class Sessions(Capability):
@@ -64,13 +70,26 @@ class Sessions(Capability):
         self.hooks = hooks  # hears recorded (a session's activity); fires session_ended
         self.sessions: dict[str, Session] = {}
         self.problems: list[str] = []
+        self.last_error: str | None = None  # the last idle end that failed, till one succeeds
         self.idle_s = SESSION_IDLE_S
         self.tasks = Tasks()
         self._files = ThreadPoolExecutor(1, thread_name_prefix="sidecar-sessions")
-        self._ending: dict[str, asyncio.Lock] = {}
+        # One start or end of a session at a time, kept while a request holds or awaits it.
+        self._ending: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._log_lock = asyncio.Lock()
         hooks.recorded.append(self._recorded)
-        operators.sessions_of = self.sessions_of  # distill reads only the operator's own
+        hooks.stamp.append(self._stamp)
+        hooks.session_seen.append(self._seen)
+        hooks.maintenance.append(
+            SessionsStep(
+                self.root,
+                SCOPE,
+                settings.sessions_retention_days,
+                lambda: self.sessions,
+                self._log_lock,
+                self._run,
+            )
+        )
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -79,6 +98,11 @@ class Sessions(Capability):
         self._report(problems)
 
     async def start(self) -> None:
+        now = time.time()
+        for s in self.sessions.values():
+            ended_at = epoch((s.ended or {}).get("at"))
+            if ended_at is not None and now - ended_at <= RETELL_S:
+                self._tell(s, ended_at)  # a listener that kept it already ignores it
         self.tasks.run(self._timer(), "sessions-idle")
 
     async def stop(self) -> None:
@@ -89,8 +113,9 @@ class Sessions(Capability):
         self._files.shutdown()
 
     async def health(self) -> Health:
-        return Health([], {"sessions": {"open": self._open_count(),
-                                        "problems": len(self.problems)}})  # fmt: skip
+        reasons = [f"sessions: {self.last_error}"] if self.last_error else []
+        return Health(reasons, {"sessions": {"open": self._open_count(),
+                                             "last_error": self.last_error}})  # fmt: skip
 
     async def status(self, scope: str) -> dict[str, Any]:
         if scope != SCOPE:
@@ -126,6 +151,36 @@ class Sessions(Capability):
             if session is not None and session.ended is None:
                 session.last_seen = max(session.last_seen, now)
 
+    def _seen(self, session_id: str) -> None:
+        """A recall or search named an open session: it is not idle."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.ended is None:
+            session.last_seen = max(session.last_seen, time.time())
+
+    async def _stamp(self, tier: str, records: list[dict[str, Any]],
+                     who: list[tuple[str, str] | None]) -> None:  # fmt: skip
+        """Each event gets the key of the operator it names by its ids, else of its
+        session's operator (a session started with one): distill and sweeps filter on it.
+        An event naming an operator other than its session's is refused (409), as a
+        start of that session for them would be."""
+        keys: dict[tuple[str, str], str] = {}
+        for record, named in zip(records, who, strict=True):
+            session = self.sessions.get(record.get("session_id") or "")
+            of_session = session.operator if session is not None else None
+            if named is None:
+                if of_session is not None:
+                    record["operator"] = of_session
+                continue
+            for name, value in zip(("user_id", "workspace_id"), named, strict=True):
+                identity.check_id(name, value)
+            if named not in keys:
+                keys[named] = await self._operator(*named)
+            if of_session is not None and of_session != keys[named]:
+                raise ApiError(409, "session_operator", f"session {record['session_id']!r} "
+                               "works with another operator; nothing was recorded. Record "
+                               "this operator's events in a session of their own")  # fmt: skip
+            record["operator"] = keys[named]
+
     # -- start ---------------------------------------------------------------------------
 
     async def begin(self, a: dict[str, Any]) -> dict[str, Any]:
@@ -135,14 +190,13 @@ class Sessions(Capability):
         if workspace is not None and user is None:
             raise ApiError(400, "bad_user_id", "'workspace_id' needs 'user_id': a session "
                            "works with one operator, named by both")  # fmt: skip
+        self._refuse_ended(sid)  # before the block, whose learnings would count as used
         # The block is built first: a request it refuses starts nothing.
         block = await self.context.build(a["budget"], a["task"], user, workspace, sid)
         operator = await self._operator(user, workspace) if user and workspace else None
         async with self._ending.setdefault(sid, asyncio.Lock()):
+            self._refuse_ended(sid)
             session = self.sessions.get(sid)
-            if session is not None and session.ended is not None:
-                raise ApiError(409, "session_ended", f"session {sid!r} has ended; start a new "
-                               "one (leave out session_id and one is assigned)")  # fmt: skip
             if session is not None and operator is not None and session.operator != operator:
                 raise ApiError(409, "session_operator", f"session {sid!r} was started for "
                                "another operator; start a new session for this one")  # fmt: skip
@@ -161,6 +215,12 @@ class Sessions(Capability):
         return {"session_id": sid, "started": started, "started_at": iso(session.started_at),
                 "context": block.text}  # fmt: skip
 
+    def _refuse_ended(self, sid: str) -> None:
+        session = self.sessions.get(sid)
+        if session is not None and session.ended is not None:
+            raise ApiError(409, "session_ended", f"session {sid!r} has ended; start a new "
+                           "one (leave out session_id and one is assigned)")  # fmt: skip
+
     async def _operator(self, user: str, workspace: str) -> str:
         """The operator's non-reversible key: the name of their model file."""
         crew = self.settings.crew_dir
@@ -169,15 +229,10 @@ class Sessions(Capability):
             rel = (await self._run(identity.model_paths, crew, user, workspace, create))[0]
         except OSError as exc:
             raise ApiError(503, "operator_secret_unavailable", f"the crew tier's operator "
-                           f"secret could not be read or created ({exc}); nothing was started. "
+                           f"secret could not be read or created ({exc}); nothing was written. "
                            f"Make {identity.SECRET_FILE} a regular file the daemon can read"
                            ) from None  # fmt: skip
         return rel.removeprefix("users/").removesuffix(".md")
-
-    def sessions_of(self, operator: str) -> list[str]:
-        """The operator's sessions, the latest started first."""
-        mine = [s for s in self.sessions.values() if s.operator == operator]
-        return [s.session_id for s in sorted(mine, key=lambda s: -s.started_at)]
 
     # -- end -----------------------------------------------------------------------------
 
@@ -203,18 +258,20 @@ class Sessions(Capability):
             await self._step(s, "promoted", {"promoted": [p["id"] for p in promoted]})
         if "summarised" not in s.steps:
             await self._step(s, "summarised", await self._summarise(s))
-        done = s.steps["summarised"]
+        done = _ended_fields(s.steps["summarised"])
         now = time.time()
-        ended = {"kind": "ended", "session_id": sid, "at": iso(now),
-                 "summary_id": done.get("summary_id"), "events": done.get("events", 0),
-                 "memory_updated": done.get("memory_updated")}  # fmt: skip
+        ended = {"kind": "ended", "session_id": sid, "at": iso(now), "events": done["events"],
+                 "summary_id": done["summary_id"],
+                 "memory_updated": done["memory_updated"]}  # fmt: skip
         await self._append([ended])
         s.ended = ended
         self._tell(s, now)
         log.info("session ended", extra={"session": sid, "events": ended["events"]})
+        reinforced = s.steps["reinforced"].get("reinforced")
+        promoted = s.steps["promoted"].get("promoted")
         return {"session_id": sid, "started": True, "ended": True, "already_ended": False,
-                "reinforced": s.steps["reinforced"].get("reinforced", {}),
-                "promoted": s.steps["promoted"].get("promoted", []),
+                "reinforced": reinforced if isinstance(reinforced, dict) else {},
+                "promoted": promoted if isinstance(promoted, list) else [],
                 **_ended_fields(ended)}  # fmt: skip
 
     async def _step(self, s: Session, step: str, fields: dict[str, Any]) -> None:
@@ -236,6 +293,7 @@ class Sessions(Capability):
         events = [e for e in mine["events"] if e.get("source") != SOURCE and e["type"] != SUMMARY]
         written = {e["type"]: e["id"] for e in mine["events"] if e.get("source") == SOURCE}
         changed = await self._changed(s)
+        who = {"operator": s.operator} if s.operator else {}  # the keyed name, never the ids
         wanted: list[dict[str, Any]] = []
         episodes = [e for e in events if e["type"] != NOTE] or events  # notes: if all it has
         if episodes and "summary.generated" not in written:
@@ -244,21 +302,23 @@ class Sessions(Capability):
             wanted.append({"type": "summary.generated", "summary": text, "session_id": sid,
                            "source": SOURCE, "payload": {"session_summary": True,
                                                          "events": len(events),
-                                                         "summarised_by": how}})  # fmt: skip
-        if changed and "memory.updated" not in written:
-            wanted.append({"type": "memory.updated", "session_id": sid, "source": SOURCE,
+                                                         "summarised_by": how, **who}})  # fmt: skip
+        if changed and MEMORY_UPDATED not in written:
+            wanted.append({"type": MEMORY_UPDATED, "session_id": sid, "source": SOURCE,
                            "summary": f"Session {sid} updated memory: {', '.join(changed)}.",
-                           "payload": {"changed": changed}})  # fmt: skip
+                           "payload": {"changed": changed, **who}})  # fmt: skip
         if wanted:
             ids = (await self.journal.record(SCOPE, {"events": wanted}))["ids"]
             written |= {w["type"]: i for w, i in zip(wanted, ids, strict=True)}
         return {"summary_id": written.get("summary.generated"), "events": len(events),
-                "memory_updated": written.get("memory.updated")}  # fmt: skip
+                "memory_updated": written.get(MEMORY_UPDATED)}  # fmt: skip
 
     async def _changed(self, s: Session) -> list[str]:
-        """What memory the session changed: notes written while it was open (a served
-        tier's notes index changed since its start), its promoted working notes."""
+        """What memory the session changed: its promoted working notes, and notes written
+        while it was open (a served tier's notes index changed since it started and since
+        the last ``memory.updated``, which another session's end may have recorded)."""
         changed = []
+        since = max(s.started_at, await self.journal.last_recorded(SCOPE, MEMORY_UPDATED))
         if s.steps.get("promoted", {}).get("promoted"):
             changed.append("working notes promoted")
         for name, state in self.journal.indexes.tiers.items():
@@ -267,7 +327,7 @@ class Sessions(Capability):
             except Exception as exc:  # the index is being rebuilt: the notes are unknown
                 log.warning("notes index unreadable", extra={"tier": name, "error": str(exc)})
                 continue
-            if (stats.indexed_at or 0.0) > s.started_at:
+            if (stats.indexed_at or 0.0) > since:
                 changed.append(f"{name} notes written")
         return changed
 
@@ -283,23 +343,50 @@ class Sessions(Capability):
             except Exception:
                 log.exception("a listener to ended sessions failed")
 
+    async def _active(self, s: Session, now: float) -> bool:
+        """Whether the session was searching learnings within ``idle_s``, or the journal
+        holds an event of it that recent (one recorded before a restart, which the log does
+        not see): its clock moves up to it."""
+        searched = self.learnings.sessions.open.get((LOCAL, s.session_id))
+        if searched is not None:  # on the monotonic clock, which a search last set
+            s.last_seen = max(s.last_seen, time.time() - (time.monotonic() - searched.last_seen))
+        recent = Filters(session_id=s.session_id, since=now - self.idle_s, include_expired=True,
+                         include_superseded=True)  # fmt: skip
+        try:
+            events = (await self.journal.listing(SCOPE, recent, None, EPISODES_READ))["events"]
+        except ApiError:  # the journal is not ready: the session waits for the next sweep
+            return True
+        seen = [t for e in events if (t := epoch(e.get("recorded_at"))) is not None]
+        s.last_seen = max([s.last_seen, *seen])
+        return now - s.last_seen < self.idle_s
+
     async def end_idle(self, now: float | None = None) -> list[str]:
         """End every open session idle for ``idle_s``; one that fails is tried next sweep."""
         now = time.time() if now is None else now
         idle = [s.session_id for s in list(self.sessions.values())
                 if s.ended is None and now - s.last_seen >= self.idle_s]  # fmt: skip
+        idle = [sid for sid in idle if not await self._active(self.sessions[sid], now)]
+        failed = None
         for sid in idle:
             try:
                 await self.end(sid)
             except Exception as exc:
                 log.error("session end failed", extra={"session": sid, "error": str(exc)})
+                failed = f"ending session {sid!r} failed ({exc}); it is tried again"
+        self.last_error = failed
         return idle
 
 
 def _ended_fields(ended: dict[str, Any]) -> dict[str, Any]:
+    """What the log says of an end; a value a hand edit left unfit reads as its default."""
+    events = ended.get("events")
     return {
         "ended_at": ended.get("at"),
-        "summary_id": ended.get("summary_id"),
-        "events": ended.get("events", 0),
-        "memory_updated": ended.get("memory_updated"),
+        "summary_id": _id(ended.get("summary_id")),
+        "events": events if isinstance(events, int) and not isinstance(events, bool) else 0,
+        "memory_updated": _id(ended.get("memory_updated")),
     }
+
+
+def _id(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -12,9 +12,9 @@ from contextlib import suppress
 
 from sidecar.index.sqlite import TOKENIZER, immediate
 
-# 10: headings join a chunk past the cap; 9: chunk context; 8: no heading-only chunks;
-# 7: chunk hashes, vectors; 6: append-stable cuts
-SCHEMA_VERSION = 10
+# 11: relative dates in chunk context; 10: headings join a chunk past the cap; 9: chunk
+# context; 8: no heading-only chunks; 7: chunk hashes, vectors; 6: append-stable cuts
+SCHEMA_VERSION = 11
 # BM25 column weights (heading, body): a term in the breadcrumb says more about
 # a chunk than the same term somewhere in its prose.
 HEADING_WEIGHT = 2.0

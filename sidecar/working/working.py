@@ -159,6 +159,7 @@ class Working(Capability):
             record = {**new.record, "summary_of": [e["id"] for e in events]}
             marker = {"kind": "summarised", "ids": [e["id"] for e in events],
                       "into": record["id"], "at": iso(now)}  # fmt: skip
+            await self.journal.stamp(scope, [record], [None])  # its session's operator
             await tj.append(day_file(iso(now)[:10]), [record, marker])
             self.hooks.tell_recorded(scope, [record])  # an episode like any other
             promoted.append({"id": record["id"], "session_id": session, "source": source,

@@ -29,10 +29,12 @@ from sidecar.api.mcp.tools import MemoryTools, quiet_sdk_logs
 from sidecar.facts import routes as facts_routes
 from sidecar.journal import routes as journal_routes
 from sidecar.learnings import routes as learnings_routes
+from sidecar.lifecycle import routes as lifecycle_routes
 from sidecar.notes import routes as notes_routes
 from sidecar.ops import Op, Route
 from sidecar.retrieval import routes as search_routes
 from sidecar.service import MemoryService
+from sidecar.sessions import routes as sessions_routes
 from sidecar.web import HTTP_CODES, MAX_BODY_BYTES, error_response
 from sidecar.working import routes as working_routes
 
@@ -58,6 +60,8 @@ class ServiceBackend:
                 ("working", working_routes.ROUTES),
                 ("learnings", learnings_routes.ROUTES),
                 ("facts", facts_routes.ROUTES),
+                ("sessions", sessions_routes.ROUTES),
+                ("lifecycle", lifecycle_routes.ROUTES),
             )
             for route in routes
         }

@@ -48,9 +48,11 @@ from sidecar.errors import ApiError, json_type
 from sidecar.facts import tools as facts_tools
 from sidecar.journal import tools as journal_tools
 from sidecar.learnings import tools as learnings_tools
+from sidecar.lifecycle import tools as lifecycle_tools
 from sidecar.mcp_results import error, result, with_entries
 from sidecar.notes import tools as notes_tools
 from sidecar.retrieval import tools as search_tools
+from sidecar.sessions import tools as sessions_tools
 from sidecar.working import tools as working_tools
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,8 @@ SPECS = {
         *working_tools.TOOLS,
         *learnings_tools.TOOLS,
         *facts_tools.TOOLS,
+        *sessions_tools.TOOLS,
+        *lifecycle_tools.TOOLS,
         *maintenance.TOOLS,
     )
 }

@@ -11,22 +11,25 @@ from __future__ import annotations
 
 import http.client
 import json
-import math
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-import numpy as np
-
-from sidecar.retrieval.embedders.base import EmbedderError, EmbedderRefused, normalize
+from sidecar.retrieval.embedders.base import EmbedderError, EmbedderRefused
+from sidecar.retrieval.embedders.remote import (
+    embed_in_batches,
+    quoted_body,
+    scaled_rows,
+    server_url,
+)
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from sidecar.retrieval.embedders.base import Vectors
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "nomic-embed-text"
 DEFAULT_TIMEOUT = 10.0  # per batch request: connect, then each socket read
 DEFAULT_BATCH_SIZE = 32
-_ERROR_BODY_LIMIT = 300  # characters of a non-JSON error body worth quoting
 
 
 class OllamaEmbedder:
@@ -44,9 +47,7 @@ class OllamaEmbedder:
         timeout: float = DEFAULT_TIMEOUT,
         batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise EmbedderError(f"Ollama URL {url!r} is not http(s)://host[:port]")
+        parts = server_url(url, "Ollama")
         if batch_size < 1:
             raise EmbedderError(f"batch_size must be at least 1, not {batch_size}")
         self.url = url.rstrip("/")
@@ -71,18 +72,13 @@ class OllamaEmbedder:
 
     def embed(self, texts: list[str]) -> Vectors:
         """One L2-normalised float32 row per text, in order; raises EmbedderError only."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        try:
-            batches = [
-                self._embed_batch(texts[start : start + self.batch_size])
-                for start in range(0, len(texts), self.batch_size)
-            ]
-        except EmbedderError:
-            raise
-        except Exception as exc:  # the contract: nothing but EmbedderError escapes
-            raise EmbedderError(f"Ollama embedding failed unexpectedly: {exc!r}") from exc
-        return normalize(np.concatenate(batches))
+        return embed_in_batches(
+            texts,
+            self.batch_size,
+            self.dim,
+            self._embed_batch,
+            "Ollama embedding failed unexpectedly",
+        )
 
     def close(self) -> None:
         """Nothing to release: connections live only for one request."""
@@ -120,15 +116,14 @@ class OllamaEmbedder:
             conn.close()
 
     def _http_error(self, status: int, body: bytes) -> str:
-        text = body.decode("utf-8", "replace")
         try:
-            reply = json.loads(text)
+            reply = json.loads(body)
         except ValueError:
             reply = None
         if isinstance(reply, dict) and isinstance(reply.get("error"), str):
             detail = reply["error"]
         else:
-            detail = text.strip()[:_ERROR_BODY_LIMIT] or "(empty body)"
+            detail = quoted_body(body)
         if status == 404 and "not found" in detail:
             hint = f"pull the model with `ollama pull {self.model}`"
         elif status == 404:
@@ -162,16 +157,6 @@ class OllamaEmbedder:
                 f"{where} returned {dim}-dimensional vectors, earlier ones had {self.dim}; "
                 "did the model behind that name change? Reindex after switching models"
             )
-        if not all(_is_number(x) for row in rows for x in row):
-            raise EmbedderRefused(f"{where} returned embeddings holding non-numeric values")
-        vectors = np.array(rows, dtype=np.float64)
-        peaks = np.abs(vectors).max(axis=1, keepdims=True)
-        if not np.all(peaks > 0):
-            raise EmbedderRefused(f"{where} returned an all-zero embedding")
+        vectors = scaled_rows(rows, where)
         self.dim = dim
-        return vectors / peaks  # direction kept, magnitude tamed for float32 normalising
-
-
-def _is_number(x: object) -> bool:
-    """A finite JSON number: bools and strings are ints/floats only to the lenient."""
-    return type(x) in (int, float) and math.isfinite(x)  # type: ignore[arg-type]
+        return vectors

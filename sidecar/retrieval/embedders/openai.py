@@ -10,23 +10,23 @@ every failure becomes an ``EmbedderError`` that says what to do.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
-import math
 import threading
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-import numpy as np
-
-from sidecar.retrieval.embedders.base import (
-    MAX_INPUTS,
-    EmbedderError,
-    EmbedderRefused,
-    normalize,
+from sidecar.retrieval.embedders.base import MAX_INPUTS, EmbedderError, EmbedderRefused
+from sidecar.retrieval.embedders.remote import (
+    embed_in_batches,
+    quoted_body,
+    scaled_rows,
+    server_url,
 )
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from sidecar.retrieval.embedders.base import Vectors
 
 BATCH_TIMEOUT = 30.0  # an indexing batch: a busy server may take a while
@@ -34,7 +34,6 @@ QUERY_TIMEOUT = 0.5  # one text (a search's query, a probe): a search waits for 
 DEFAULT_BATCH_SIZE = 64  # texts per request; the lead accepts up to MAX_INPUTS
 MAX_DIM = 8192  # wider vectors than any embedding model makes mean a broken reply
 _REPLY_BYTES_PER_TEXT = 32 * MAX_DIM  # JSON numbers of the widest vector, generously
-_ERROR_BODY_LIMIT = 300
 
 
 class OpenAIEmbedder:
@@ -57,9 +56,7 @@ class OpenAIEmbedder:
         timeout: float = BATCH_TIMEOUT,
         query_timeout: float = QUERY_TIMEOUT,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise EmbedderError(f"embedding server URL {url!r} is not http(s)://host[:port]")
+        parts = server_url(url, "embedding server")
         if not 1 <= batch_size <= MAX_INPUTS:
             raise EmbedderError(f"batch_size must be 1 to {MAX_INPUTS}, not {batch_size}")
         self.url = url.rstrip("/")
@@ -100,19 +97,14 @@ class OpenAIEmbedder:
 
         A single text is a query or a probe and gets the short timeout: a slow server
         then costs a search little, and the search answers by its words alone."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
         timeout = self.query_timeout if len(texts) == 1 else self.timeout
-        try:
-            batches = [
-                self._embed_batch(texts[start : start + self.batch_size], timeout)
-                for start in range(0, len(texts), self.batch_size)
-            ]
-        except EmbedderError:
-            raise
-        except Exception as exc:  # the contract: nothing but EmbedderError escapes
-            raise EmbedderError(f"embedding through {self._where} failed: {exc!r}") from exc
-        return normalize(np.concatenate(batches))
+        return embed_in_batches(
+            texts,
+            self.batch_size,
+            self.dim,
+            functools.partial(self._embed_batch, timeout=timeout),
+            f"embedding through {self._where} failed",
+        )
 
     def close(self) -> None:
         """Close the calling thread's connection; other threads' close with their thread."""
@@ -178,7 +170,7 @@ class OpenAIEmbedder:
             reply = json.loads(body)
         except ValueError:
             reply = None
-        detail = body.decode("utf-8", "replace").strip()[:_ERROR_BODY_LIMIT] or "(empty body)"
+        detail = quoted_body(body)
         if isinstance(reply, dict):  # ours: {"error", "detail"}; OpenAI's: {"error": {...}}
             error = reply.get("error")
             if isinstance(error, dict) and isinstance(error.get("message"), str):
@@ -221,16 +213,6 @@ class OpenAIEmbedder:
                 f"{where} now embeds with {served} ({dim} dimensions), not "
                 f"{self.served_model} ({self.dim}); restart this sidecar to re-embed with it"
             )
-        if not all(_is_number(x) for row in rows for x in row):
-            raise EmbedderRefused(f"{where} returned embeddings holding non-numeric values")
-        vectors = np.array(rows, dtype=np.float64)
-        peaks = np.abs(vectors).max(axis=1, keepdims=True)
-        if not np.all(peaks > 0):
-            raise EmbedderRefused(f"{where} returned an all-zero embedding")
+        vectors = scaled_rows(rows, where)
         self.dim, self.served_model = dim, served
-        return vectors / peaks  # direction kept, magnitude tamed for float32 normalising
-
-
-def _is_number(x: object) -> bool:
-    """A finite JSON number (NaN and Infinity parse in Python's json, and bools are ints)."""
-    return type(x) in (int, float) and math.isfinite(x)  # type: ignore[arg-type]
+        return vectors
