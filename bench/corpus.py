@@ -1,6 +1,6 @@
 """Large corpora made of LoCoMo conversation files, replicated at run time into a temp dir.
 
-Copy ``k`` of conversation ``s`` lives at ``archive/copy-k/<sample_id>/daily/<date>.md``;
+Copy ``k`` of conversation ``s`` lives at ``copies/copy-k/<sample_id>/daily/<date>.md``;
 files are added one by one until the sidecar's own chunker says the target
 chunk count is reached (the daemon's ``total_chunks`` then confirms it).
 """
@@ -55,7 +55,7 @@ class Replicator:
         while self.size.chunks < target_chunks:
             copy, pos = divmod(self._next, len(self.sources))
             src = self.sources[pos]
-            path = self.root / "archive" / f"copy-{copy:03d}" / src.sample_id / src.rel
+            path = self.root / "copies" / f"copy-{copy:03d}" / src.sample_id / src.rel
             path.parent.mkdir(parents=True, exist_ok=True)
             data = src.text.encode("utf-8")
             path.write_bytes(data)
