@@ -27,13 +27,9 @@ from typing import Any
 from sidecar.stores.pg_connect import Conn
 from sidecar.stores.pg_schema import K1, TS_CONFIG, B
 
-# Walking a term's postings reads an index in order, about a tenth of the cost per
-# chunk of probing one (a lookup at random), so the walk goes far ahead of the probes:
-# bounds are tight before chunks are probed, and fewer are.
-FIRST_BATCH = 256  # postings per term in the first round; four times as many each round after
-WALK_GROWTH = 4
-MAX_BATCH = 65536
-PROBE_BATCH = 64  # chunks probed at once, the most promising first; doubled each round
+FIRST_BATCH = 64  # postings per term in the first round; doubled each round after
+MAX_BATCH = 8192
+PROBE_BATCH = 64  # chunks probed at once, the most promising first
 SLACK = 1 + 1e-5  # impacts are stored as float4: a bound a little above them
 
 LEXEMES = f"""
@@ -137,7 +133,7 @@ def search(
             for lex in live:
                 if read[lex] < batch:
                     del cursor[lex]  # this term's postings are all read
-            batch = min(batch * WALK_GROWTH, MAX_BATCH)
+            batch = min(batch * 2, MAX_BATCH)
         ahead = {x: idf[x] * cursor[x][0] * grow * SLACK for x in cursor}
         for chunk_id, parts in list(met.items()):
             if not any(x not in parts for x in ahead):  # every term met or exhausted
