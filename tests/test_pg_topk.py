@@ -113,7 +113,13 @@ def terms_agree(url: str, ns: str) -> None:
     assert kept == counted
 
 
-def test_top_k_equals_exhaustive_bm25_on_random_corpora(store: PostgresStore, pg_url: str) -> None:
+@pytest.mark.parametrize("small_rounds", [False, True])
+def test_top_k_equals_exhaustive_bm25_on_random_corpora(
+    store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch, small_rounds: bool
+) -> None:
+    if small_rounds:  # many short rounds: walks and probes stop part way through
+        monkeypatch.setattr(pg_topk, "FIRST_BATCH", 2)
+        monkeypatch.setattr(pg_topk, "PROBE_BATCH", 1)
     rng = random.Random(34)
     store.replace_all(note(rng, i) for i in range(400))  # a bulk build: COPY
     assert all(took_top_k(pg_url, store.namespace, q) for q in queries(rng, 5))

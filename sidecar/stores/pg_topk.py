@@ -20,6 +20,7 @@ answered exhaustively.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from typing import Any
@@ -106,13 +107,19 @@ def search(
     wa, wb, wc = weights
     norm = K1 * (1 - B)
     slope = K1 * B / max(avgdl, 1e-9)
+    # Terms by position in ``lexemes`` (sorted), a chunk's terms met as a bit mask: the
+    # bookkeeping per posting and per chunk is a few integer operations, not a dict.
+    at = {lex: i for i, lex in enumerate(lexemes)}
+    weight = [idf[x] for x in lexemes]
 
-    def share(lex: str, th: int, tb: int, tc: int, dl: int) -> float:
+    def share(i: int, th: int, tb: int, tc: int, dl: int) -> float:
         f = wa * th + wb * tb + wc * tc
-        return idf[lex] * f * (K1 + 1) / (f + norm + slope * dl) if f > 0 else 0.0
+        return weight[i] * f * (K1 + 1) / (f + norm + slope * dl) if f > 0 else 0.0
 
-    cursor = {lex: (math.inf, 2**63 - 1) for lex in lexemes}  # (impact, id) last read
-    met: dict[int, dict[str, float]] = {}  # chunks met, not scored: their known shares
+    cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (impact, id) last read
+    met: dict[int, list[float]] = {}  # chunks met, not scored: each term's share (0 if not met)
+    mask: dict[int, int] = {}  # the terms each chunk in ``met`` was met in
+    known: dict[int, float] = {}  # and the sum of those shares
     scores: dict[int, float] = {}
     out: set[int] = set()  # chunks that cannot reach the top k, met again later
     batch = max(FIRST_BATCH, k)
@@ -122,54 +129,71 @@ def search(
         if walk:
             live = list(cursor)
             walked = conn.execute(WALK, {
-                "ns": namespace, "lexemes": live, "impact": [cursor[x][0] for x in live],
-                "after": [cursor[x][1] for x in live], "n": [batch] * len(live),
+                "ns": namespace, "lexemes": [lexemes[i] for i in live],
+                "impact": [cursor[i][0] for i in live], "after": [cursor[i][1] for i in live],
+                "n": [batch] * len(live),
             }).fetchall()  # fmt: skip
             read = Counter(row[0] for row in walked)
             for lex, chunk_id, impact, th, tb, tc, dl in walked:
-                cursor[lex] = (impact, chunk_id)  # rows come in walk order per term
-                if chunk_id not in scores and chunk_id not in out:
-                    met.setdefault(chunk_id, {})[lex] = share(lex, th, tb, tc, dl)
-            for lex in live:
-                if read[lex] < batch:
-                    del cursor[lex]  # this term's postings are all read
+                i = at[lex]
+                cursor[i] = (impact, chunk_id)  # rows come in walk order per term
+                if chunk_id in scores or chunk_id in out:
+                    continue
+                part = share(i, th, tb, tc, dl)
+                if chunk_id in met:
+                    met[chunk_id][i] = part
+                    mask[chunk_id] |= 1 << i
+                    known[chunk_id] += part
+                else:
+                    met[chunk_id] = [0.0] * len(lexemes)
+                    met[chunk_id][i] = part
+                    mask[chunk_id] = 1 << i
+                    known[chunk_id] = part
+            for i in live:
+                if read[lexemes[i]] < batch:
+                    del cursor[i]  # this term's postings are all read
             batch = min(batch * 2, MAX_BATCH)
-        ahead = {x: idf[x] * cursor[x][0] * grow * SLACK for x in cursor}
-        for chunk_id, parts in list(met.items()):
-            if not any(x not in parts for x in ahead):  # every term met or exhausted
-                scores[chunk_id] = _exact(parts)
-                del met[chunk_id]
+        ahead = {i: weight[i] * cursor[i][0] * grow * SLACK for i in cursor}
+        pending = sum(1 << i for i in ahead)  # terms whose postings are not all read
+        for chunk_id in [c for c, m in mask.items() if not pending & ~m]:
+            scores[chunk_id] = sum(_forget(chunk_id, met, mask, known))  # every term met
         kth = _kth(scores, k)
-        most = sorted(
-            ((sum(p.values()) + sum(a for x, a in ahead.items() if x not in p), c)
-             for c, p in met.items()), reverse=True,
-        )  # fmt: skip
-        for _, chunk_id in (m for m in most if m[0] < kth):
-            del met[chunk_id]  # can never reach the top k: kth only rises
-            out.add(chunk_id)
-        probe = [c for m, c in most if m >= kth][:probes]
+        # per set of terms met: the most the others could add
+        rest = {m: sum(a for i, a in ahead.items() if not m & 1 << i) for m in set(mask.values())}
+        bounds = [(known[c] + rest[m], c) for c, m in mask.items()]
+        for bound, chunk_id in bounds:
+            if bound < kth:  # can never reach the top k: kth only rises
+                _forget(chunk_id, met, mask, known)
+                out.add(chunk_id)
+        probe = [c for _, c in heapq.nlargest(probes, (b for b in bounds if b[0] >= kth))]
         if probe:
             probes = min(probes * 2, MAX_BATCH)  # many close candidates: fewer rounds
-            parts_of: dict[int, dict[str, float]] = {c: {} for c in probe}
-            rows = conn.execute(PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe})
+            parts_of = {c: [0.0] * len(lexemes) for c in probe}
+            rows = conn.execute(
+                PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe}
+            ).fetchall()
             for chunk_id, lex, th, tb, tc, dl in rows:
-                parts_of[chunk_id][lex] = share(lex, th, tb, tc, dl)
+                parts_of[chunk_id][at[lex]] = share(at[lex], th, tb, tc, dl)
             for chunk_id, parts in parts_of.items():
-                scores[chunk_id] = _exact(parts)
-                del met[chunk_id]
+                scores[chunk_id] = sum(parts)
+                _forget(chunk_id, met, mask, known)
             kth = _kth(scores, k)
-        bound = sum(ahead.values())
-        walk = bool(cursor) and not kth > bound
+        walk = bool(cursor) and not kth > sum(ahead.values())
         if not walk and not met:
             break
-    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-    return [(c, s) for c, s in best[:k] if s > 0]
+    best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
+    return [(c, s) for c, s in best if s > 0]
 
 
-def _exact(parts: dict[str, float]) -> float:
-    """A chunk's score, its terms summed in one order (so equal chunks tie exactly)."""
-    return sum(parts[x] for x in sorted(parts))
+def _forget(
+    chunk_id: int, met: dict[int, list[float]], mask: dict[int, int], known: dict[int, float]
+) -> list[float]:
+    """Drop a chunk met from the walk's bookkeeping; its shares, by term (in lexeme
+    order: summed left to right, equal chunks tie exactly)."""
+    del mask[chunk_id], known[chunk_id]
+    return met.pop(chunk_id)
 
 
 def _kth(scores: dict[int, float], k: int) -> float:
-    return sorted(scores.values(), reverse=True)[k - 1] if len(scores) >= k else 0.0
+    best = heapq.nlargest(k, scores.values())
+    return best[-1] if len(best) == k else 0.0
