@@ -8,6 +8,8 @@ as the baseline. Measured in one run:
   a vector, against the sparse-only member's (ratio) and the 70 MB target;
 - hybrid search p50 through the member against the lead's own hybrid p50 on the
   same notes and questions, timed interleaved (the difference is the hop);
+- what a member's client spends reading a batch's reply from the lead, base64 against
+  JSON numbers (``encoding_format``): the same 64 texts, both replies parsed in turn;
 - the lead's own hybrid p50 while ten clients post query embeddings to its
   ``/v1/embeddings`` as ten members would (each a question, a pause, the next),
   against the lead idle, interleaved in rounds so a busy machine slows both alike.
@@ -27,6 +29,7 @@ from bench.memory import IDLE_S, Reading, read_memory
 from bench.report import BenchResult, Figure, Table, at_most, progress
 from bench.timing import LATENCY_HEADERS, Latency
 from sidecar import demo
+from sidecar.retrieval.embedders.openai import OpenAIEmbedder
 
 NAME = "embed_lead"
 DESCRIPTION = "a member embedding through its lead: RSS, latency, load"
@@ -35,6 +38,8 @@ RSS_TARGET = at_most(70.0, "<= 70 MB")
 HOP_TARGET = at_most(3.0, "<= 3.00 ms")
 LOAD_TARGET = at_most(1.2, "<= 1.20x")
 MEMBERS = 10
+ENCODED_BATCH = 64  # texts in a member's indexing batch (the embedder's default)
+PARSES = 30  # parses of each reply, alternating
 MEMBER_PAUSE_S = 0.05  # a member's agent thinks between searches; ten of them together
 ROUNDS = 6  # idle / loaded alternations for the load figure
 QUESTIONS = [
@@ -97,7 +102,11 @@ class Members:
         self._threads = [threading.Thread(target=self._member, args=(i,)) for i in range(MEMBERS)]
 
     def _member(self, n: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        # Each from an address of its own, as members in their containers are: the lead
+        # bounds what each member has in flight, by address.
+        conn = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=10, source_address=(f"127.0.0.{10 + n}", 0)
+        )
         headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
         i = n
         while not self.stop.is_set():
@@ -144,8 +153,15 @@ def run(ctx: Context) -> BenchResult:
                 borrowing, baseline = read_memory(member), read_memory(sparse)
                 progress(NAME, f"RSS {borrowing.rss_mb:.1f} MB vs {baseline.rss_mb:.1f} MB")
                 hop = _hop(lead, member, per_round * ROUNDS // 2)
+                time.sleep(IDLE_S)
+                searched = read_memory(member)  # numpy and the query path now loaded for sure
+            encodings = _encodings(crew_port)
             idle, loaded, rate = _load(lead, crew_port, per_round)
     _report(result, borrowing, baseline, hop, idle, loaded, rate)
+    result.figures.insert(1, Figure("member idle RSS after its hybrid searches", searched.rss_mb,
+                                    "MB", 1, RSS_TARGET))  # fmt: skip
+    result.details["rss_mb"]["lead_member_after_searches"] = searched.rss_mb
+    _report_encodings(result, encodings)
     return result
 
 
@@ -161,6 +177,50 @@ def _hop(lead: Daemon, member: Daemon, count: int) -> tuple[Latency, Latency]:
         for samples, daemon in pair:
             samples.append(_timed_search(daemon, q))
     return Latency.of_seconds(own), Latency.of_seconds(through)
+
+
+def _reply(crew_port: int, texts: list[str], encoding: str) -> bytes:
+    conn = http.client.HTTPConnection("127.0.0.1", crew_port, timeout=60)
+    try:
+        body = json.dumps({"model": "lead", "input": texts, "encoding_format": encoding})
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        conn.request("POST", "/v1/embeddings", body, headers)
+        resp = conn.getresponse()
+        raw = resp.read()
+        if resp.status != 200:
+            raise DaemonError(f"/v1/embeddings ({encoding}) answered {resp.status}: {raw[:200]!r}")
+        return raw
+    finally:
+        conn.close()
+
+
+def _encodings(crew_port: int) -> dict[str, tuple[int, Latency]]:
+    """Reply bytes and the member client's parse time of one batch, per encoding."""
+    texts = [f"{QUESTIONS[i % len(QUESTIONS)]} (note {i})" for i in range(ENCODED_BATCH)]
+    replies = {e: _reply(crew_port, texts, e) for e in ("float", "base64")}
+    parser = OpenAIEmbedder(f"http://127.0.0.1:{crew_port}", "lead", TOKEN, lead=True)
+    samples: dict[str, list[float]] = {e: [] for e in replies}
+    for i in range(PARSES):
+        for encoding in ("float", "base64") if i % 2 else ("base64", "float"):
+            started = time.perf_counter()
+            parser._parse(replies[encoding], len(texts))
+            samples[encoding].append(time.perf_counter() - started)
+    return {e: (len(replies[e]), Latency.of_seconds(samples[e])) for e in replies}
+
+
+def _report_encodings(result: BenchResult, encodings: dict[str, tuple[int, Latency]]) -> None:
+    (float_bytes, floats), (b64_bytes, b64) = encodings["float"], encodings["base64"]
+    batch = f"a {ENCODED_BATCH}-text batch"
+    result.figures += [
+        Figure(f"reply to {batch}, floats", float_bytes / 1000, "kB", 1),
+        Figure(f"reply to {batch}, base64 / floats", b64_bytes / float_bytes, "x"),
+        Figure(f"member parses {batch}, floats (p50)", floats.p50, "ms"),
+        Figure(f"member parses {batch}, base64 / floats (p50)", b64.p50 / floats.p50, "x"),
+    ]
+    result.details["encodings"] = {
+        "float": {"bytes": float_bytes, "parse": floats.to_json()},
+        "base64": {"bytes": b64_bytes, "parse": b64.to_json()},
+    }
 
 
 def _load(lead: Daemon, crew_port: int, per_round: int) -> tuple[Latency, Latency, float]:

@@ -74,7 +74,8 @@ class MaintenanceStep(Protocol):
         ...
 
     async def usage(self, tier: str) -> dict[str, int]:
-        """``active_bytes`` and ``archived_bytes`` of this kind in ``tier`` now."""
+        """``active_bytes`` and ``archived_bytes`` of this kind in ``tier`` now: a glance
+        (stat only) that status asks for, so it never waits behind a running pass."""
         ...
 
 

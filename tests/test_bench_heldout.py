@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from pathlib import Path
 
-from bench import heldout
+import pytest
+
+from bench import heldout, heldout2
+from bench.restated_pairs import _words as words
+
+UPDATE_SETS = pytest.mark.parametrize("path", [heldout.UPDATES, heldout.UPDATES2], ids=["v1", "v2"])
+LESSON_SETS = pytest.mark.parametrize("path", [heldout.LESSONS, heldout.LESSONS2], ids=["v1", "v2"])
 
 
-def test_updates_set_has_the_composition_the_issue_asks_for() -> None:
-    data = heldout.load(heldout.UPDATES)
+@UPDATE_SETS
+def test_updates_set_has_the_composition_the_issue_asks_for(path: Path) -> None:
+    data = heldout.load(path)
     pairs, distractors = data["pairs"], data["distractors"]
     assert len(pairs) >= 40
     assert len(distractors) >= 200
@@ -31,8 +39,9 @@ def test_updates_set_has_the_composition_the_issue_asks_for() -> None:
     assert len(data["sanity"]) >= 5
 
 
-def test_update_events_place_every_named_event_once_in_time_order() -> None:
-    data = heldout.load(heldout.UPDATES)
+@UPDATE_SETS
+def test_update_events_place_every_named_event_once_in_time_order(path: Path) -> None:
+    data = heldout.load(path)
     events, where = heldout.update_events(data)
     assert len(events) == 2 * len(data["pairs"]) + len(data["sanity"]) + len(data["distractors"])
     assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
@@ -67,8 +76,9 @@ def test_score_updates_counts_newer_first_missing_older_and_sanity() -> None:
     assert score["sanity_hit1"] == 0
 
 
-def test_lessons_set_has_every_role_for_every_topic() -> None:
-    data = heldout.load(heldout.LESSONS)
+@LESSON_SETS
+def test_lessons_set_has_every_role_for_every_topic(path: Path) -> None:
+    data = heldout.load(path)
     entries = {e["key"]: e for e in data["entries"]}
     kinds = Counter(q["kind"] for q in data["queries"])
     assert kinds["prominent"] >= 12 and kinds["exact"] >= 6
@@ -111,3 +121,85 @@ def test_score_lessons_counts_first_places_and_retired_shown() -> None:
 def test_bare_bm25_ranks_by_the_query_words() -> None:
     texts = ["the nightly load starts late", "unrelated text", "nightly nightly load"]
     assert heldout.bare_bm25(texts, ["nightly load"], 5) == {"nightly load": [2, 0]}
+
+
+# -- the second set (v2): checks of the data itself, beyond the composition above ----------
+
+
+def test_v2_updates_keys_dates_and_roles_hold_together() -> None:
+    data = heldout.load(heldout.UPDATES2)
+    pairs, sanity, distractors = data["pairs"], data["sanity"], data["distractors"]
+    keys = [p["key"] for p in pairs] + [s["key"] for s in sanity]
+    assert len(keys) == len(set(keys))
+    summaries = [e["summary"] for p in pairs for e in (p["older"], p["newer"])]
+    summaries += [s["event"]["summary"] for s in sanity] + [d["summary"] for d in distractors]
+    assert len(summaries) == len(set(summaries))  # no event written twice
+    now = dt.datetime.fromisoformat(data["now"] + "T23:59:59+00:00")
+    stamps = [e["ts"] for p in pairs for e in (p["older"], p["newer"])]
+    stamps += [s["event"]["ts"] for s in sanity] + [d["ts"] for d in distractors]
+    assert all(dt.datetime.fromisoformat(ts) <= now for ts in stamps)
+    leans = Counter(heldout.lean(p) for p in pairs)
+    assert all(leans[side] >= len(pairs) // 4 for side in ("older", "even", "newer")), leans
+    assert len(sanity) >= 7
+    # some newer statements do not repeat a single word of their question
+    assert sum(not words(p["query"]) & words(p["newer"]["summary"]) for p in pairs) >= 5
+    roles = Counter(d["role"] for d in distractors)
+    assert roles["same subject"] >= 80 and roles["other subject"] >= 60
+    about = {p["key"]: p for p in pairs} | {s["key"]: s for s in sanity}
+    for d in distractors:
+        assert (d["about"] is None) == (d["role"] == "other subject")
+        assert d["about"] is None or d["about"] in about
+    later = [d for d in distractors if d["role"].startswith("later")]
+    assert {d["about"] for d in later} == {p["key"] for p in pairs}  # one or more per pair
+    for d in later:  # later than the newer statement, and sharing words with the question
+        pair = about[d["about"]]
+        assert d["ts"] > pair["newer"]["ts"] and words(d["summary"]) & words(pair["query"])
+
+
+def test_v2_every_question_shares_its_subject_with_the_events_that_answer_it() -> None:
+    """A question the set cannot answer would score noise: each pair's question names its
+    subject in one of the pair's statements, and each sanity question in its event (by at
+    least two words)."""
+    data = heldout.load(heldout.UPDATES2)
+    for p in data["pairs"]:
+        q = words(p["query"])
+        assert q & (words(p["older"]["summary"]) | words(p["newer"]["summary"])), p["key"]
+    for s in data["sanity"]:
+        assert len(words(s["query"]) & words(s["event"]["summary"])) >= 2, s["key"]
+
+
+def test_v2_lessons_roles_are_what_the_issue_describes() -> None:
+    data = heldout.load(heldout.LESSONS2)
+    entries = {e["key"]: e for e in data["entries"]}
+    assert len(entries) == len(data["entries"])
+    assert len({q["key"] for q in data["queries"]}) == len(data["queries"])
+    assert len({e["text"] for e in data["entries"]}) == len(entries)
+    kinds = Counter(q["kind"] for q in data["queries"])
+    assert kinds["prominent"] >= 12 and kinds["exact"] >= 6
+    named_retired = {q["retired"] for q in data["queries"] if q["kind"] == "prominent"}
+    assert named_retired == {k for k, e in entries.items() if e["status"] == "retired"}
+    for q in data["queries"]:
+        task, answer = words(q["query"]), entries[q["answer"]]
+        assert all(entries[k]["status"] == "active" for k in q["relevant"])
+        if q["kind"] == "prominent":
+            weak, retired = entries[q["weak"]], entries[q["retired"]]
+            # the weak entry shares more of the task's words than the lesson that answers it
+            assert len(task & words(weak["text"])) > len(task & words(answer["text"])), q["key"]
+            assert weak["file"] == answer["file"] == retired["file"]
+            assert answer["last_reinforced"] > retired["last_reinforced"]
+        else:
+            neighbour = entries[q["neighbour"]]
+            assert len(task & words(answer["text"])) >= len(task & words(neighbour["text"]))
+            assert answer["reinforcement_count"] == 0 and answer["importance"] <= 0.35
+    for e in entries.values():
+        assert e["created"] <= (e["last_reinforced"] or e["created"]) <= data["now"]
+        assert (e["reinforcement_count"] == 0) == (e["last_reinforced"] is None), e["key"]
+
+
+def test_v2_smoke_slice_is_small_and_keeps_every_kind() -> None:
+    upd, les = heldout.smoke(heldout.load(heldout.UPDATES2), heldout.load(heldout.LESSONS2))
+    assert (len(upd["pairs"]), len(upd["sanity"]), len(upd["distractors"])) == (3, 1, 20)
+    assert [q["kind"] for q in les["queries"]] == ["prominent", "prominent", "exact"]
+    events, where = heldout.update_events(upd)
+    assert len(events) == 3 * 2 + 1 + 20 and len(where) == 3 * 2 + 1
+    assert heldout2.NAME == "heldout2"

@@ -59,10 +59,12 @@ def hook_env(url: str, agent: Path, crew: Path, log: Path) -> dict[str, str]:
             "SIDECAR_CREW_DIR": str(crew), "SIDECAR_HOOK_LOG": str(log)}  # fmt: skip
 
 
-def run_hook(event: str, body: dict[str, Any] | bytes, env: dict[str, str]) -> tuple[int, str]:
+def run_hook(
+    event: str, body: dict[str, Any] | bytes, env: dict[str, str], *args: str
+) -> tuple[int, str]:
     """The hook as the harness runs it: a process, the payload on stdin."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    proc = subprocess.run([sys.executable, "-m", "sidecar", "hook", event], input=data,
+    proc = subprocess.run([sys.executable, "-m", "sidecar", "hook", event, *args], input=data,
                           capture_output=True, env=env, timeout=60)  # fmt: skip
     return proc.returncode, proc.stdout.decode()
 
@@ -143,6 +145,22 @@ def test_an_operator_named_by_half_still_gives_the_agent_its_memory(
         assert "index it CONCURRENTLY" in context_of(out, "SessionStart")
         said = [line["message"] for line in log_lines(Path(half["SIDECAR_HOOK_LOG"]))]
         assert any("go together" in m for m in said)
+
+
+def test_a_budget_out_of_range_is_brought_into_it_and_the_agent_has_its_memory(
+    daemon: SidecarProcess, env: dict[str, str], down: dict[str, str]
+) -> None:
+    """The daemon and the files both refuse a budget outside 1000..200000 characters;
+    a hook written with one still gives the agent a block, and says what it used."""
+    for where in (env, down):
+        for asked, used in (("10", 1000), ("9999999", 200_000)):
+            sid = f"budget-{asked}-{where is env}"
+            body = payload("session_start.json", session_id=sid)
+            code, out = run_hook("session-start", body, where, "--budget", asked)
+            text = context_of(out, "SessionStart")
+            assert code == 0 and 0 < len(text) <= used
+            said = [line["message"] for line in log_lines(Path(where["SIDECAR_HOOK_LOG"]))]
+            assert any(f"--budget {asked} is outside" in m and f"with {used}" in m for m in said)
 
 
 def test_user_prompt_is_recorded_and_past_events_come_back_within_the_budget(

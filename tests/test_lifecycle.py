@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import threading
 from collections.abc import AsyncIterator
 from datetime import date, timedelta
 from pathlib import Path
@@ -513,6 +514,28 @@ async def test_one_pass_at_a_time_a_second_request_joins_it(lc_settings: Setting
         assert second["started"] == first["started"]
         assert first["steps"]["daily"]["archived"] == 10
         assert_exactly_once(agent, logs)
+
+
+async def test_status_answers_while_the_lifecycle_thread_is_busy(lc_settings: Settings) -> None:
+    """A pass moving a year of logs holds the lifecycle's one thread for long stretches;
+    status (what an operator polls to watch it) must not queue behind it."""
+    agent = lc_settings.agent_dir
+    async with started(lc_settings) as (svc, client):
+        lay_down(agent, range(40, 45))
+        busy, release = threading.Event(), threading.Event()
+        held = svc.lifecycle._files.submit(lambda: busy.set() or release.wait())
+        try:
+            await asyncio.to_thread(busy.wait)
+            pass_ = asyncio.ensure_future(svc.lifecycle.run("agent", "request"))
+            body = await asyncio.wait_for(status(client), 60)  # a hang fails, not a slow box
+            assert body["running"] is True
+            assert body["kinds"]["daily"]["active_bytes"] > 0
+            assert body["archive_index"]["state"] == "ready"
+            assert not pass_.done()
+        finally:
+            release.set()
+        await asyncio.wrap_future(held)
+        assert (await pass_)["steps"]["daily"]["archived"] == 5
 
 
 async def test_passes_run_on_their_schedule(lc_settings: Settings) -> None:

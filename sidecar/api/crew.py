@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from sidecar.api.crew_embeddings import LIMITS, MAX_INPUT_CHARS, MemberLimits, embeddings
 from sidecar.api.http import SERVICE, error_middleware
 from sidecar.errors import ApiError
 from sidecar.journal.ops import recall_query
@@ -30,7 +31,6 @@ from sidecar.web import Handler, json_body
 
 log = logging.getLogger(__name__)
 
-MAX_INPUT_CHARS = 8192  # a chunk with its headings is a few hundred; more is not a chunk
 # A full batch of the longest texts, JSON-escaped, and room to spare.
 MAX_BODY_BYTES = 2 * MAX_INPUTS * MAX_INPUT_CHARS
 
@@ -81,39 +81,6 @@ async def end_session(request: web.Request) -> web.Response:
     return web.json_response(await request.app[SERVICE].learnings.end_session(session_id, CREW))
 
 
-def _embed_inputs(body: dict[str, Any]) -> list[str]:
-    """The texts of an OpenAI-style embeddings request; a 400 naming what is wrong."""
-    model, texts = body.get("model", ""), body.get("input")
-    if not isinstance(model, str):
-        raise ApiError(400, "invalid_model", "'model' must be a string (the lead embeds "
-                       "with its own model whatever it names)")  # fmt: skip
-    texts = [texts] if isinstance(texts, str) else texts
-    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-        raise ApiError(400, "invalid_input", "'input' must be a text or a non-empty list of texts")
-    if len(texts) > MAX_INPUTS:
-        raise ApiError(400, "too_many_inputs", f"'input' holds {len(texts)} texts; send at "
-                       f"most {MAX_INPUTS} per request")  # fmt: skip
-    longest = max(len(t) for t in texts)
-    if longest > MAX_INPUT_CHARS:
-        raise ApiError(400, "input_too_long", f"a text of {longest} characters; send at most "
-                       f"{MAX_INPUT_CHARS} per text")  # fmt: skip
-    return texts
-
-
-async def embeddings(request: web.Request) -> web.Response:
-    """The lead's model for a member that has none (``--embedder lead``): the OpenAI wire
-    format, so any such client can use it; ``model`` in the answer is the lead's model
-    id, which the member's vectors carry."""
-    texts = _embed_inputs(await json_body(request))
-    vectors, model = await request.app[SERVICE].embeddings.embed_for_members(texts)
-    data = [{"object": "embedding", "index": i, "embedding": row}
-            for i, row in enumerate(vectors.tolist())]  # fmt: skip
-    chars = sum(len(t) for t in texts)  # no tokenizer here: characters stand in for tokens
-    body = {"object": "list", "data": data, "model": model,
-            "usage": {"prompt_tokens": chars, "total_tokens": chars}}  # fmt: skip
-    return web.json_response(body)
-
-
 async def learnings_extracted(request: web.Request) -> web.Response:
     """A member's ended session taught the crew something: the lead applies it."""
     body = await json_body(request)
@@ -140,6 +107,7 @@ def create_crew_app(service: MemoryService, token: str) -> web.Application:
         client_max_size=MAX_BODY_BYTES, middlewares=[_auth(token), error_middleware]
     )
     app[SERVICE] = service
+    app[LIMITS] = MemberLimits()
     app.router.add_post("/memory/search", search)
     app.router.add_post("/memory/recall", recall)
     app.router.add_post("/memory/learnings/search", learnings_search)

@@ -12,6 +12,7 @@ import socket
 
 from sidecar import config, logs
 from sidecar.config import Settings
+from sidecar.retrieval.embedders.factory import share_one_malloc_arena
 from sidecar.stores.head_start import head_start
 
 log = logging.getLogger("sidecar")
@@ -79,6 +80,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level)
     try:
         settings = config.from_flags(vars(args))
+        share_one_malloc_arena(settings.embedder)  # before any thread starts
         asyncio.run(_serve(settings))
     except (ValueError, OSError) as exc:
         log.error("cannot start", extra={"error": str(exc)})

@@ -15,6 +15,7 @@ from sidecar.context.markers import neutralise
 from sidecar.safety import scan_remembered
 
 DEFAULT_BUDGET = 15_000
+MIN_BUDGET, MAX_BUDGET = 1000, 200_000  # characters a caller may ask for
 CREW_SHARE = 0.4  # the crew block never takes more than this part of the room for memory
 MIN_SHOWN = 100  # a block with less room than its frame and this shows no line of memory
 

@@ -61,8 +61,9 @@ class ContextBuilder(Capability):
         session_id: str = "default",
     ) -> block.MemoryBlock:
         """The prompt-ready memory block; crew files come from the shared folder."""
-        if not 1000 <= budget <= 200_000:
-            raise ApiError(400, "bad_budget", "'budget' must be from 1000 to 200000 characters")
+        if not block.MIN_BUDGET <= budget <= block.MAX_BUDGET:
+            raise ApiError(400, "bad_budget", f"'budget' must be from {block.MIN_BUDGET} to "
+                           f"{block.MAX_BUDGET} characters")  # fmt: skip
         if query is not None:
             check_length(query)
         if user_id and workspace_id is None:  # else the operator's model is silently left out

@@ -15,7 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sidecar.context import sources
-from sidecar.context.block import DEFAULT_BUDGET, MemoryBlock, assemble
+from sidecar.context.block import (
+    DEFAULT_BUDGET,
+    MAX_BUDGET,
+    MIN_BUDGET,
+    MemoryBlock,
+    assemble,
+)
 from sidecar.errors import ApiError
 from sidecar.learnings.standing import read_standing
 from sidecar.operators.identity import check_id
@@ -24,7 +30,6 @@ from sidecar.operators.identity import check_id
 # --crew-dir defaults, read from the same variables).
 AGENT_DIR = "~/.memory"
 CREW_DIR = "/crew/shared/.memory"
-MIN_BUDGET, MAX_BUDGET = 1000, 200_000  # as GET /memory/context takes
 NOTICE = (
     "[MEMORY OFFLINE] Built from the memory files without the sidecar daemon: no search "
     "hits, recalled events or facts, and the memory tools fail while the daemon is down.\n"

@@ -68,8 +68,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
             log(name, None, "SIDECAR_USER_ID and SIDECAR_WORKSPACE_ID go together: one alone "
                 "names no operator, so memory is given without an operator model")  # fmt: skip
             user = workspace = None
-        hook = cc.Hook(payload, Client(args.url), user, workspace,
-                       getattr(args, "budget", 15_000))  # fmt: skip
+        hook = cc.Hook(payload, Client(args.url), user, workspace, _budget(args, name))
         session_id = hook.session_id
         said = payload.get("hook_event_name")
         if said not in (None, name):
@@ -84,6 +83,20 @@ def cmd_hook(args: argparse.Namespace) -> int:
     if out:
         sys.stdout.write(out + "\n")
     return 0
+
+
+def _budget(args: argparse.Namespace, name: str) -> int:
+    """A budget the daemon would refuse is brought into range, so the agent still starts
+    with its memory (a misconfigured hook must not leave it with none)."""
+    from sidecar.context.block import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET
+    from sidecar.harness.client import log
+
+    asked = getattr(args, "budget", DEFAULT_BUDGET)
+    budget = min(max(asked, MIN_BUDGET), MAX_BUDGET)
+    if budget != asked:
+        log(name, None, f"--budget {asked} is outside {MIN_BUDGET}..{MAX_BUDGET} characters; "
+            f"the memory block is built with {budget}")  # fmt: skip
+    return int(budget)
 
 
 def cmd_install(args: argparse.Namespace) -> int:

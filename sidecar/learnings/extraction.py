@@ -52,6 +52,13 @@ MAX_QUERY_CHARS = 2000  # of the episodes' words that look up related learnings
 SessionEvents = Callable[[str, str, int], Awaitable[list[dict[str, Any]]]]
 Key = tuple[str, str]  # (tier, session id)
 
+# What a member's session may not do to the crew tier. A crew learning is the crew's, not
+# one session's: in the reference design retirement is the scope owner's act (stage-based,
+# and compaction), while sessions add and reinforce. And the crew token is shared, so it
+# cannot prove which member wrote an entry: "only its own" would rest on a claim any token
+# holder can make. So members retire none; the lead's own sessions (and edits) still can.
+MEMBER_MAY_NOT = ("retire",)
+
 REMOTE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -267,6 +274,10 @@ class Extraction(Capability):
         local = set(self.learnings.tiers)
         notes: list[str] = []
         remote = [a for a in actions if a.tier == "crew" and "crew" not in local]
+        if self.lead is not None:  # what the lead refuses a member (``MEMBER_MAY_NOT``)
+            notes += [f"{a.target}: a crew learning is retired only on the lead; not sent"
+                      for a in remote if a.kind in MEMBER_MAY_NOT]  # fmt: skip
+            remote = [a for a in remote if a.kind not in MEMBER_MAY_NOT]
         if remote and self.lead is not None:
             body = {"session_id": sid, "actions": [a.to_json() for a in remote]}
             answer = await self.lead.request("POST", "/memory/learnings/extracted", body)
@@ -284,12 +295,18 @@ class Extraction(Capability):
         return notes
 
     async def apply_from_member(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A member's crew learnings (on the lead's crew address)."""
+        """A member's crew learnings (on the lead's crew address): new ones and
+        reinforcements. Retiring one is refused whole (see ``MEMBER_MAY_NOT``)."""
         from jsonschema import Draft202012Validator  # only a lead ever checks these
 
         errors = [e.message for e in Draft202012Validator(REMOTE_SCHEMA).iter_errors(body)]
         if errors:
             raise ApiError(400, "bad_actions", f"the extracted learnings do not fit: {errors[0]}")
+        retired = [str(a["target"]) for a in body["actions"] if a["kind"] in MEMBER_MAY_NOT]
+        if retired:
+            raise ApiError(403, "retire_forbidden", f"a member may not retire crew learnings "
+                           f"({', '.join(retired)}): the crew's learnings are retired on the "
+                           "lead only; send new and reinforce actions")  # fmt: skip
         if "crew" not in self.learnings.tiers:
             raise ApiError(503, "tier_unavailable", "this sidecar does not serve the crew tier")
         actions = [ep.Action(a["kind"], "crew", a["target"],

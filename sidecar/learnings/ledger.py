@@ -113,7 +113,7 @@ class LedgerStep:
         ledger = self.ledgers.get(tier)
         if ledger is None:
             return {"active_bytes": 0, "archived_bytes": 0}
-        return dict(await self.run(jsonl_archive.sizes, ledger.root, LEDGER, ARCHIVE))
+        return dict(await asyncio.to_thread(jsonl_archive.sizes, ledger.root, LEDGER, ARCHIVE))
 
     async def maintain(self, tier: str, now: float, dry_run: bool) -> dict[str, Any]:
         ledger = self.ledgers.get(tier)

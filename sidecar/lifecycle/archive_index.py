@@ -35,6 +35,9 @@ class ArchiveIndex:
         self.roots: dict[str, Path] = {}
         self.stores: dict[str, IndexStore] = {}
         self.problems: dict[str, str] = {}  # tier -> why its archive index is unusable
+        # counted on the index's thread after each change, so status reads them without
+        # queueing behind a sync (and without a connection of its own to a moved file)
+        self.counts: dict[str, dict[str, Any]] = {}
         self.tasks = Tasks()
 
     async def open(self, roots: dict[str, Path]) -> None:
@@ -42,6 +45,7 @@ class ArchiveIndex:
         for tier, root in roots.items():
             try:
                 self.stores[tier] = await self._run(SQLiteStore, root / FILENAME)
+                await self._count(tier)
                 continue
             except Exception as exc:  # a damaged file: start it afresh, it is derived
                 log.warning("archive index unusable; rebuilding it",
@@ -49,6 +53,7 @@ class ArchiveIndex:
             try:
                 await self._run(_remove, root / FILENAME)
                 self.stores[tier] = await self._run(SQLiteStore, root / FILENAME)
+                await self._count(tier)
             except Exception as exc:  # the daemon serves on; the archive is unsearched
                 self.problems[tier] = f"cannot open {root / FILENAME}: {exc}"
                 log.error("archive index unavailable", extra={"tier": tier, "error": str(exc)})
@@ -70,10 +75,14 @@ class ArchiveIndex:
                 await self._run(indexer.sync_file, store, root, rel, self.chunk_chars)
             else:
                 await self._run(indexer.sync_tree, store, root, ARCHIVE_DIR, self.chunk_chars)
+            await self._count(tier)
             self.problems.pop(tier, None)
         except Exception as exc:
             self.problems[tier] = f"{type(exc).__name__}: {exc}"
             log.error("archive index sync failed", extra={"tier": tier, "error": str(exc)})
+
+    async def _count(self, tier: str) -> None:
+        self.counts[tier] = (await self._run(self.stores[tier].stats)).to_json()
 
     def changed(self, tier: str, rel: str) -> None:
         """A watcher event on a file that is not a note (``hooks.file_changed``)."""
@@ -86,7 +95,7 @@ class ArchiveIndex:
             return {"state": "broken", "problem": self.problems[tier]}
         if store is None:
             return {"state": "none"}
-        return {"state": "ready", **(await self._run(store.stats)).to_json()}
+        return {"state": "ready", **self.counts.get(tier, {})}
 
     async def close(self) -> None:
         await self.tasks.finish()

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sidecar.index.store import IndexStore
-from sidecar.retrieval.embedders.base import Embedder, EmbedderError, EmbedderRefused
+from sidecar.retrieval.embedders.base import (
+    Embedder,
+    EmbedderBusy,
+    EmbedderError,
+    EmbedderRefused,
+)
 from sidecar.retrieval.vectors import VectorIndex
 
 if TYPE_CHECKING:
@@ -230,6 +235,7 @@ class VectorSync:
         self._stopping = False
         self._idle = asyncio.Event()
         self._failures = 0  # embedder failures so far: a pass clears only what it probed
+        self._retry_in = retry_s  # until the next attempt: shorter when a server said so
 
     def notify(self) -> None:
         self._idle.clear()
@@ -271,7 +277,8 @@ class VectorSync:
                 continue
             self._idle.set()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.retry_s)
+                await asyncio.wait_for(self._wake.wait(), self._retry_in)
+            self._retry_in = self.retry_s
             self._wake.set()
         self._idle.set()
 
@@ -296,6 +303,8 @@ class VectorSync:
                     self.state.tier_errors.pop(name, None)
         except EmbedderError as exc:
             self._embedder_down(str(exc))
+            if isinstance(exc, EmbedderBusy):  # a lead pacing its members: as it asks
+                self._retry_in = exc.retry_after
             return False
         if probed and self._failures == failures:
             log.warning("embedder recovered; hybrid search is back")

@@ -56,7 +56,7 @@ class SessionsStep:
     async def usage(self, tier: str) -> dict[str, int]:
         if tier != self.tier:
             return {"active_bytes": 0, "archived_bytes": 0}
-        return dict(await self.run(jsonl_archive.sizes, self.root, LOG, ARCHIVE))
+        return dict(await asyncio.to_thread(jsonl_archive.sizes, self.root, LOG, ARCHIVE))
 
     async def maintain(self, tier: str, now: float, dry_run: bool) -> dict[str, Any]:
         if tier != self.tier:

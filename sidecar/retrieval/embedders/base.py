@@ -33,6 +33,15 @@ class EmbedderRefused(EmbedderError):
     """
 
 
+class EmbedderBusy(EmbedderError):
+    """The server is up but asked us to wait (HTTP 429): try again after ``retry_after``
+    seconds, searching by words meanwhile, rather than after the usual retry interval."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Embedder(Protocol):
     model_id: str  # names the model *and* anything that changes its vectors
     dim: int

@@ -10,23 +10,31 @@ every failure becomes an ``EmbedderError`` that says what to do.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import http.client
 import json
 import threading
 from typing import TYPE_CHECKING, Any
 
-from sidecar.retrieval.embedders.base import MAX_INPUTS, EmbedderError, EmbedderRefused
+import numpy as np
+
+from sidecar.retrieval.embedders.base import (
+    MAX_INPUTS,
+    EmbedderBusy,
+    EmbedderError,
+    EmbedderRefused,
+)
 from sidecar.retrieval.embedders.remote import (
     embed_in_batches,
     quoted_body,
+    scaled,
     scaled_rows,
     server_url,
 )
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from sidecar.retrieval.embedders.base import Vectors
 
 BATCH_TIMEOUT = 30.0  # an indexing batch: a busy server may take a while
@@ -34,6 +42,11 @@ QUERY_TIMEOUT = 0.5  # one text (a search's query, a probe): a search waits for 
 DEFAULT_BATCH_SIZE = 64  # texts per request; the lead accepts up to MAX_INPUTS
 MAX_DIM = 8192  # wider vectors than any embedding model makes mean a broken reply
 _REPLY_BYTES_PER_TEXT = 32 * MAX_DIM  # JSON numbers of the widest vector, generously
+# Asked for by default: a float32 in base64 is 5.3 characters where JSON's decimal is about
+# 20, and decoding bytes costs a fraction of parsing numbers. A server that ignores it and
+# sends numbers is read as well; ``encoding="float"`` asks for numbers.
+DEFAULT_ENCODING = "base64"
+BUSY_RETRY_S = 1.0  # a 429 without a usable Retry-After
 
 
 class OpenAIEmbedder:
@@ -55,6 +68,7 @@ class OpenAIEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         timeout: float = BATCH_TIMEOUT,
         query_timeout: float = QUERY_TIMEOUT,
+        encoding: str = DEFAULT_ENCODING,
     ) -> None:
         parts = server_url(url, "embedding server")
         if not 1 <= batch_size <= MAX_INPUTS:
@@ -67,6 +81,7 @@ class OpenAIEmbedder:
         self.batch_size = batch_size
         self.timeout = timeout
         self.query_timeout = query_timeout
+        self.encoding = encoding
         self._https = parts.scheme == "https"
         self._host = parts.hostname
         self._port = parts.port
@@ -112,12 +127,18 @@ class OpenAIEmbedder:
 
     def _embed_batch(self, texts: list[str], timeout: float) -> np.ndarray:
         limit = _REPLY_BYTES_PER_TEXT * len(texts) + 4096
-        status, body = self._post({"model": self.model, "input": texts}, timeout, limit)
+        payload = {"model": self.model, "input": texts, "encoding_format": self.encoding}
+        status, body, retry_after = self._post(payload, timeout, limit)
+        if status == 429:
+            raise EmbedderBusy(f"{self._where} is busy (HTTP 429: {quoted_body(body)}); "
+                               f"asked again in {retry_after:g} s", retry_after)  # fmt: skip
         if not 200 <= status < 300:
             raise self._http_error(status, body)
         return self._parse(body, len(texts))
 
-    def _post(self, payload: dict[str, Any], timeout: float, limit: int) -> tuple[int, bytes]:
+    def _post(
+        self, payload: dict[str, Any], timeout: float, limit: int
+    ) -> tuple[int, bytes, float]:
         """One request on this thread's kept-alive connection (a query then costs no new
         handshake); a connection the server closed meanwhile is replaced once."""
         data = json.dumps(payload).encode()
@@ -144,7 +165,7 @@ class OpenAIEmbedder:
                     f"{self._where} sent more than {limit} bytes for {len(payload['input'])} "
                     "texts; is that URL an embedding server?"
                 )
-            return resp.status, body
+            return resp.status, body, _seconds(resp.getheader("Retry-After"))
         raise AssertionError("unreachable")
 
     def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
@@ -201,7 +222,10 @@ class OpenAIEmbedder:
         if set(by_index) != set(range(count)):
             raise EmbedderError(f"{where} returned embeddings without indexes 0 to {count - 1}")
         rows = [by_index[i] for i in range(count)]
-        dims = {len(row) if isinstance(row, list) else -1 for row in rows}
+        if all(isinstance(row, str) for row in rows):  # base64, as asked
+            rows = [_floats(row, where) for row in rows]
+        dims = {len(row) // 4 if isinstance(row, bytes) else len(row) if isinstance(row, list)
+                else -1 for row in rows}  # fmt: skip
         if len(dims) != 1 or not 1 <= min(dims) <= MAX_DIM:
             raise EmbedderError(f"{where} returned embeddings of mixed, empty or huge lengths")
         (dim,) = dims
@@ -213,6 +237,30 @@ class OpenAIEmbedder:
                 f"{where} now embeds with {served} ({dim} dimensions), not "
                 f"{self.served_model} ({self.dim}); restart this sidecar to re-embed with it"
             )
-        vectors = scaled_rows(rows, where)
+        if isinstance(rows[0], bytes):
+            vectors = scaled(np.frombuffer(b"".join(rows), "<f4").reshape(count, dim), where)
+        else:
+            vectors = scaled_rows(rows, where)
         self.dim, self.served_model = dim, served
         return vectors
+
+
+def _floats(row: str, where: str) -> bytes:
+    """One base64 embedding's float32 bytes; ``len`` of the result is then its width once
+    divided by 4, which the caller checks by comparing the widths of all rows."""
+    try:
+        raw = base64.b64decode(row, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise EmbedderError(f"{where} sent an embedding that is not base64 ({exc})") from exc
+    if len(raw) % 4:
+        raise EmbedderError(f"{where} sent a base64 embedding of {len(raw)} bytes, not float32s")
+    return raw
+
+
+def _seconds(header: str | None) -> float:
+    """A Retry-After of seconds (the HTTP-date form is not worth a parser here), kept
+    between a tenth of a second (never a tight loop of refusals) and five minutes."""
+    try:
+        return min(max(float(header or ""), 0.1), 300.0)
+    except ValueError:
+        return BUSY_RETRY_S

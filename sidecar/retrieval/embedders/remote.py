@@ -70,7 +70,14 @@ def scaled_rows(rows: list[Any], where: str) -> np.ndarray:
     would overflow float32 when normalised."""
     if not all(_is_number(x) for row in rows for x in row):
         raise EmbedderRefused(f"{where} returned embeddings holding non-numeric values")
-    vectors = np.array(rows, dtype=np.float64)
+    return scaled(np.array(rows, dtype=np.float64), where)
+
+
+def scaled(vectors: np.ndarray, where: str) -> np.ndarray:
+    """``scaled_rows`` for rows already in an array (decoded from base64): NaN and
+    infinities are refused here, as JSON's parser refuses them there."""
+    if not np.all(np.isfinite(vectors)):
+        raise EmbedderRefused(f"{where} returned embeddings holding NaN or infinite values")
     peaks = np.abs(vectors).max(axis=1, keepdims=True)
     if not np.all(peaks > 0):
         raise EmbedderRefused(f"{where} returned an all-zero embedding")

@@ -1,0 +1,111 @@
+"""The lead's model for members that have none (``--embedder lead``): ``POST /v1/embeddings``
+on the crew address, in OpenAI's wire format so any such client can use it.
+
+Each member (by its address: the crew token is shared, so it names no member) may have
+one indexing batch and a few queries in flight; past that it gets ``429`` with
+``Retry-After``, so one member catching up on a large tree cannot queue batches ahead of
+the lead's own indexing and queries, or of the other members.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from aiohttp import web
+
+from sidecar.api.http import SERVICE
+from sidecar.errors import ApiError
+from sidecar.retrieval.embedders.base import MAX_INPUTS
+from sidecar.retrieval.embeddings import MEMBER_BATCH
+from sidecar.web import json_body
+
+MAX_INPUT_CHARS = 8192  # a chunk with its headings is a few hundred; more is not a chunk
+ENCODINGS = ("float", "base64")  # base64: each row's little-endian float32 bytes
+MEMBER_BATCHES = 1  # indexing batches one member may have in flight
+MEMBER_QUERIES = 4  # queries (a few texts) one member may have in flight
+RETRY_AFTER_S = 1  # whole seconds, as the header wants; a batch takes about that
+
+
+class MemberLimits:
+    """Requests in flight per member and kind (``query`` or ``batch``)."""
+
+    def __init__(self) -> None:
+        self.in_flight: Counter[tuple[str, str]] = Counter()
+
+    @staticmethod
+    def kind(texts: int) -> tuple[str, int]:
+        return ("query", MEMBER_QUERIES) if texts <= MEMBER_BATCH else ("batch", MEMBER_BATCHES)
+
+    @contextlib.contextmanager
+    def admit(self, member: str, texts: int) -> Iterator[bool]:
+        """Yields whether the request may go on (it holds its slot until the block ends)."""
+        kind, bound = self.kind(texts)
+        key = (member, kind)
+        if self.in_flight[key] >= bound:
+            yield False
+            return
+        self.in_flight[key] += 1
+        try:
+            yield True
+        finally:
+            self.in_flight[key] -= 1
+            if not self.in_flight[key]:
+                del self.in_flight[key]
+
+
+def busy(texts: int) -> ApiError:
+    """429, with ``Retry-After`` (the error middleware sets it from ``retry_after``)."""
+    kind, bound = MemberLimits.kind(texts)
+    return ApiError(429, "member_busy", f"this member already has {bound} {kind} request(s) "
+                    f"in flight on the lead; retry after {RETRY_AFTER_S} s (its searches "
+                    "stay sparse meanwhile)", {"retry_after": RETRY_AFTER_S})  # fmt: skip
+
+
+LIMITS = web.AppKey("member_limits", MemberLimits)
+
+
+def embed_inputs(body: dict[str, Any]) -> tuple[list[str], str]:
+    """The texts of an OpenAI-style embeddings request and the encoding asked for; a 400
+    naming what is wrong."""
+    model, texts = body.get("model", ""), body.get("input")
+    if not isinstance(model, str):
+        raise ApiError(400, "invalid_model", "'model' must be a string (the lead embeds "
+                       "with its own model whatever it names)")  # fmt: skip
+    encoding = body.get("encoding_format") or "float"
+    if encoding not in ENCODINGS:
+        detail = "'encoding_format' must be 'float' (the default) or 'base64' (each vector's "
+        raise ApiError(400, "invalid_encoding_format", detail + "little-endian float32 bytes)")
+    texts = [texts] if isinstance(texts, str) else texts
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise ApiError(400, "invalid_input", "'input' must be a text or a non-empty list of texts")
+    if len(texts) > MAX_INPUTS:
+        raise ApiError(400, "too_many_inputs", f"'input' holds {len(texts)} texts; send at "
+                       f"most {MAX_INPUTS} per request")  # fmt: skip
+    longest = max(len(t) for t in texts)
+    if longest > MAX_INPUT_CHARS:
+        raise ApiError(400, "input_too_long", f"a text of {longest} characters; send at most "
+                       f"{MAX_INPUT_CHARS} per text")  # fmt: skip
+    return texts, encoding
+
+
+async def embeddings(request: web.Request) -> web.Response:
+    """``model`` in the answer is the lead's model id, which the member's vectors carry."""
+    texts, encoding = embed_inputs(await json_body(request))
+    with request.app[LIMITS].admit(request.remote or "", len(texts)) as admitted:
+        if not admitted:
+            raise busy(len(texts))
+        vectors, model = await request.app[SERVICE].embeddings.embed_for_members(texts)
+    if encoding == "base64":
+        rows: list[Any] = [base64.b64encode(row.astype("<f4").tobytes()).decode("ascii")
+                           for row in vectors]  # fmt: skip
+    else:
+        rows = vectors.tolist()
+    data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
+    chars = sum(len(t) for t in texts)  # no tokenizer here: characters stand in for tokens
+    body = {"object": "list", "data": data, "model": model,
+            "usage": {"prompt_tokens": chars, "total_tokens": chars}}  # fmt: skip
+    return web.json_response(body)
