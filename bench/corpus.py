@@ -1,6 +1,7 @@
 """Large corpora made of LoCoMo conversation files, replicated at run time into a temp dir.
 
-Copy ``k`` of conversation ``s`` lives at ``copies/copy-k/<sample_id>/daily/<date>.md``;
+Copy ``k`` of conversation ``s`` lives at ``corpus/copy-k/<sample_id>/daily/<date>.md``
+(never under ``archive/``, which the lifecycle indexes apart from the notes);
 files are added one by one until the sidecar's own chunker says the target
 chunk count is reached (the daemon's ``total_chunks`` then confirms it).
 """
@@ -55,7 +56,7 @@ class Replicator:
         while self.size.chunks < target_chunks:
             copy, pos = divmod(self._next, len(self.sources))
             src = self.sources[pos]
-            path = self.root / "copies" / f"copy-{copy:03d}" / src.sample_id / src.rel
+            path = self.root / "corpus" / f"copy-{copy:03d}" / src.sample_id / src.rel
             path.parent.mkdir(parents=True, exist_ok=True)
             data = src.text.encode("utf-8")
             path.write_bytes(data)

@@ -135,6 +135,7 @@ def score_updates(
         "by_lean": {k: f"{v[0]}/{v[1]}" for k, v in by_lean.items()},
         "sanity_hit1": sum(sane),
         "missed": [p["key"] for p, o in zip(pairs, outs, strict=True) if not o.newer_first],
+        "sanity_missed": [s["key"] for s, ok in zip(sanity, sane, strict=True) if not ok],
     }
 
 
@@ -273,7 +274,14 @@ def _update_figures(result: BenchResult, data: dict[str, Any], u: dict[str, Any]
         Table(
             f"updates: {n} pairs, {len(data['distractors'])} distractors, "
             f"k={restated_pairs.RECALL_K}",
-            ["mode / ranking", "newer above older", "newer in top 5", "by lean", "sanity hit@1"],
+            [
+                "mode / ranking",
+                "newer above older",
+                "newer in top 5",
+                "by lean",
+                "sanity hit@1",
+                "sanity missed",
+            ],
             [
                 [
                     name,
@@ -281,6 +289,7 @@ def _update_figures(result: BenchResult, data: dict[str, Any], u: dict[str, Any]
                     f"{s['newer_top5']}/{n}",
                     ", ".join(f"{k} {v}" for k, v in s["by_lean"].items()),
                     f"{s['sanity_hit1']}/{n_sane}",
+                    " ".join(s["sanity_missed"]) or "-",
                 ]
                 for name, s in u.items()
             ],

@@ -36,7 +36,8 @@ from bench.report import BenchResult, Figure, Table, at_least, progress
 
 NAME = "journal_recall"
 DESCRIPTION = "episodic recall on LoCoMo dev, restated facts"
-RANKINGS = ("relevance", "importance", "linear")
+RANKINGS = ("relevance", "updates", "importance", "linear")
+DEFAULT = "updates"  # sidecar.journal.ranking.DEFAULT_RANKING, asked for by name
 MODES = {"sparse": "none", "hybrid": "minilm"}  # label -> --embedder
 K = 10
 COST_TARGET = at_least(-0.01, ">= -0.01")
@@ -255,21 +256,21 @@ def run(ctx: Context) -> BenchResult:
             )
         figures.append(
             Figure(
-                f"{mode}: importance minus relevance, recall@{K}",
-                _r(scores[mode]["importance"])[1] - rel,
+                f"{mode}: default ({DEFAULT}) minus relevance, recall@{K}",
+                _r(scores[mode][DEFAULT])[1] - rel,
                 digits=3,
                 target=COST_TARGET,
             )
         )
         per_conv = [
-            _r([s for s in scores[mode]["importance"] if s.conversation == n])[1]
+            _r([s for s in scores[mode][DEFAULT] if s.conversation == n])[1]
             - _r([s for s in scores[mode]["relevance"] if s.conversation == n])[1]
             for n in names
         ]
         worst = min(range(len(names)), key=per_conv.__getitem__)
         figures.append(
             Figure(
-                f"{mode}: importance minus relevance, worst conversation",
+                f"{mode}: default minus relevance, worst conversation",
                 per_conv[worst],
                 digits=3,
                 note=names[worst],

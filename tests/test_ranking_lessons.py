@@ -5,14 +5,18 @@ Real learnings files, a real index and server; entries dated in the past.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date, timedelta
 from typing import Any
 
-from aiohttp.test_utils import TestClient
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
+from sidecar.api.http import create_app
 from sidecar.config import Settings
-from sidecar.learnings.ranking import fit
+from sidecar.learnings.ranking import ScoredLearning, answering, fits
 from sidecar.service import MemoryService
+from tests.conftest import eventually
 
 
 def block(key: str, importance: float, count: int, days: int, text: str, status: str = "active"
@@ -36,9 +40,14 @@ async def ranked(client: TestClient, service: MemoryService, settings: Settings,
 
 def test_fit_counts_each_query_word_once() -> None:
     query = "rotate the vault token"
-    assert fit(query, "Token token token: the vault token again.") == 2 / 3
-    assert fit(query, "Rotate the vault token with `vault token rotate`.") == 1.0
-    assert fit("", "anything") == 0.0
+    assert fits(
+        query,
+        [
+            "Token token token: the vault token again.",
+            "Rotate the vault token with `vault token rotate`.",
+        ],
+    ) == [2 / 3, 1.0]
+    assert fits("", ["anything"]) == [0.0]
 
 
 async def test_the_prominent_lesson_comes_first_over_a_wordier_weak_entry(
@@ -68,3 +77,107 @@ async def test_an_exact_low_importance_answer_beats_a_prominent_loose_one(
               "`vault rotate orders-db` and restart the workers."),
     ], "rotate the orders database password")  # fmt: skip
     assert [h["id"] for h in hits] == ["exact", "prominent"]
+
+
+def typed(key: str, kind: str, importance: float, count: int, days: int, text: str) -> str:
+    when = (date.today() - timedelta(days=days)).isoformat()
+    return (f"---\nid: {key}\ntype: {kind}\nimportance: {importance}\n"
+            f"reinforcement_count: {count}\nlast_reinforced: '{when}'\n---\n{text}\n")  # fmt: skip
+
+
+def test_fit_stems_words_as_the_index_does() -> None:
+    # Porter, as BM25 sees them: "refunded" holds "refund", "deploying" holds "deploy".
+    assert fits("refund an annual plan", ["Annual plans are refunded pro rata."]) == [1.0]
+    assert fits("deploy checkout", ["Deploying checkout needs a drained queue."]) == [1.0]
+    assert fits("the of", ["nothing shared", "the of"]) == [0.0, 1.0]  # stopwords only
+
+
+def candidate(key: str, kind: str, fit_: float, prominence_: float, cosine: float | None = None
+              ) -> ScoredLearning:  # fmt: skip
+    c = ScoredLearning("agent", "learnings/t.md", {"id": key, "type": kind}, key, 1.0,
+                       prominence_, fit=fit_, cosine=cosine)  # fmt: skip
+    return c
+
+
+def test_a_fact_repeating_the_task_does_not_raise_the_bar_for_guidance() -> None:
+    weak = candidate("weak", "declarative", 1.0, 0.1)
+    lesson = candidate("lesson", "procedural", 0.5, 9.0)
+    loose = candidate("loose", "directive", 0.25, 9.0)
+    # The bar is the best guidance (0.5), not the fact's 1.0: the lesson and the fact
+    # answer; the loose entry (half the lesson's words) does not.
+    assert answering([weak, lesson, loose], 0.5, 0.75) == [weak, lesson]
+    # Only facts: the best one sets the bar, as before types counted.
+    other = candidate("other", "declarative", 0.5, 9.0)
+    assert answering([weak, other], 0.5, 0.75) == [weak]
+    # A fact still counts half: guidance sharing one word of eight does not lower the bar.
+    faint = candidate("faint", "directive", 0.125, 9.0)
+    assert answering([weak, faint], 0.5, 0.75) == [weak]
+
+
+def test_with_vectors_the_match_mixes_meaning_and_words() -> None:
+    paraphrase = candidate("paraphrase", "directive", 0.2, 9.0, cosine=0.8)
+    wordy = candidate("wordy", "directive", 0.6, 9.0, cosine=0.1)
+    assert paraphrase.match == pytest.approx(0.5) and wordy.match == pytest.approx(0.35)
+    assert answering([wordy, paraphrase], 0.5, 0.75) == [paraphrase]
+    assert candidate("no vector", "directive", 0.6, 1.0).match == 0.6
+    assert candidate("opposed", "directive", 0.6, 1.0, cosine=-0.3).match == pytest.approx(0.3)
+
+
+async def test_typed_lessons_sparse_the_lesson_over_a_note_and_the_exact_answer_over_a_rule(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    hits = await ranked(client, service, settings, [
+        typed("note", "declarative", 0.3, 0, 60, "Billing service staging deploys are "
+              "announced in the #deploys channel."),
+        typed("lesson", "procedural", 0.9, 10, 2, "Before any staging deploy, pause the "
+              "invoice queue consumers; in-flight jobs were charged twice."),
+        typed("exact", "procedural", 0.2, 0, 150, "To rename a pushed branch: git branch -m "
+              "old new, push the new name, then delete the old one on the remote."),
+        typed("rule", "directive", 0.9, 11, 1, "Never force-push a shared branch; open a "
+              "fresh pull request from a new branch instead."),
+    ], "deploy the billing service to staging")  # fmt: skip
+    assert max(hits, key=lambda h: h["relevance"])["id"] == "note"  # BM25 likes the note
+    assert [h["id"] for h in hits][:2] == ["lesson", "note"]
+    resp = await client.post("/memory/learnings/search",
+                             json={"query": "rename a branch that was already pushed"})  # fmt: skip
+    assert (await resp.json())["hits"][0]["id"] == "exact"
+
+
+async def test_with_vectors_a_lesson_in_other_words_answers_where_words_alone_fall_short(
+    settings: Settings,
+) -> None:
+    """The lesson holds one of the task's four words; its meaning is close (MiniLM cosine
+    0.51, the note 0.72). By words alone it misses the bar the note sets; with its cosine it
+    clears it, and prominence puts it first."""
+    path = settings.agent_dir / "learnings" / "travel.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join([
+        typed("note", "declarative", 0.3, 0, 200, "Flights for the Tokyo trip last spring "
+              "were booked through the corporate portal."),
+        typed("lesson", "directive", 0.9, 10, 3, "Morgan only flies with a checked bag and a "
+              "two-hour layover on international connections to Tokyo."),
+        typed("other", "directive", 0.5, 1, 30, "Hotel rooms near the office are reserved "
+              "by the front desk."),
+    ]))  # fmt: skip
+    svc = MemoryService(dataclasses.replace(settings, embedder="minilm"))
+    await svc.start()
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            vectors = svc.embeddings.vectors
+            assert vectors is not None
+
+            async def embedded() -> bool:
+                return len(vectors.tiers["agent:learnings"].index) == 3
+
+            await eventually(embedded, "the three learnings embedded", within=60)
+            query = "book flights for the Tokyo trip"
+            found = {}
+            for mode in ("sparse", "hybrid"):
+                asked = {"query": query, "mode": mode, "scope": "agent"}
+                resp = await client.post("/memory/learnings/search", json=asked)
+                body = await resp.json()
+                assert resp.status == 200 and body["mode"] == mode, body
+                found[mode] = [h["id"] for h in body["hits"]]
+            assert found == {"sparse": ["note", "lesson"], "hybrid": ["lesson", "note"]}
+    finally:
+        await svc.stop()

@@ -7,16 +7,21 @@ day files, with the events dated weeks apart in the past.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.index.dates import hit_date
-from sidecar.retrieval.updates import later_first, stems
+from sidecar.journal.recall import usual_closeness
+from sidecar.journal.tier import EventVectors
+from sidecar.retrieval.updates import later_first, stems, usual_overlap
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 
@@ -25,11 +30,18 @@ def iso(days: float) -> str:
     return (datetime.now(UTC) - timedelta(days=days)).isoformat().replace("+00:00", "Z")
 
 
-def order(texts: list[str], ages: list[float | None], query: str, cos: Any = None) -> list[int]:
+def order(
+    texts: list[str],
+    ages: list[float | None],
+    query: str,
+    cos: Any = None,
+    **extra: Any,
+) -> list[int]:
     words = [stems(t) for t in texts]
     asked = stems(query)
     when = [None if a is None else -a for a in ages]
-    return later_first(when, [w & asked for w in words], words, cos or (lambda i, j: None))
+    return later_first(when, [w & asked for w in words], words, cos or (lambda i, j: None),
+                       **extra)  # fmt: skip
 
 
 def test_the_later_statement_of_a_subject_takes_the_earlier_ones_place() -> None:
@@ -53,18 +65,86 @@ def test_a_hit_without_a_date_or_without_the_querys_words_never_moves() -> None:
     assert order(texts, [40, None, 1], "how long are logs kept") == [0, 1, 2]
 
 
+def test_without_vectors_a_shared_word_the_query_lacks_makes_two_hits_one_subject() -> None:
+    older = "Nightly backups run at two in the morning from the storage cluster."
+    query = "when do nightly backups run"
+    # Both share two words with the older statement (2 in 15), but the dashboard's are the
+    # question's own words, which every hit shares; the move names the same cluster.
+    moved = "Backups now start at half past four, after the cluster batch jobs finish."
+    chatter = ("Nightly backup dashboard redesign drafted by Omar with fresh colours and "
+               "several charts.")  # fmt: skip
+    assert order([older, moved], [60, 2], query) == [1, 0]
+    assert order([older, chatter], [60, 2], query) == [0, 1]
+    # Unless the candidates usually share that much beyond the query (every turn of a
+    # conversation names its speakers).
+    assert order([older, moved], [60, 2], query, usual_words=lambda: 0.5) == [0, 1]
+
+
+def test_usual_overlap_is_what_candidates_share_beyond_the_query() -> None:
+    asked = stems("support group")
+    turns = [stems(t) for t in ("Caroline: the support group met again.",
+                                "Melanie: Caroline, how was the support group?",
+                                "Caroline: Melanie, it was moving.",
+                                "Melanie: painting with the kids today.")]  # fmt: skip
+    apart = [stems(t) for t in ("Support group moved to Mondays.", "Group chat is muted.",
+                                "Payroll is paid on Friday.", "Backups run nightly.")]  # fmt: skip
+    assert usual_overlap(turns, asked) > 0.2 > usual_overlap(apart, asked) == 0.0
+    assert usual_overlap(turns[:2], asked) is None  # one pair says nothing of usual
+
+
 def test_dense_closeness_decides_when_vectors_exist() -> None:
-    texts = ["Errors go to Sentry.", "Error tracking moved to Rollbar."]  # few words shared
-    assert order(texts, [50, 2], "error tracking tool") == [0, 1]  # one word in six: not alike
-    assert order(texts, [50, 2], "error tracking tool", lambda i, j: 0.69) == [1, 0]
-    assert order(texts, [50, 2], "error tracking tool", lambda i, j: 0.2) == [0, 1]
+    texts = ["Errors go to Sentry.", "Error tracking moved to Rollbar instead of the old tool."]
+    near = [0.5, 0.5]  # each hit's cosine to the query
+    query = "which error tracker"
+    assert order(texts, [50, 2], query) == [0, 1]  # one word in eight: not alike
+    assert order(texts, [50, 2], query, lambda i, j: 0.69, to_query=near) == [1, 0]
+    assert order(texts, [50, 2], query, lambda i, j: 0.2, to_query=near) == [0, 1]
+
+
+def test_closeness_the_query_explains_is_not_one_subject() -> None:
+    # Two hits each 0.8 from the query are 0.64 alike through it alone: at 0.66 they share
+    # almost nothing else (partial cosine 0.06); at 0.5 from the query, 0.66 is a lot.
+    texts = ["Passport expires in March 2031.", "Passport photos for the kids are done."]
+    cos = lambda i, j: 0.66  # noqa: E731
+    assert order(texts, [300, 20], "passport", cos, to_query=[0.8, 0.8]) == [0, 1]
+    assert order(texts, [300, 20], "passport", cos, to_query=[0.5, 0.5]) == [1, 0]
+
+
+def test_hits_no_closer_than_the_querys_candidates_usually_are_stay_apart() -> None:
+    # Turns of one conversation are all alike: 0.66 means one subject only where the
+    # candidates are usually further apart than that.
+    texts = ["Caroline went to the support group.", "Caroline: the support group was great."]
+    cos, near = (lambda i, j: 0.66), [0.5, 0.5]
+    assert order(texts, [30, 2], "support group", cos, to_query=near, usual=lambda: 0.55) == [1, 0]
+    assert order(texts, [30, 2], "support group", cos, to_query=near, usual=lambda: 0.7) == [0, 1]
+
+
+def test_usual_closeness_is_read_from_the_pools_vectors() -> None:
+    vectors = EventVectors("test-model", 2)
+    unit = [[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [0.0, 1.0]]
+    vectors.add(["a", "b", "c", "d"], np.array(unit, np.float32))
+    pool = [SimpleNamespace(id=i) for i in ("a", "b", "c", "d", "no-vector")]
+    sims = [0.8, 0.6, 0.0, 0.96, 0.6, 0.8]  # the six pairs of a, b, c, d
+    got = usual_closeness(vectors, pool)  # type: ignore[arg-type]
+    assert got == pytest.approx(statistics.fmean(sims) + statistics.pstdev(sims), abs=1e-6)
+    assert usual_closeness(vectors, pool[:2] + pool[4:]) is None  # type: ignore[arg-type]
+    assert usual_closeness(None, pool) is None  # type: ignore[arg-type]
+
+
+def test_a_far_less_relevant_later_hit_does_not_displace_the_answer() -> None:
+    texts = ["The staging deploy target region is eu-west-1.",
+             "Staging deploy target region changed to eu-west-2."]  # fmt: skip
+    query = "staging deploy target region"
+    assert order(texts, [60, 3], query, relevance=[0.9, 0.5]) == [1, 0]
+    assert order(texts, [60, 3], query, relevance=[0.9, 0.2]) == [0, 1]
 
 
 def test_closeness_is_not_chained_through_a_third_hit() -> None:
     # b is close to a and to c, but a and c are not close: a's group is {a, b}; c stays.
     sims = {(0, 1): 0.8, (0, 2): 0.1, (1, 2): 0.8}
     texts = ["cache ttl five minutes", "cache ttl one hour", "cache warmup job"]
-    got = order(texts, [30, 20, 1], "cache", lambda i, j: sims[(min(i, j), max(i, j))])
+    got = order(texts, [30, 20, 1], "cache", lambda i, j: sims[(min(i, j), max(i, j))],
+                to_query=[0.5, 0.5, 0.5])  # fmt: skip
     assert got == [1, 0, 2]
 
 
@@ -77,6 +157,11 @@ async def record(client: TestClient, summary: str, days: float) -> str:
     return str(body["ids"][0])
 
 
+BACKGROUND = ("Lunch order for the offsite is pizza.", "Design review moved to Thursday.",
+              "The CI pipeline builds with Node 18.", "Standup is at 9:30 every weekday.",
+              "Nightly backups run at 02:00 UTC.")  # fmt: skip
+
+
 async def recall(client: TestClient, query: str, **extra: Any) -> list[dict[str, Any]]:
     resp = await client.post("/memory/recall", json={"query": query, "mark": False, **extra})
     body = await resp.json()
@@ -87,6 +172,8 @@ async def recall(client: TestClient, query: str, **extra: Any) -> list[dict[str,
 async def test_recall_puts_the_newer_statement_first_and_shows_both_dates(
     client: TestClient,
 ) -> None:
+    for i, chatter in enumerate(BACKGROUND):  # so the question's words are rare, as in a journal
+        await record(client, chatter, 30 + i)
     # The older statement shares more words with the question, so relevance puts it first.
     older = await record(client, "Postgres primary database server runs version 14.9", 20)
     newer = await record(client, "Upgraded the Postgres primary database to 16.2", 2)
@@ -102,6 +189,26 @@ async def test_recall_puts_the_newer_statement_first_and_shows_both_dates(
     assert when[newer] > when[older]
     scores = [h["score"] for h in hits]
     assert scores == sorted(scores, reverse=True)  # a moved hit took its place's score
+
+
+async def test_an_old_answer_never_updated_stays_first_above_later_chatter(
+    client: TestClient,
+) -> None:
+    """The default ranking has no age decay: a ten-month-old answer nobody replaced stays
+    above later events sharing its words. The reference's ordering (``importance``, age
+    decay included) is still there to ask for, and puts it last."""
+    for i, chatter in enumerate(BACKGROUND):
+        await record(client, chatter, 40 + i)
+    answer = await record(client, "Alex's passport number ends in 4471 and it expires in "
+                          "March 2031.", 300)  # fmt: skip
+    await record(client, "Passport photos for the kids are done; forms go in next week.", 20)
+    await record(client, "Processing fee for the expedited passport renewal was $60.", 10)
+    query = "When does Alex's passport expire?"
+    hits = await recall(client, query)
+    assert hits[0]["id"] == answer
+    assert hits[0]["importance"] < hits[1]["importance"]  # decayed, shown, not ranked by
+    reference = await recall(client, query, ranking="importance")
+    assert [h["id"] for h in reference][-1] == answer
 
 
 async def test_recall_with_vectors_puts_a_reworded_update_first(settings: Settings) -> None:

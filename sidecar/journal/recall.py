@@ -151,31 +151,57 @@ def recall_tier(
         row = by_id[event_id]
         age = now - row.ts
         importance = ranking.importance_now(row.base, row.floor, age, row.refs)
+        weight = ranking.standing(row.base, row.floor, row.refs)
         cand = cands[event_id]
-        score = ranking.score(q.ranking, relevance, importance, cand, age, top_bm25)
+        score = ranking.score(q.ranking, relevance, importance, cand, age, top_bm25, weight)
         out.append(Recalled(row, tj.tier.name, score, relevance, importance, cand))
-    if q.ranking == "importance":
+    if q.ranking in ranking.PICKED_BY_RELEVANCE:
         # Relevance decides which events answer; importance decides their order. Letting
-        # importance pick members cost 0.05-0.14 recall@10 on LoCoMo (README, "Journal").
+        # importance pick members cost 0.05-0.14 recall@10 on LoCoMo (docs/journal.md).
         out.sort(key=lambda r: (-r.relevance, -r.row.ts, r.row.id))
         out = out[: q.k]
     out.sort(key=lambda r: (-r.score, -r.row.ts, r.row.id))
     out = out[: q.k]
-    if q.ranking == "importance":
-        out = later_first(out, q.text, tj.vectors)
+    if q.ranking == "updates":
+        best = sorted(rel, key=rel.__getitem__, reverse=True)[: updates.BACKGROUND]
+        out = later_first(out, q.text, tj.vectors, [by_id[i] for i in best])
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
 
 
-def later_first(hits: list[Recalled], query: str, vectors: EventVectors | None) -> list[Recalled]:
+def usual_closeness(vectors: EventVectors | None, pool: list[Row]) -> float | None:
+    """How close two of the query's best candidates usually are: the mean of their pairwise
+    cosines plus one standard deviation (None with fewer than three vectors). Two hits
+    must be closer than that to be one subject (``retrieval.updates``)."""
+    if vectors is None:
+        return None
+    _, matrix = vectors.matrix()
+    rows = [r for r in (vectors.positions.get(row.id) for row in pool) if r is not None]
+    rows = [r for r in rows if r < len(matrix)]
+    if len(rows) < 3:
+        return None
+    import numpy as np  # only with vectors
+
+    picked = matrix[rows]
+    sims = (picked @ picked.T)[np.triu_indices(len(rows), 1)]
+    return float(sims.mean() + sims.std())
+
+
+def words(row: Row) -> set[str]:
+    return updates.stems(f"{row.summary}\n{payload_text(json.loads(row.payload))}")
+
+
+def later_first(
+    hits: list[Recalled], query: str, vectors: EventVectors | None, pool: list[Row]
+) -> list[Recalled]:
     """Among hits about one subject, the later event first (``retrieval.updates``); the
-    set of hits and every other hit's place stay as relevance and importance chose. A
-    moved hit takes the score of the place it moves to, so the merge of tiers by score
-    keeps the order."""
+    set of hits and every other hit's place stay as relevance and standing chose. What is
+    usual closeness is read from ``pool``, the query's best candidates. A moved hit takes
+    the score of the place it moves to, so the merge of tiers by score keeps the order."""
     asked = updates.stems(query)
-    words = [updates.stems(f"{h.row.summary}\n{payload_text(json.loads(h.row.payload))}")
-             for h in hits]  # fmt: skip
+    hit_words = [words(h.row) for h in hits]
+    known = {h.row.id: w for h, w in zip(hits, hit_words, strict=True)}
     rows = [vectors.positions.get(h.row.id) for h in hits] if vectors is not None else []
     matrix = vectors.matrix()[1] if any(r is not None for r in rows) else None
 
@@ -185,8 +211,18 @@ def later_first(hits: list[Recalled], query: str, vectors: EventVectors | None) 
             return None
         return float(matrix[a] @ matrix[b])
 
-    order = updates.later_first([h.row.ts for h in hits], [w & asked for w in words], words,
-                                cosine)  # fmt: skip
+    order = updates.later_first(
+        [h.row.ts for h in hits],
+        [w & asked for w in hit_words],
+        hit_words,
+        cosine,
+        to_query=[h.candidate.cosine for h in hits],
+        relevance=[h.relevance for h in hits],
+        usual=lambda: usual_closeness(vectors, pool),
+        usual_words=lambda: updates.usual_overlap(
+            [known.get(row.id) or words(row) for row in pool], asked
+        ),
+    )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]
     for slot, hit in enumerate(out):  # the place's score: merging tiers by score keeps it

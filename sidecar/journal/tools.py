@@ -72,8 +72,9 @@ TOOLS = (
     tool(
         RECALL,
         "Recall past events",
-        "Recall past events relevant to the task at hand, ranked by meaning, importance and "
-        "recency (escalations, failures, corrections). scope=both adds the crew's "
+        "Recall past events relevant to the task at hand, ranked by meaning and importance "
+        "(escalations, failures, corrections); of two events on one subject, the later "
+        "comes first. scope=both adds the crew's "
         "high-value events. walk=1 adds each hit's related events.",
         ops.RECALL.schema(omit=ops.RECALL_TOOL_OMITS),
         recall,

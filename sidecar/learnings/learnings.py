@@ -31,7 +31,7 @@ from sidecar.learnings.listing import list_tier, sort_key
 from sidecar.learnings.ranking import (
     SCOPE_FACTORS,
     ScoredLearning,
-    fit,
+    fits,
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
@@ -258,9 +258,9 @@ class Learnings(Capability):
         for name in local:
             candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
         if ask_lead:
-            candidates += await self._from_lead(q, degraded)
-        for c in candidates:
-            c.fit = fit(q.text, c.text)
+            lead = await self._from_lead(q, degraded)
+            await asyncio.get_running_loop().run_in_executor(None, _fits, q.text, lead)
+            candidates += lead
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
@@ -304,12 +304,22 @@ class Learnings(Capability):
         results, _ = rank_tier(index.store, name, planned, pool, mode, vector, tier_vectors)
         today = today_utc()
         out: list[ScoredLearning] = []
+        keys: list[str] = []  # each candidate's chunk, whose vector the tier holds
         for r, relevance in zip(results, hits.relevances(results), strict=True):
             meta = index.entry(r.hit.path, r.hit.start_line)
             if meta is None or (q.types and meta["type"] not in q.types):
                 continue
             out.append(ScoredLearning(name, r.hit.path, meta, r.hit.text, relevance,
                                  prominence(meta, today), SCOPE_FACTORS[name]))  # fmt: skip
+            keys.append(r.hit.key)
+        _fits(q.text, out)
+        if vector is not None and tier_vectors is not None and mode != SPARSE:
+            from sidecar.retrieval.fusion import dense_score  # numpy: hybrid only
+
+            blobs = index.store.get_vectors(tier_vectors.embedder.model_id, keys)
+            for c, key in zip(out, keys, strict=True):
+                if key in blobs:  # else still waiting for its vector: judged by words
+                    c.cosine = dense_score(vector, blobs[key])
         return out
 
     async def _from_lead(self, q: SearchQuery, degraded: list[str]) -> list[ScoredLearning]:
@@ -377,3 +387,9 @@ class Learnings(Capability):
         for (name, file), error in sorted(self.upkeep.failed.items()):
             reasons.append(f"{name}: compaction of {file} after a change failed: {error}")
         return Health(reasons)
+
+
+def _fits(query: str, candidates: list[ScoredLearning]) -> None:
+    """Each candidate's share of the query's words (stemmed by SQLite: a thread's work)."""
+    for c, share in zip(candidates, fits(query, [c.text for c in candidates]), strict=True):
+        c.fit = share

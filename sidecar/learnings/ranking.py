@@ -14,13 +14,16 @@ reinforcement still tell two old entries apart.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from sidecar.index.sqlite import TOKENIZER
 from sidecar.learnings.entries import MAX_COUNT, jaccard, words
-from sidecar.retrieval.updates import stems
+from sidecar.retrieval.query import terms
 
 HALF_LIFE_DAYS = 90.0
 DECAY_FLOOR = 0.1
@@ -35,6 +38,15 @@ ORDERS = (PROMINENCE, REINFORCED, RECENT)
 ANY_STATUS = "any"
 MAX_LIST = 200
 MMR_LAMBDA = 0.7  # share of the score in MMR; the rest penalises likeness to earlier hits
+# An entry's match to the task: the share of the query's words it holds, and with vectors
+# the mean of that and its cosine to the query (a paraphrase shares meaning, not words).
+DENSE_SHARE = 0.5
+# Entries that say how to act; a declarative one records what is. The best-matching
+# guidance sets the bar an answer must clear; a fact's match counts FACT_SHARE toward it,
+# so a one-off note that repeats the task's words does not raise the bar above the lesson
+# that says how to do it (held-out lessons v1: every weak entry was such a note).
+GUIDANCE = frozenset({"procedural", "directive", "corrective"})
+FACT_SHARE = 0.5
 
 
 def decay(meta: dict[str, Any], today: date) -> float:
@@ -65,27 +77,47 @@ class ScoredLearning:
     prominence: float = 0.0
     scope_factor: float = 1.0
     fit: float = 0.0  # share of the query's content words the entry holds (``fit``)
+    cosine: float | None = None  # to the query, when the entry and the query have vectors
 
     @property
     def score(self) -> float:
         return self.relevance * self.prominence * self.scope_factor
 
+    @property
+    def answer_score(self) -> float:
+        """The order among entries that answer the task: prominence, scaled by the mean of
+        match and relevance (BM25 weighs a rare topic word above a common one; the match
+        survives a tiny index, where BM25 gives a word most entries hold next to nothing)."""
+        return (self.match + self.relevance) / 2 * self.prominence * self.scope_factor
+
+    @property
+    def match(self) -> float:
+        """How well the entry matches the task, on one scale across tiers (relevance is
+        scaled to each tier's best): the words it holds, and its meaning when known."""
+        if self.cosine is None:
+            return self.fit
+        return DENSE_SHARE * max(self.cosine, 0.0) + (1 - DENSE_SHARE) * self.fit
+
 
 def mmr(
-    candidates: Sequence[ScoredLearning], k: int, lam: float = MMR_LAMBDA
+    candidates: Sequence[ScoredLearning],
+    k: int,
+    lam: float = MMR_LAMBDA,
+    value: Callable[[ScoredLearning], float] = lambda c: c.score,
 ) -> list[ScoredLearning]:
-    """Maximal marginal relevance: each pick trades its score (scaled to the best) for its
-    word-set likeness to what is already picked, so near-duplicates do not fill the list."""
-    pool = [c for c in candidates if c.score > 0]
+    """Maximal marginal relevance: each pick trades its ``value`` (scaled to the best) for
+    its word-set likeness to what is already picked, so near-duplicates do not fill the list."""
+    pool = [c for c in candidates if value(c) > 0]
     if not pool:
         return []
-    top = max(c.score for c in pool)
+    values = [value(c) for c in pool]
+    top = max(values)
     sets = [words(c.text) for c in pool]
     likeness = [0.0] * len(pool)  # max Jaccard with anything picked so far
     left = set(range(len(pool)))
     picked: list[ScoredLearning] = []
     while left and len(picked) < k:
-        best = max(left, key=lambda i: (lam * pool[i].score / top - (1 - lam) * likeness[i], -i))
+        best = max(left, key=lambda i: (lam * values[i] / top - (1 - lam) * likeness[i], -i))
         left.discard(best)
         picked.append(pool[best])
         for i in left:
@@ -93,23 +125,59 @@ def mmr(
     return picked
 
 
-def fit(query: str, text: str) -> float:
-    """The share of the query's content words (stems) the entry holds: unlike BM25, a word
+_tokenizers = threading.local()
+_stemmed: dict[str, frozenset[str]] = {}
+STEMMED_MAX = 20_000  # texts whose stems are kept (a few MB); past it the cache starts over
+
+
+def index_stems(texts: Sequence[str]) -> list[frozenset[str]]:
+    """The content words of each text as the index's own tokenizer stems them (porter), so
+    that "refunded" holds "refund" here exactly when BM25 thinks so. The texts not seen
+    before are stemmed in one pass of an in-memory FTS5 table (a thread's own), and kept:
+    an entry's text is stemmed once, not on every search that sees it."""
+    new = list(dict.fromkeys(t for t in texts if t not in _stemmed))
+    if new:
+        conn = getattr(_tokenizers, "conn", None)
+        if conn is None:  # one per thread: searches run on executor threads
+            conn = sqlite3.connect(":memory:")
+            conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZER}')")
+            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+            _tokenizers.conn = conn
+        found: dict[int, set[str]] = {i: set() for i in range(len(new))}
+        with conn:
+            conn.execute("DELETE FROM t")
+            conn.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)",
+                             [(i, " ".join(terms(t))) for i, t in enumerate(new)])  # fmt: skip
+            for doc, term in conn.execute("SELECT doc, term FROM v"):
+                found[doc].add(term)
+        if len(_stemmed) + len(new) > STEMMED_MAX:
+            _stemmed.clear()
+        _stemmed.update((t, frozenset(found[i])) for i, t in enumerate(new))
+    return [_stemmed[t] for t in texts]
+
+
+def fits(query: str, texts: Sequence[str]) -> list[float]:
+    """The share of the query's content words (stems) each text holds: unlike BM25, a word
     repeated, or rarer in the index, counts once and no more than any other."""
-    asked = stems(query)
-    return len(asked & stems(text)) / len(asked) if asked else 0.0
+    asked, *held = index_stems([query, *texts])
+    return [len(asked & h) / len(asked) if asked else 0.0 for h in held]
 
 
 def answering(
-    by_relevance: list[ScoredLearning], relevance_gate: float, fit_gate: float
+    by_relevance: list[ScoredLearning], relevance_gate: float, match_gate: float
 ) -> list[ScoredLearning]:
     """The candidates that answer the task, in relevance order: prominence orders these.
 
-    An entry answers when it holds at least ``fit_gate`` of the content words the
-    best-fitting one holds; when none holds any (dense fills only), when it is at least
-    ``relevance_gate`` as relevant as the best."""
-    best_fit = max((c.fit for c in by_relevance), default=0.0)
-    if best_fit > 0:
-        return [c for c in by_relevance if c.fit >= fit_gate * best_fit and c.score > 0]
+    An entry answers when its ``match`` is at least ``match_gate`` of the bar: the best
+    match among active guidance entries, or ``FACT_SHARE`` of the best declarative one if
+    that is higher; with no guidance matching at all, the best declarative entry's. When
+    nothing matches (an FTS5 query whose words are not content words), an entry answers
+    when it is at least ``relevance_gate`` as relevant as the best."""
+    live = [c for c in by_relevance if c.prominence > 0]
+    guided = max((c.match for c in live if c.meta["type"] in GUIDANCE), default=0.0)
+    facts = max((c.match for c in live if c.meta["type"] not in GUIDANCE), default=0.0)
+    bar = max(guided, FACT_SHARE * facts) if guided > 0 else facts
+    if bar > 0:
+        return [c for c in live if c.match >= match_gate * bar]
     best = by_relevance[0].relevance if by_relevance else 0.0
-    return [c for c in by_relevance if c.relevance >= relevance_gate * best and c.score > 0]
+    return [c for c in live if c.relevance >= relevance_gate * best]

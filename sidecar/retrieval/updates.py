@@ -2,33 +2,57 @@
 
 A later statement about the subject of an earlier one usually replaces it ("the
 staging target moved to eu-west-2"), so a reader should meet it first. Recency as a
-global factor cost LoCoMo recall (README, "Journal"): most hits are not updates of
+global factor cost LoCoMo recall and put old answers that were never updated below
+later chatter sharing their words (README, "Journal"): most hits are not updates of
 each other, and their relevance order is the better one. So time only re-orders hits
 that are about the same subject, and only among the positions they already hold: the
 set of hits, and the place of every unrelated hit, stay as relevance chose them.
 
-Two hits are about the same subject when both mention one of the query's words (the
-subject asked about) and they are close in meaning: cosine at least ``SAME_COSINE``
-when both have vectors, else a share of content words in common of at least
-``SAME_WORDS``. A group is the best hit not yet grouped and the hits below it about its
-subject; sameness is not chained through a third hit, so one word shared along a
-chain of loosely related events never turns the list into a recency order.
+Every hit shares something with the query, so two hits sharing the query's words, or
+both close to it in meaning, says little about whether they are about the same thing.
+Sameness is what they have in common *beyond* the question:
+
+- with vectors: cosine at least ``SAME_COSINE`` and, with the query's part taken out
+  (the partial correlation of the two given the query), at least ``SAME_BEYOND_QUERY``;
+  and closer than the query's candidates usually are to each other (``usual``: their
+  mean pairwise cosine plus one standard deviation). Turns of one conversation are all
+  alike (a LoCoMo question's 20 best turns average 0.50-0.60 by conversation; the
+  held-out updates' candidates 0.24), so there an absolute threshold would call many of
+  them restatements and reorder the list by date;
+- without: both mention one of the query's words and their content words overlap by
+  ``SAME_WORDS``, or by ``SAME_WORDS_SHARED`` when their words outside the query also
+  overlap more than the candidates' usually do (``usual_words``: a name, the old value, a
+  place; a conversation's speaker names are shared by every turn, so they do not count).
+
+A hit far less relevant than the one it would displace (under ``MIN_RELEVANCE_SHARE`` of
+it) is not taken for its update: it would jump many places on a loose likeness. A group
+is the best hit not yet grouped and the hits below it about its subject; sameness is not
+chained through a third hit, so one likeness along a chain of loosely related events
+never turns the list into a recency order.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import math
 from collections.abc import Callable, Sequence
 
 from sidecar.retrieval.query import stem, terms
 
-# MiniLM cosine of two hits about one subject, on the vectors the journal holds (an event's
-# type in words, then its text: two events of one type are some 0.15 closer than their
-# texts alone). On the restated-facts benchmark the older and newer statement of a fact
-# have a median of 0.78 (a tenth below 0.59); an event on another matter sharing a word
-# with the question, 0.46 with either (a tenth above 0.66).
-SAME_COSINE = 0.6
+# MiniLM cosines on the vectors the journal holds (an event's type in words, then its
+# text). Held-out update pairs (bench/data/updates_heldout.json): the two statements have a
+# median cosine of 0.64 and a median partial cosine given the question of 0.38; an old
+# answer never updated and a later event sharing the question's words, 0.36 and 0.15.
+SAME_COSINE = 0.5
+SAME_BEYOND_QUERY = 0.3
 # Without vectors: Jaccard of the two texts' content-word stems.
-SAME_WORDS = 0.2
+SAME_WORDS = 0.15
+SAME_WORDS_SHARED = 0.1
+MIN_RELEVANCE_SHARE = 0.3
+# How many of the query's best candidates say what closeness is usual: 190 pairs. Twenty
+# and forty (the pool at k = 10) gave the same figures on every set measured.
+BACKGROUND = 20
 
 
 def stems(text: str) -> set[str]:
@@ -47,46 +71,101 @@ def later_first(
     subject: Sequence[set[str]],
     words: Sequence[set[str]],
     cosine: Callable[[int, int], float | None],
+    *,
+    to_query: Sequence[float | None] | None = None,
+    relevance: Sequence[float] | None = None,
+    usual: Callable[[], float | None] | None = None,
+    usual_words: Callable[[], float | None] | None = None,
 ) -> list[int]:
     """The new order of hits ``0..n-1`` (given in relevance order).
 
     ``when``: each hit's time (None: unknown, never moved); ``subject``: the query's
     stems each hit mentions; ``words``: each hit's content stems; ``cosine(i, j)``: the
-    two hits' similarity, or None when either has no vector.
+    two hits' similarity, or None when either has no vector; ``to_query``: each hit's
+    cosine to the query (None: unknown); ``relevance``: each hit's relevance; ``usual``:
+    the cosine two of the query's candidates usually reach (None: not known);
+    ``usual_words``: the same for the overlap of their words outside the query
+    (``usual_overlap``). Both are asked at most once, and only when a pair comes close
+    enough for them to decide: most recalls never pay for them.
     """
     n = len(when)
-    dated = [i for i in range(n) if when[i] is not None and subject[i]]
+    near = list(to_query) if to_query is not None else [None] * n
+    rel = list(relevance) if relevance is not None else [1.0] * n
+    asked = set().union(*subject) if n else set()
+    usual_cosine = functools.cache(usual or _unknown)
+    usual_outside = functools.cache(usual_words or _unknown)
+
+    def same(i: int, j: int) -> bool:
+        if rel[j] < MIN_RELEVANCE_SHARE * rel[i]:
+            return False
+        sim, qi, qj = cosine(i, j), near[i], near[j]
+        if sim is not None and qi is not None and qj is not None:
+            if sim < SAME_COSINE or beyond_query(sim, qi, qj) < SAME_BEYOND_QUERY:
+                return False
+            return sim >= (usual_cosine() or 0.0)
+        return alike_in_words(subject[i] & subject[j], asked, words[i], words[j], usual_outside)
+
+    dated = [i for i in range(n) if when[i] is not None]
     grouped: set[int] = set()
-    groups: list[list[int]] = []
+    order = list(range(n))
     for a, i in enumerate(dated):  # a group: the best hit left and the hits on its subject
         if i in grouped:
             continue
-        group = [i] + [
-            j for j in dated[a + 1 :] if j not in grouped and _same(i, j, subject, words, cosine)
-        ]
+        group = [i] + [j for j in dated[a + 1 :] if j not in grouped and same(i, j)]
         grouped.update(group)
-        groups.append(group)
-    order = list(range(n))
-    for members in groups:
-        if len(members) < 2:
-            continue
-        newest_first = sorted(members, key=lambda i: -(when[i] or 0.0))
-        for slot, i in zip(members, newest_first, strict=True):  # members: in rank order
-            order[slot] = i
+        newest_first = sorted(group, key=lambda g: -(when[g] or 0.0))
+        for slot, g in zip(group, newest_first, strict=True):  # group: in rank order
+            order[slot] = g
     return order
 
 
-def _same(
-    i: int,
-    j: int,
-    subject: Sequence[set[str]],
-    words: Sequence[set[str]],
-    cosine: Callable[[int, int], float | None],
+def _unknown() -> float | None:
+    return None
+
+
+def beyond_query(sim: float, qi: float, qj: float) -> float:
+    """The two hits' closeness with the query's part taken out: the partial correlation of
+    their cosines given the query's (0 when either is the query itself)."""
+    rest = (1.0 - qi * qi) * (1.0 - qj * qj)
+    return (sim - qi * qj) / math.sqrt(rest) if rest > 1e-9 else 0.0
+
+
+def alike_in_words(
+    both: set[str],
+    asked: set[str],
+    wi: set[str],
+    wj: set[str],
+    usual_words: Callable[[], float | None],
 ) -> bool:
-    if not subject[i] & subject[j]:
+    """Both name a word of the query (``both``), and they share enough words: fewer when
+    their words outside the query (``asked``) overlap more than the candidates' usually
+    do (the query's words are what every hit shares)."""
+    if not both:
         return False
-    sim = cosine(i, j)
-    if sim is not None:
-        return sim >= SAME_COSINE
-    union = words[i] | words[j]
-    return bool(union) and len(words[i] & words[j]) / len(union) >= SAME_WORDS
+    union = wi | wj
+    share = len(wi & wj) / len(union) if union else 0.0
+    if share >= SAME_WORDS:
+        return True
+    if share < SAME_WORDS_SHARED:
+        return False
+    beyond = outside_overlap(wi, wj, asked)
+    return beyond > 0.0 and beyond >= (usual_words() or 0.0)
+
+
+def outside_overlap(wi: set[str], wj: set[str], asked: set[str]) -> float:
+    """Jaccard of two texts' words that are not the query's."""
+    a, b = wi - asked, wj - asked
+    union = a | b
+    return len(a & b) / len(union) if union else 0.0
+
+
+def usual_overlap(words: Sequence[set[str]], asked: set[str]) -> float | None:
+    """How much two of the query's candidates usually share outside the query's words: the
+    mean of their pairwise ``outside_overlap`` plus one standard deviation (None with fewer
+    than three)."""
+    if len(words) < 3:
+        return None
+    outside = [w - asked for w in words]
+    pairs = [len(a & b) / (len(a | b) or 1) for a, b in itertools.combinations(outside, 2)]
+    mean = sum(pairs) / len(pairs)
+    return mean + math.sqrt(sum((x - mean) ** 2 for x in pairs) / len(pairs))
