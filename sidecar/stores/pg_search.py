@@ -141,36 +141,34 @@ STAGE = """CREATE TEMP TABLE IF NOT EXISTS staged (
     hash text, hnorm text, bnorm text, cnorm text) ON COMMIT DELETE ROWS"""
 COPY_STAGED = f"COPY staged (k, {_STAGED_COLUMNS}) FROM STDIN"
 INSERT_CHUNKS = f"""
-WITH src AS MATERIALIZED (  -- ids drawn in the rows' order: they rise as the files go
-    SELECT s.*, nextval(pg_get_serial_sequence('chunks', 'id')) AS id,
+WITH src AS (
+    SELECT s.*,
            setweight(to_tsvector('{TS_CONFIG}', s.hnorm), 'A')
            || setweight(to_tsvector('{TS_CONFIG}', s.bnorm), 'B')
            || setweight(to_tsvector('{TS_CONFIG}', s.cnorm), 'C') AS tsv
-    FROM (SELECT * FROM {{source}} ORDER BY k OFFSET 0) AS s
+    FROM {{source}}
 ),
-tf AS MATERIALIZED (  -- each tsvector read once: a lexeme's count in each column
-    SELECT src.id, u.lexeme,
+ins AS (
+    INSERT INTO chunks (namespace, path, start_line, end_line, heading, body, context, hash,
+                        tsv, doc_len)
+    SELECT %(ns)s, path, start_line, end_line, heading, body, context, hash, tsv,
+           (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(tsv) AS u)
+    FROM src ORDER BY k
+    RETURNING id, tsv, doc_len
+),
+tf AS (
+    SELECT u.lexeme, ins.id AS chunk_id,
            cardinality(array_positions(u.weights, 'A')) AS tf_heading,
            cardinality(array_positions(u.weights, 'B')) AS tf_body,
            cardinality(array_positions(u.weights, 'C')) AS tf_context,
-           cardinality(u.positions) AS n
-    FROM src, LATERAL unnest(src.tsv) AS u
-),
-dl AS MATERIALIZED (SELECT id, sum(n)::integer AS doc_len FROM tf GROUP BY id),
-ins AS (
-    INSERT INTO chunks (namespace, id, path, start_line, end_line, heading, body, context, hash,
-                        tsv, doc_len)
-    OVERRIDING SYSTEM VALUE
-    SELECT %(ns)s, src.id, path, start_line, end_line, heading, body, context, hash, tsv,
-           coalesce(dl.doc_len, 0)
-    FROM src LEFT JOIN dl ON dl.id = src.id ORDER BY src.id
+           ins.doc_len
+    FROM ins, LATERAL unnest(ins.tsv) AS u
 )
 INSERT INTO postings (namespace, lexeme, chunk_id, tf_heading, tf_body, tf_context, doc_len,
                       impact)
-SELECT %(ns)s, lexeme, tf.id, tf_heading, tf_body, tf_context, doc_len,
+SELECT %(ns)s, lexeme, chunk_id, tf_heading, tf_body, tf_context, doc_len,
        {impact_sql("%(a0)s::float8")}
-FROM tf JOIN dl ON dl.id = tf.id
-ORDER BY lexeme  -- the term index's pages are met in order, not at random
+FROM tf ORDER BY lexeme  -- the term index's pages are met in order, not at random
 """
 INSERT_FROM_ARRAYS = INSERT_CHUNKS.replace("{source}", FROM_ARRAYS)
 INSERT_FROM_STAGED = INSERT_CHUNKS.replace("{source}", FROM_STAGED)

@@ -77,9 +77,6 @@ def insert_chunks(conn: Conn, namespace: str, files: Sequence[tuple[str, Sequenc
         )
         return
     conn.execute("SET LOCAL work_mem = '64MB'")  # sorts of a batch stay in memory
-    # A bulk batch need not wait for its WAL to reach the disk: the index is derived
-    # from the files, and a batch a crash loses is indexed again from them.
-    conn.execute("SET LOCAL synchronous_commit = off")
     conn.execute(STAGE)
     with conn.cursor() as cur, cur.copy(COPY_STAGED) as copy:
         for k, row in enumerate(rows):
