@@ -8,7 +8,8 @@ this one fitted the dev data and is to be reverted.
 
 Grids, through ``bench/locomo_inprocess.py`` (the sidecar's own chunker, store and
 fusion): the chunk cap, the neighbouring text indexed as each chunk's context and its
-BM25 weight, and the dense share ALPHA (hybrid, the shipped ranking); the chunker's
+BM25 weight, the dense share ALPHA and what a chunk saying when gains for a question
+asking when (hybrid, the shipped ranking); the chunker's
 target fraction and its lead-in rule (sparse, where they act alone). The plain FTS5 chunk
 baseline of the evaluation script goes through the same protocol (it has nothing to
 choose, so its figure is its dev figure).
@@ -73,6 +74,12 @@ GRIDS: dict[str, tuple[str, list[str], str, dict[str, str]]] = {
         {"mode": "sparse"},
     ),
     "dense share ALPHA (hybrid)": ("alpha", ["0.3", "0.5", "0.7"], "0.5", {"mode": "hybrid"}),
+    "share of the best score a chunk saying when gains, asked when (hybrid; 0 = none)": (
+        "when_share",
+        ["0", "0.05", "0.1", "0.2"],
+        "0.1",
+        {"mode": "hybrid"},
+    ),
 }
 BASELINE = "fts5-chunks-porter"
 CATEGORIES = ("1-multi-hop", "2-temporal", "3-open-domain", "4-single-hop")

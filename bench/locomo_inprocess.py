@@ -19,7 +19,8 @@ target=X`` and ``--arg lead_in_cost=X`` set the chunker's target fraction of the
 the cost of cutting after a lead-in line, ``--arg context_chars=N`` the neighbouring
 characters folded into each side of a chunk's indexed context (``chunking.CONTEXT_CHARS``,
 0 = none) and ``--arg context_weight=X`` their BM25 weight (``sqlite_schema.CONTEXT_WEIGHT`` in
-hybrid's pool, ``modes.SPARSE_CONTEXT_WEIGHT`` in sparse mode):
+hybrid's pool, ``modes.SPARSE_CONTEXT_WEIGHT`` in sparse mode), ``--arg when_share=X``
+what a chunk saying when gains for a question asking when (``modes.WHEN_SHARE``):
 for the cross-validation of those constants (``bench/crossval.py``).
 ``--arg store=pgserver`` keeps each sample's index in a throwaway PostgreSQL cluster
 (``pgserver``), one namespace per sample; ``--arg store=postgresql://...`` in that
@@ -35,10 +36,10 @@ from pathlib import Path
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
 from sidecar.index.store import IndexStore
-from sidecar.retrieval import query
+from sidecar.retrieval import modes, query
 from sidecar.retrieval.embedders.minilm import MiniLMEmbedder
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
-from sidecar.retrieval.ranking import RRF_K, rank_tier, rrf_fuse, search_store
+from sidecar.retrieval.ranking import RRF_K, lift_when, rank_tier, rrf_fuse, search_store
 from sidecar.retrieval.vector_sync import TierVectors
 from sidecar.stores import open_store
 
@@ -58,6 +59,7 @@ class InProcessRetriever:
         lead_in_cost: str = "",
         context_chars: str = "",
         context_weight: str = "",
+        when_share: str = "",
         store: str = "",
     ) -> None:
         if mode not in MODES:
@@ -70,6 +72,8 @@ class InProcessRetriever:
             fusion.ALPHA = float(alpha)  # this process only: one evaluation run
         from sidecar.index import chunking, packing
 
+        if when_share != "":
+            modes.WHEN_SHARE = float(when_share)
         if target:
             packing._TARGET = float(target)
         if lead_in_cost:
@@ -117,7 +121,10 @@ class InProcessRetriever:
         if self._embedder is None:
             if planned is None:
                 return []
-            hits = search_store(store, planned, k, self.sparse_weight)[0]
+            depth = max(POOL, k) if planned.asks_when else k
+            hits = search_store(store, planned, depth, self.sparse_weight)[0]
+            if planned.asks_when:
+                hits = lift_when(hits)[:k]
             return [(h.path, h.start_line, h.end_line, h.text) for h in hits]
         vector = self._embedder.embed([text])[0]
         if self.mode == RRF:

@@ -4,11 +4,16 @@ as context, so a question naming the month finds the line that said "last month"
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import pytest
 
+from sidecar.index import indexer
 from sidecar.index.chunking import chunk_markdown
-from sidecar.index.dates import found_date, resolved
+from sidecar.index.dates import canonical_dates, found_date, resolved
+from sidecar.retrieval.query import plan
+from sidecar.retrieval.ranking import search_store
+from sidecar.stores import open_store
 
 MAY_8 = date(2023, 5, 8)  # a Monday
 
@@ -46,3 +51,53 @@ def test_a_chunk_is_found_by_the_date_its_relative_words_mean() -> None:
     assert "April 2023" in camping.context and "April" not in camping.text
     assert all("April" not in c.context for c in chunks if c is not camping and
                "camping" not in c.context)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("What did John's teammates give him on Aug 15th?", "15 August"),
+        ("Which book did Tim finish on 8th December, 2023?", "8 December 2023"),
+        ("the 3rd of May", "3 May"),
+        ("Sept. 3, 2022", "3 September 2022"),
+        ("standup 2023-05-03, plan for 2023-06", "3 May 2023 June 2023"),
+        ("2023-13-01 and 2023-02-30", ""),  # no month 13, no 30 February: nothing
+        ("on 8 May, 2023 and May 9", ""),  # already in the headings' words
+        ("I may 5 times; my 18th birthday; jan", ""),  # the verb, an ordinal, a name
+    ],
+)
+def test_dates_written_another_way_in_the_headings_form(text: str, expected: str) -> None:
+    assert canonical_dates(text) == expected
+
+
+def test_a_question_finds_a_heading_by_a_date_it_writes_another_way() -> None:
+    planned = plan("What happened on Aug 15th?")
+    assert planned is not None
+    assert {'"15th"', '"aug"', '"15"', '"august"'} <= set(planned.match.split(" OR "))
+
+
+def test_a_daily_log_and_an_iso_heading_are_found_by_their_month() -> None:
+    log = "- 10:02 moved the backups to the new bucket\n- 11:40 rotated the keys\n"
+    (only,) = chunk_markdown(log, 400, day=date(2026, 11, 21)).chunks
+    assert only.context == "November 2026"  # one chunk, no neighbours: its month still
+    iso = chunk_markdown("## 2023-05-08 standup\nShipped the importer last week.\n", 400)
+    assert iso.chunks[0].context == "May 2023"  # "last week" and the heading: one month
+    spelled = chunk_markdown("## Session 1 (8 May, 2023)\nShipped it. Next: Aug 15th.\n", 400)
+    assert spelled.chunks[0].context == "15 August"  # the heading spells its month already
+    assert chunk_markdown(log, 400).chunks[0].context == ""  # no date: nothing added
+
+
+def test_a_daily_log_is_searched_by_the_month_its_name_says(tmp_path: Path) -> None:
+    daily = tmp_path / "memory" / "daily"
+    daily.mkdir(parents=True)
+    (daily / "2026-11-21.md").write_text("- moved the backups to the new bucket\n")
+    (daily / "notes.md").write_text("- moved the backups again\n")
+    store = open_store(tmp_path / "index.sqlite", "agent")
+    try:
+        store.replace_all(indexer.load_tree(tmp_path / "memory", 400))
+        planned = plan("Where did the backups go in November 2026?")
+        assert planned is not None
+        hits, _ = search_store(store, planned, 10)
+        assert [h.path for h in hits] == ["daily/2026-11-21.md", "daily/notes.md"]
+    finally:
+        store.close()

@@ -113,3 +113,80 @@ def resolved(text: str, when: date) -> str:
             continue
         out.append(str(day.year) if year_only else f"{day.strftime('%B')} {day.year}")
     return " ".join(dict.fromkeys(out))
+
+
+_COUNT = (
+    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|few|couple of)"
+)
+_UNIT = r"(?:days?|weeks?|weekends?|months?|years?)"
+_WHEN_SAID = re.compile(
+    rf"\b(?:(?:{'|'.join(_WEEKDAYS)})s?|ago|since|recently|lately|(?:19|20)\d\d"
+    r"|(?:january|february|march|april|june|july|august|september|october|november|december)"
+    r"|(?:last|next|this|past|coming|on) (?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)"
+    rf"|(?:last|next|this|past|coming|for|about|over|under|nearly|almost) {_COUNT}? ?{_UNIT}"
+    r"|(?:last|this) (?:night|morning|evening|summer|winter|spring|fall|autumn)"
+    rf"|{_COUNT} {_UNIT} (?:now|ago|later|earlier|before|after)"
+    r"|the \d{1,2}(?:st|nd|rd|th))\b"
+    rf"|\bmay\s+\d|\d\s+may\b|(?<!\d)\d{{4}}-\d{{2}}-\d{{2}}(?!\d)",
+    re.I,
+)
+
+
+def says_when(text: str) -> bool:
+    """Whether ``text`` places something in time: a relative expression ("last week",
+    "two days ago", "last Fri"), a duration ("for 3 years", "since"), a weekday, a month,
+    a year, a day of the month ("the 15th") or a written date.
+
+    "May" counts only beside a number: alone it is mostly the verb. Heading lines are not
+    read: a section's date is every chunk's under it, and says nothing about this one."""
+    if "#" in text:
+        text = "\n".join(line for line in text.split("\n") if not line.lstrip().startswith("#"))
+    return _RELATIVE.search(text) is not None or _WHEN_SAID.search(text) is not None
+
+
+_ABBREVIATED = {m[:3]: m for m in _MONTHS} | {"sept": "september"}
+_MONTH_WORD = rf"(?:{_MONTH[1:-1]}|(?:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?)"
+_DAY_WORD = r"(\d{1,2})(?:st|nd|rd|th)?"
+_WRITTEN = re.compile(
+    rf"\b(?:{_DAY_WORD}(?:\s+of)?\s+({_MONTH_WORD})|({_MONTH_WORD})\s+{_DAY_WORD})\b"
+    r"(?:,?\s+(\d{4}))?(?!\d)",
+    re.I,
+)
+_SPELLED = re.compile(rf"(?:\d{{1,2}}\s+{_MONTH}|{_MONTH}\s+\d{{1,2}})(?:,?\s+\d{{4}})?", re.I)
+_DIGIT = re.compile(r"\d")
+_NUMERIC = re.compile(r"(?<![\d-])(\d{4})-(\d{2})(?:-(\d{2}))?(?![\d-])")
+
+
+def _month_name(word: str) -> str | None:
+    w = word.lower().rstrip(".")
+    name = w if w in _MONTHS else _ABBREVIATED.get(w)
+    return name.capitalize() if name else None
+
+
+def canonical_dates(text: str) -> str:
+    """The dates of ``text`` in the one form notes' headings use ("15 August", "3 May 2023",
+    "May 2023"), for what a question writes another way: "Aug 15th", "the 8th of December",
+    "2023-05-03", "2023-05". Empty when it writes none other way. The caller adds these to
+    its own words rather than replacing them, so a word like "15th" still finds itself."""
+    out: list[str] = []
+    if _DIGIT.search(text) is None:  # every form has a number: most text is done here
+        return ""
+    for m in _WRITTEN.finditer(text):
+        if _SPELLED.fullmatch(m[0]):
+            continue  # "8 May, 2023", "May 8": the words are there already
+        day, month = (m[1], m[2]) if m[1] else (m[4], m[3])
+        name = _month_name(month)
+        if name == "May" and not month.startswith("M"):
+            continue  # "I may 5 times": the verb
+        if name and 1 <= int(day) <= 31:
+            out.append(" ".join(filter(None, (str(int(day)), name, m[5]))))
+    for m in _NUMERIC.finditer(text):
+        month = int(m[2])
+        if not 1 <= month <= 12:
+            continue
+        name = date(2000, month, 1).strftime("%B")
+        day = _day(m[1], month, m[3]) if m[3] else None
+        if m[3] and day is None:
+            continue
+        out.append(f"{day.day} {name} {m[1]}" if day else f"{name} {m[1]}")
+    return " ".join(dict.fromkeys(out))

@@ -27,6 +27,7 @@ from sidecar.disk.tiers import (
     walk_markdown,
 )
 from sidecar.index.chunking import DEFAULT_MAX_CHARS, chunk_markdown
+from sidecar.index.dates import found_date
 from sidecar.index.store import BuildFile, FileState, IndexedFile, IndexStore
 
 log = logging.getLogger(__name__)
@@ -171,7 +172,7 @@ def read_parsed(root: Path, rels: Iterable[str], max_chars: int) -> list[Parsed]
 
 
 def parse_note(rel: str, data: bytes, state: FileState, max_chars: int) -> IndexedFile:
-    parsed = chunk_markdown(decode_text(data), max_chars)
+    parsed = chunk_markdown(decode_text(data), max_chars, found_date(rel.rsplit("/", 1)[-1]))
     return IndexedFile(rel, state, parsed.metadata, parsed.chunks)
 
 

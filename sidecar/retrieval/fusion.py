@@ -8,7 +8,8 @@ helps is letting the dense leg *re-order* BM25's candidates, never add new ones:
     score = ALPHA * bm25 / max(bm25 in pool) + (1 - ALPHA) * dense
     dense = LINE_MIX * max(cosine of each line) + (1 - LINE_MIX) * cosine of the chunk
 
-over BM25's top ``POOL`` chunks. A chunk still waiting for its vector keeps its
+over BM25's top ``POOL`` chunks, plus ``WHEN_SHARE`` for a chunk that says when
+something happened if the question asks when. A chunk still waiting for its vector keeps its
 BM25 share as its dense share, so it neither gains nor loses for being new.
 When BM25 finds fewer chunks than asked for (no shared words), dense hits at
 least ``NOTES_FILL_MIN_COSINE`` similar fill the rest, below every BM25 hit.
@@ -21,7 +22,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sidecar.index.dates import says_when
 from sidecar.index.store import Hit
+from sidecar.retrieval import modes
 from sidecar.retrieval.modes import ALPHA, DENSE, NOTES_FILL_MIN_COSINE, SPARSE
 from sidecar.retrieval.vector_sync import from_blob
 
@@ -46,13 +49,19 @@ def dense_score(query: Vectors, blob: bytes) -> float:
 
 
 def rerank(
-    sparse: list[Hit], dense: dict[str, float], fill: list[tuple[Hit, float]], limit: int
+    sparse: list[Hit],
+    dense: dict[str, float],
+    fill: list[tuple[Hit, float]],
+    limit: int,
+    asks_when: bool = False,
 ) -> list[Ranked]:
     """BM25's pool re-ordered by the mixed score, then dense-only hits if too few.
 
     ``dense`` maps a chunk's content hash to its :func:`dense_score`; ``fill`` is the
-    dense leg's own top hits (hit, cosine), best first.
+    dense leg's own top hits (hit, cosine), best first. ``asks_when``: the question asks
+    for a time, so a chunk that says when gains ``WHEN_SHARE``.
     """
+    lift = modes.WHEN_SHARE if asks_when else 0.0
     ranked: list[Ranked] = []
     if sparse:
         top = max(h.score for h in sparse)
@@ -63,6 +72,8 @@ def rerank(
         for i, hit in enumerate(sparse):
             sim = sims[i]
             mixed = ALPHA * norm[i] + (1 - ALPHA) * (norm[i] if sim is None else sim)
+            if lift and says_when(hit.text):
+                mixed += lift
             ranks = {SPARSE: i + 1}
             if sim is not None:
                 ranks[DENSE] = dense_rank[i]

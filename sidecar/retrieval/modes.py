@@ -29,3 +29,8 @@ POOL = 20  # BM25 candidates the dense leg re-orders (``fusion.rerank``)
 # embedder): every leave-one-conversation-out fold on LoCoMo dev chose it over the 0.5 the
 # hybrid pool needs (0.772 against 0.762 cross-validated, four of five conversations up).
 SPARSE_CONTEXT_WEIGHT = 0.25
+# What a candidate that places something in time gains, in shares of the pool's best
+# score, when the question asks when (``query.asks_when``, ``dates.says_when``): the
+# answer to "when did" is a line saying when. Cross-validated on LoCoMo dev (README,
+# "Validated on conversations a choice was not made on").
+WHEN_SHARE = 0.1

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sidecar.index.dates import canonical_dates
+
 STOPWORDS = frozenset(
     """
 a about above after again against all am an and any are aren't as at be because been
@@ -56,6 +58,7 @@ class PlannedQuery:
     match: str  # the FTS5 MATCH expression to run first
     mode: str  # MODE_TERMS or MODE_FTS5
     fallback: str  # plain-terms expression if ``match`` fails to parse
+    asks_when: bool = False  # the question asks for a time (``asks_when``)
 
 
 def terms(text: str) -> list[str]:
@@ -82,13 +85,31 @@ def or_of_terms(words: list[str]) -> str:
 
 
 def plan(text: str) -> PlannedQuery | None:
-    """None when the text holds no searchable word at all."""
-    fallback = or_of_terms(terms(text))
+    """None when the text holds no searchable word at all. Dates written in another form
+    than notes' headings use ("Aug 15th", "2023-05-03") are searched in that form too."""
+    fallback = or_of_terms(terms(f"{text} {canonical_dates(text)}"))
     if not fallback:
         return None
     if _EXPLICIT.search(text) and _FTS5_SHAPED.fullmatch(_QUOTED.sub(" ", text)):
         return PlannedQuery(text.strip(), MODE_FTS5, fallback)
-    return PlannedQuery(fallback, MODE_TERMS, fallback)
+    return PlannedQuery(fallback, MODE_TERMS, fallback, asks_when(text))
+
+
+_ASKS_WHEN = re.compile(
+    r"\b(?:when (?:did|do|does|is|was|were|will|would|are|has|have|had|can|could|should)"
+    r"|since when|how long|(?:what|which) (?:year|month|day|date|week|weekend|time|season)"
+    r"|how many (?:days|weeks|months|years))\b",
+    re.I,
+)
+
+
+def asks_when(text: str) -> bool:
+    """Whether a plain-language question asks for a time ("when did", "how long", "which
+    month", or a question that starts with "when"): its answer is a line that places
+    something in time (``dates.says_when``). "When" as a conjunction ("what to do when the
+    build fails") does not ask."""
+    t = text.strip()
+    return _ASKS_WHEN.search(t) is not None or (t[:5].lower() == "when " and t.endswith("?"))
 
 
 def stem(word: str) -> str:

@@ -12,8 +12,9 @@ from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
 from sidecar.disk.tiers import is_archived
-from sidecar.index.dates import hit_date
+from sidecar.index.dates import hit_date, says_when
 from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
+from sidecar.retrieval import modes
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, stem
 from sidecar.safety import scan_remembered
@@ -89,10 +90,14 @@ def rank_tier(
     (``search_store`` with ``POOL``), when it already ran while the query was embedded.
     """
     query_mode = planned.mode if planned else MODE_TERMS
+    asks_when = planned is not None and planned.asks_when
     if mode == SPARSE or query_vector is None or vectors is None:
         if planned is None:
             return [], query_mode
-        hits, query_mode = search_store(store, planned, limit, SPARSE_CONTEXT_WEIGHT)
+        depth = max(POOL, limit) if asks_when else limit
+        hits, query_mode = search_store(store, planned, depth, SPARSE_CONTEXT_WEIGHT)
+        if asks_when:
+            hits = lift_when(hits)[:limit]
         return [Result(source, h, h.score, ranks={SPARSE: i})
                 for i, h in enumerate(hits, start=1)], query_mode  # fmt: skip
     from sidecar.retrieval import fusion  # numpy: a sparse-only daemon never loads it
@@ -117,8 +122,19 @@ def rank_tier(
                 for r, (h, s) in enumerate(fill[:limit], start=1)], query_mode  # fmt: skip
     blobs = store.get_vectors(vectors.embedder.model_id, (h.key for h in sparse))
     dense = {k: fusion.dense_score(query_vector, b) for k, b in blobs.items()}
-    ranked = fusion.rerank(sparse, dense, fill, limit)
+    ranked = fusion.rerank(sparse, dense, fill, limit, asks_when)
     return [Result(source, r.hit, r.score, ranks=r.ranks) for r in ranked], query_mode
+
+
+def lift_when(hits: list[Hit]) -> list[Hit]:
+    """BM25's pool for a question that asks when: a hit that says when something happened
+    gains ``WHEN_SHARE`` of the best score (as in hybrid's ``fusion.rerank``). Its score
+    says so, and its rank in the BM25 leg stays where the new order puts it."""
+    if not hits:
+        return hits
+    lift = modes.WHEN_SHARE * max(h.score for h in hits)
+    lifted = [replace(h, score=h.score + lift) if says_when(h.text) else h for h in hits]
+    return sorted(lifted, key=lambda h: -h.score)  # stable: ties keep BM25's order
 
 
 def dense_fill_last(results: list[Result]) -> list[Result]:

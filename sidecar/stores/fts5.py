@@ -265,3 +265,30 @@ def _restrict(node: Node, columns: frozenset[str]) -> Node:
 def parse(match: str) -> Node:
     """The expression as a tree; QuerySyntaxError where FTS5 would refuse it."""
     return _Parser(match).parse()
+
+
+_KEYWORDS = ("AND", "OR", "NOT", "NEAR")
+
+
+def or_operands(match: str) -> list[str] | None:
+    """The phrases of an expression that is only an OR of phrases (``"a" OR b OR "c d"``),
+    each as FTS5 text to MATCH alone; None for anything else (AND, NOT, NEAR, a prefix,
+    a column filter, a syntax error), or a single phrase."""
+    try:
+        toks = _lex(match)
+    except QuerySyntaxError:
+        return None
+    if len(toks) % 2 == 0:
+        return None
+    out: list[str] = []
+    for k, (kind, value) in enumerate(toks):
+        if k % 2:
+            if (kind, value) != ("word", "OR"):
+                return None
+        elif kind == "str":
+            out.append('"' + value.replace('"', '""') + '"')
+        elif kind == "word" and value not in _KEYWORDS:
+            out.append(value)
+        else:
+            return None
+    return out if len(out) > 1 else None

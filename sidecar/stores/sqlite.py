@@ -14,6 +14,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,29 +33,11 @@ from sidecar.index.store import (
     diff_chunks,
     metadata_json,
 )
+from sidecar.stores import fts5_topk, sqlite_health
 from sidecar.stores import sqlite_schema as schema
 
 _BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
 _BULK_FILES = 500  # files per executemany round of a rebuild
-
-
-# What says the index itself is unusable, as opposed to a busy, full or read-only disk.
-# SQLITE_IOERR (its WAL deleted under it, say), SQLITE_CORRUPT, SQLITE_NOTADB; a full disk
-# (SQLITE_FULL) or a busy one is not the index's fault.
-_BROKEN_CODES = frozenset({10, 11, 26})
-_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
-_BROKEN_MESSAGES = (
-    "malformed", "not a database", "no such table", "no such column", "disk i/o error",
-)  # fmt: skip
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """Which file ``path`` is (device, inode), or None if there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 class SQLiteStore:
@@ -68,7 +51,7 @@ class SQLiteStore:
         self.db = Database(path, schema.SCHEMA, schema.SCHEMA_VERSION, schema.PROBE)
         if self.db.found is not None:
             schema.resume_merging(self.db.writer)
-        self._identity = _identity(path)
+        self._identity = sqlite_health.identity(path)
         self._header_fd = self._open_header()
 
     def _open_header(self) -> int:
@@ -82,27 +65,7 @@ class SQLiteStore:
     # -- health ------------------------------------------------------------
 
     def problem(self, exc: BaseException | None = None) -> str | None:
-        if isinstance(exc, sqlite3.DatabaseError):
-            code = getattr(exc, "sqlite_errorcode", None)
-            text = str(exc).lower()
-            if (code is not None and code & 0xFF in _BROKEN_CODES) or any(
-                m in text for m in _BROKEN_MESSAGES
-            ):
-                return f"index unusable ({exc})"
-        now = _identity(self.path)
-        if now is None:
-            return "index file vanished"
-        if now != self._identity:
-            return "index file replaced by another file"
-        if self._header_fd < 0:
-            return None  # closed: a health probe racing shutdown has nothing to report
-        try:
-            head = os.pread(self._header_fd, len(_HEADER), 0)
-        except OSError as exc:
-            return f"index file unreadable ({exc.strerror})"
-        if head != _HEADER:  # overwritten or truncated in place: SQLite may not notice soon
-            return "index file is no longer a SQLite database"
-        return None
+        return sqlite_health.problem(self.path, self._identity, self._header_fd, exc)
 
     @property
     def generation(self) -> int:
@@ -117,7 +80,7 @@ class SQLiteStore:
 
     def _reopened(self) -> None:
         """The file was replaced by an empty one: ``problem`` watches the new one."""
-        self._identity = _identity(self.path)
+        self._identity = sqlite_health.identity(self.path)
         old_fd, self._header_fd = self._header_fd, self._open_header()
         if old_fd >= 0:  # the old file is deleted: its locks guard nothing any more
             os.close(old_fd)
@@ -148,20 +111,38 @@ class SQLiteStore:
         # ``rank`` column, which FTS5 resolves through an extra function lookup.
         context = float(schema.CONTEXT_WEIGHT if context_weight is None else context_weight)
         weights = f"{schema.HEADING_WEIGHT}, {schema.BODY_WEIGHT}, {context}"
-        sql = f"""
-            SELECT c.path, c.start_line, c.end_line, c.heading, c.body, f.score, c.hash
-            FROM (SELECT rowid, bm25(chunks_fts, {weights}) AS score
-                  FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) AS f
-            JOIN chunks AS c ON c.id = f.rowid
-            ORDER BY f.score
-        """
+        conn = self.db.reader()
         try:
-            rows = self.db.reader().execute(sql, (match, limit)).fetchall()
+            # A large table ranks an OR of words without scoring every chunk it matches.
+            answered = fts5_topk.top(
+                conn, "chunks_fts", match, weights, limit, counts=lambda: self._counts(conn)
+            )
+            if answered is not None:
+                ranked = answered[1]
+            else:
+                ranked = conn.execute(
+                    f"SELECT rowid, bm25(chunks_fts, {weights}) AS score FROM chunks_fts "
+                    "WHERE chunks_fts MATCH ? ORDER BY score, rowid LIMIT ?",
+                    (match, limit),
+                ).fetchall()
         except sqlite3.OperationalError as exc:
             if not is_query_error(exc):
                 raise
             raise QuerySyntaxError(str(exc)) from exc
-        return [Hit(p, s, e, h, b, -rank, k) for p, s, e, h, b, rank, k in rows]
+        found = self.hits(rowid for rowid, _ in ranked)
+        return [replace(found[i], score=-score) for i, score in ranked if i in found]
+
+    def _counts(self, conn: sqlite3.Connection) -> dict[str, int]:
+        """How many chunks each phrase matches, kept per reader until any commit (``PRAGMA
+        data_version`` tells, whichever connection made it; asked inside the search's read
+        transaction, it speaks of the snapshot the search reads)."""
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        cached = getattr(self.db.local, "phrase_counts", None)
+        if cached is None or cached[0] is not conn or cached[1] != version:
+            cached = (conn, version, {})
+            self.db.local.phrase_counts = cached
+        counts: dict[str, int] = cached[2]
+        return counts
 
     def _select_in(self, sql: str, values: Iterable[Any], *params: Any) -> list[tuple[Any, ...]]:
         """Rows of ``sql`` whose ``IN (%s)`` list is ``values``, asked in batches that stay

@@ -25,7 +25,9 @@ HOW_TO_ENABLE = (
 # Embedders whose model runs in another process (or none at all): what is left here is
 # I/O, SQLite and one matrix-vector product a query, all of it under the GIL.
 MODEL_ELSEWHERE = ("ollama", "openai", "lead", "none")
-_M_ARENA_MAX = -8  # glibc's mallopt() parameter
+# glibc's mallopt() parameters
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+_FIXED_THRESHOLD = 128 * 1024  # glibc's starting value, held there
 
 
 def share_one_malloc_arena(kind: str) -> None:
@@ -40,7 +42,13 @@ def share_one_malloc_arena(kind: str) -> None:
     import ctypes  # only here: the hooks and other commands import this module too
 
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, 1)
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_ARENA_MAX, 1)
+        # glibc raises both thresholds each time a large block is freed, after which a
+        # search's score arrays and a batch's JSON stay in the heap once freed; held at
+        # their start, large blocks are mapped and handed back when freed
+        libc.mallopt(_M_MMAP_THRESHOLD, _FIXED_THRESHOLD)
+        libc.mallopt(_M_TRIM_THRESHOLD, _FIXED_THRESHOLD)
 
 
 def load_embedder(
