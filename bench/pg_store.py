@@ -69,6 +69,9 @@ RECALL_GAP = at_most(0.02, "<= 0.02")
 ISOLATION = at_most(1.5, "<= 1.50x")
 INDEX_TIMEOUT_S = {10_000: 900.0, 100_000: 3600.0, 1_000_000: 6 * 3600.0}
 STORES = ("SQLite", "PostgreSQL")
+# Issue 34: top-k makes PostgreSQL no slower than SQLite at 100k chunks, and about 0.15x
+# at 1M (keyed by hundreds of thousands of chunks, as indexed: about 1 and 10).
+SEARCH_RATIO = {1: at_most(1.0, "<= 1.00x"), 10: at_most(0.15, "<= 0.15x")}
 
 
 def locomo_recall(ctx: Context, store: str, mode: str, out: Path) -> float:
@@ -251,12 +254,12 @@ def _columns(conn: psycopg.Connection[Any], table: str) -> str:
     return ", ".join(r[0] for r in rows)
 
 
-KEYS = {"files": "path", "chunks": "id", "postings": "lexeme, chunk_id"}
+KEYS = {"files": "path", "chunks": "id", "postings": "chunk_id, lexeme"}
 
 
 def clone(url: str, source: str, targets: list[str]) -> None:
     """Copy one namespace's rows under other names, in SQL (chunk ids are per namespace,
-    so they are kept); the triggers count each copy's chunks."""
+    so they are kept); the triggers count each copy's chunks and terms."""
     with psycopg.connect(url, autocommit=True) as conn:
         cols = {t: _columns(conn, t) for t in ("files", "chunks", "postings")}
         for k, target in enumerate(targets):
@@ -269,6 +272,11 @@ def clone(url: str, source: str, targets: list[str]) -> None:
                         f"ORDER BY {KEYS[table]}",  # in key order: appends to each index
                         (target, source),
                     )
+                conn.execute(  # the impacts copied were computed against the source's average
+                    "UPDATE namespace_stats SET impact_avgdl = (SELECT impact_avgdl FROM "
+                    "namespace_stats WHERE namespace = %s) WHERE namespace = %s",
+                    (source, target),
+                )
             if (k + 1) % 10 == 0:
                 progress(NAME, f"{k + 1} of {len(targets)} namespaces copied")
         conn.execute("VACUUM (ANALYZE) files, chunks, postings")
@@ -407,6 +415,9 @@ def _report_scale(result: BenchResult, scales: list[Scale]) -> None:
                 Figure(f"{tag}: HTTP search p50, {name}", s.search[name].p50, "ms"),
                 Figure(f"{tag}: HTTP search p99, {name}", s.search[name].p99, "ms"),
             ]
+        ratio = s.search["PostgreSQL"].p50 / max(s.search["SQLite"].p50, 1e-9)
+        result.figures.append(Figure(f"{tag}: PostgreSQL / SQLite HTTP search p50", ratio, "x",
+                                     target=SEARCH_RATIO.get(s.chunks // 100_000)))  # fmt: skip
     result.tables.append(Table(
         "one daemon per store on the same corpus (sparse; searches interleaved)",
         ["", "cold index s", "update p50 ms", "search p50 ms", "search p99 ms"], rows,
@@ -423,7 +434,8 @@ def _report_scale(result: BenchResult, scales: list[Scale]) -> None:
         "update: POST /memory/write appending one line to a small daily file, answered "
         "once the file is on disk and its changed chunks indexed",
         "PostgreSQL computes FTS5's BM25 (same k1, b, column weights) from a postings "
-        "table in SQL; its stems are Snowball English where SQLite's are Porter",
+        "table; an OR of words walks impact-ordered postings and stops once no unseen chunk "
+        "can enter the top k (exact); its stems are Snowball English where SQLite's are Porter",
     ]
 
 

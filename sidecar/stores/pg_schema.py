@@ -13,9 +13,27 @@ from __future__ import annotations
 
 import psycopg
 
+from sidecar.stores.sqlite_schema import BODY_WEIGHT, CONTEXT_WEIGHT, HEADING_WEIGHT
+
 # The key of the advisory lock migrations hold: one fixed number for this schema.
 MIGRATION_LOCK = 0x51DECA7
 TS_CONFIG = "sidecar_text"
+# FTS5's bm25() constants.
+K1 = 1.2
+B = 0.75
+
+
+def impact_sql(avgdl: str, p: str = "") -> str:
+    """A posting's BM25 term contribution without the IDF, the document length
+    normalised against ``avgdl`` (an SQL expression), at the default column weights:
+    the order in which top-k search walks a term's postings (``pg_topk``)."""
+    f = (
+        f"({HEADING_WEIGHT} * {p}tf_heading + {BODY_WEIGHT} * {p}tf_body"
+        f" + {CONTEXT_WEIGHT} * {p}tf_context)"
+    )
+    norm = f"({K1} * (1 - {B} + {B} * {p}doc_len / greatest({avgdl}, 1e-9)))"
+    return f"({f} * {K1 + 1} / ({f} + {norm}))"
+
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
@@ -136,6 +154,55 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE postings ADD COLUMN tf_context smallint NOT NULL DEFAULT 0;
         ALTER TABLE postings DROP CONSTRAINT postings_pkey;
         ALTER TABLE postings ADD PRIMARY KEY (namespace, lexeme, chunk_id)
+            INCLUDE (tf_heading, tf_body, tf_context, doc_len);
+        """,
+    ),
+    (
+        6,
+        "impact-ordered postings and document frequencies, for top-k search",
+        f"""
+        -- The average length impacts were computed against (NULL: none computed yet).
+        ALTER TABLE namespace_stats ADD COLUMN impact_avgdl double precision;
+        ALTER TABLE postings ADD COLUMN impact real NOT NULL DEFAULT 0;
+        CREATE TABLE terms (
+            namespace text NOT NULL,
+            lexeme text COLLATE "C" NOT NULL,
+            df bigint NOT NULL,
+            PRIMARY KEY (namespace, lexeme)
+        );
+        CREATE FUNCTION sidecar_count_terms() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                INSERT INTO terms AS t (namespace, lexeme, df)
+                SELECT namespace, lexeme, count(*) FROM new_rows GROUP BY namespace, lexeme
+                ON CONFLICT (namespace, lexeme) DO UPDATE SET df = t.df + excluded.df;
+            ELSE
+                UPDATE terms AS t SET df = t.df - d.n
+                FROM (SELECT namespace, lexeme, count(*) AS n
+                      FROM old_rows GROUP BY namespace, lexeme) AS d
+                WHERE t.namespace = d.namespace AND t.lexeme = d.lexeme;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER postings_counted_insert AFTER INSERT ON postings
+            REFERENCING NEW TABLE AS new_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION sidecar_count_terms();
+        CREATE TRIGGER postings_counted_delete AFTER DELETE ON postings
+            REFERENCING OLD TABLE AS old_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION sidecar_count_terms();
+        INSERT INTO terms SELECT namespace, lexeme, count(*) FROM postings
+            GROUP BY namespace, lexeme;
+        UPDATE namespace_stats SET impact_avgdl = tokens::float8 / nullif(chunks, 0);
+        UPDATE postings AS p SET impact = {impact_sql("s.impact_avgdl", "p.")}
+            FROM namespace_stats AS s WHERE s.namespace = p.namespace;
+        -- Two indexes where there were three: by term in impact order (a top-k walk, and
+        -- the exhaustive scan of a term's postings), and by chunk (a top-k probe of a
+        -- chunk's terms, a chunk's deletion): the one a build appends to, ids rising.
+        CREATE INDEX postings_by_impact ON postings (namespace, lexeme, impact, chunk_id)
+            INCLUDE (tf_heading, tf_body, tf_context, doc_len);
+        ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+        DROP INDEX postings_by_chunk;
+        ALTER TABLE postings ADD PRIMARY KEY (namespace, chunk_id, lexeme)
             INCLUDE (tf_heading, tf_body, tf_context, doc_len);
         """,
     ),

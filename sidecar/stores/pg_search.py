@@ -5,6 +5,8 @@ lexeme and chunk with its count in the heading and in the body), with FTS5's
 formula and column weights, so a tier scores the same whichever store holds it.
 An OR of words (what plain-language questions become) is answered from the postings
 alone; anything else also has to match the chunk's ``tsvector`` as a ``tsquery``.
+The queries here score every matching chunk: an OR of plain words is answered by
+``pg_topk`` instead where impacts allow, with these as its fallback and its reference.
 """
 
 from __future__ import annotations
@@ -12,11 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from sidecar.stores import fts5, sqlite_schema
-from sidecar.stores.pg_schema import TS_CONFIG
+from sidecar.stores.pg_schema import K1, TS_CONFIG, B, impact_sql
 
-# FTS5's bm25() constants.
-K1 = 1.2
-B = 0.75
 TOP = chr(0x10FFFF)  # sorts after every lexeme that starts with a given prefix
 # Each column's weight letter in a chunk's tsvector.
 WEIGHT_LETTER = {"heading": "A", "body": "B", "context": "C"}
@@ -128,18 +127,26 @@ LIMIT %(limit)s
 """
 )
 
-# New chunks, their tsvector and token count, and their postings, in one statement.
+# New chunks, their tsvector and token count, and their postings (each with its impact
+# against the namespace's ``impact_avgdl``, passed as ``a0``), in one statement; the rows
+# come from arrays (a few chunks) or from a table COPY filled (a bulk build).
+_STAGED_COLUMNS = "path, start_line, end_line, heading, body, context, hash, hnorm, bnorm, cnorm"
+FROM_ARRAYS = f"""unnest(%(path)s::text[], %(start)s::int[], %(end)s::int[], %(heading)s::text[],
+                %(body)s::text[], %(context)s::text[], %(hash)s::text[], %(hnorm)s::text[],
+                %(bnorm)s::text[], %(cnorm)s::text[])
+         WITH ORDINALITY AS s({_STAGED_COLUMNS}, k)"""
+FROM_STAGED = "staged AS s"
+STAGE = """CREATE TEMP TABLE IF NOT EXISTS staged (
+    k bigint, path text, start_line int, end_line int, heading text, body text, context text,
+    hash text, hnorm text, bnorm text, cnorm text) ON COMMIT DELETE ROWS"""
+COPY_STAGED = f"COPY staged (k, {_STAGED_COLUMNS}) FROM STDIN"
 INSERT_CHUNKS = f"""
 WITH src AS (
     SELECT s.*,
            setweight(to_tsvector('{TS_CONFIG}', s.hnorm), 'A')
            || setweight(to_tsvector('{TS_CONFIG}', s.bnorm), 'B')
            || setweight(to_tsvector('{TS_CONFIG}', s.cnorm), 'C') AS tsv
-    FROM unnest(%(path)s::text[], %(start)s::int[], %(end)s::int[], %(heading)s::text[],
-                %(body)s::text[], %(context)s::text[], %(hash)s::text[], %(hnorm)s::text[],
-                %(bnorm)s::text[], %(cnorm)s::text[])
-         WITH ORDINALITY AS s(path, start_line, end_line, heading, body, context, hash,
-                              hnorm, bnorm, cnorm, k)
+    FROM {{source}}
 ),
 ins AS (
     INSERT INTO chunks (namespace, path, start_line, end_line, heading, body, context, hash,
@@ -148,15 +155,23 @@ ins AS (
            (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(tsv) AS u)
     FROM src ORDER BY k
     RETURNING id, tsv, doc_len
+),
+tf AS (
+    SELECT u.lexeme, ins.id AS chunk_id,
+           cardinality(array_positions(u.weights, 'A')) AS tf_heading,
+           cardinality(array_positions(u.weights, 'B')) AS tf_body,
+           cardinality(array_positions(u.weights, 'C')) AS tf_context,
+           ins.doc_len
+    FROM ins, LATERAL unnest(ins.tsv) AS u
 )
-INSERT INTO postings (namespace, lexeme, chunk_id, tf_heading, tf_body, tf_context, doc_len)
-SELECT %(ns)s, u.lexeme, ins.id,
-       cardinality(array_positions(u.weights, 'A')),
-       cardinality(array_positions(u.weights, 'B')),
-       cardinality(array_positions(u.weights, 'C')),
-       ins.doc_len
-FROM ins, LATERAL unnest(ins.tsv) AS u
+INSERT INTO postings (namespace, lexeme, chunk_id, tf_heading, tf_body, tf_context, doc_len,
+                      impact)
+SELECT %(ns)s, lexeme, chunk_id, tf_heading, tf_body, tf_context, doc_len,
+       {impact_sql("%(a0)s::float8")}
+FROM tf ORDER BY lexeme  -- the term index's pages are met in order, not at random
 """
+INSERT_FROM_ARRAYS = INSERT_CHUNKS.replace("{source}", FROM_ARRAYS)
+INSERT_FROM_STAGED = INSERT_CHUNKS.replace("{source}", FROM_STAGED)
 
 
 def norm(text: str) -> str:

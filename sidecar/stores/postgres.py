@@ -26,7 +26,6 @@ from typing import Any
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from sidecar.index.chunking import Chunk
 from sidecar.index.store import (
     BuildFile,
     FileState,
@@ -36,18 +35,22 @@ from sidecar.index.store import (
     StoreStats,
     diff_chunks,
     metadata_json,
-    text_key,
 )
+from sidecar.stores import pg_topk
 from sidecar.stores.pg_connect import Conn, Connections, StoreUnavailable, describe
 from sidecar.stores.pg_lease import NotWriter, WriterLease, lead_absent
-from sidecar.stores.pg_search import INSERT_CHUNKS, norm, search_sql
+from sidecar.stores.pg_search import search_sql
 from sidecar.stores.pg_vectors import Vectors
+from sidecar.stores.pg_write import insert_chunks, reimpact
+from sidecar.stores.sqlite_schema import BODY_WEIGHT, CONTEXT_WEIGHT, HEADING_WEIGHT
 
 __all__ = ["NotWriter", "PostgresStore", "StoreUnavailable"]
 
+DEFAULT_WEIGHTS = (HEADING_WEIGHT, BODY_WEIGHT, CONTEXT_WEIGHT)
+
 log = logging.getLogger(__name__)
 
-_BATCH = 500  # chunks per INSERT statement in a rebuild
+_BATCH = 20_000  # chunks per COPY in a rebuild
 
 
 class PostgresStore:
@@ -186,8 +189,7 @@ class PostgresStore:
         """Drop this namespace's rows (and migrate, if the tables are gone)."""
         self._db.ready = False
         with self._transaction() as conn:
-            for table in ("postings", "chunks", "files", "vectors"):
-                conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
+            self._empty(conn, "vectors")
             # that a lead serves the namespace outlives its index (``lead_absent``)
             conn.execute(
                 "DELETE FROM meta WHERE namespace = %s AND key <> 'lead_since'", (self.namespace,)
@@ -224,11 +226,28 @@ class PostgresStore:
         query = search_sql(match, self.namespace, limit, context_weight)
         if query is None:
             return []
-        try:
-            rows = self._db.rows(*query)
-        except psycopg.errors.SyntaxError as exc:  # a tsquery PostgreSQL still refuses
-            raise QuerySyntaxError(str(exc)) from exc
+        sql, params = query
+        with self._db.conn() as conn, conn.transaction():
+            # top-k reads in several statements: all of them see one snapshot
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            if "tsq" not in params:  # an OR of words: top-k, where impacts allow it
+                best = pg_topk.search(conn, self.namespace, params, DEFAULT_WEIGHTS, limit)
+                if best is not None:
+                    return self._ranked(conn, best)
+            try:
+                rows = conn.execute(sql, params).fetchall()
+            except psycopg.errors.SyntaxError as exc:  # a tsquery PostgreSQL still refuses
+                raise QuerySyntaxError(str(exc)) from exc
         return [Hit(p, s, e, h, b, float(score), k) for p, s, e, h, b, score, k in rows]
+
+    def _ranked(self, conn: Conn, best: list[tuple[int, float]]) -> list[Hit]:
+        rows = conn.execute(
+            "SELECT id, path, start_line, end_line, heading, body, hash FROM chunks "
+            "WHERE namespace = %s AND id = ANY(%s)",
+            (self.namespace, [c for c, _ in best]),
+        ).fetchall()
+        by_id = {r[0]: r[1:] for r in rows}
+        return [Hit(*by_id[c][:5], score, by_id[c][5]) for c, score in best if c in by_id]
 
     def hits(self, chunk_ids: Iterable[int]) -> dict[int, Hit]:
         rows = self._db.rows(
@@ -269,26 +288,6 @@ class PostgresStore:
 
     # -- writes ------------------------------------------------------------
 
-    def _insert_chunks(self, conn: Conn, path: str, chunks: Sequence[Chunk]) -> None:
-        if not chunks:
-            return
-        conn.execute(
-            INSERT_CHUNKS,
-            {
-                "ns": self.namespace,
-                "path": [path] * len(chunks),
-                "start": [c.start_line for c in chunks],
-                "end": [c.end_line for c in chunks],
-                "heading": [c.heading for c in chunks],
-                "body": [c.text for c in chunks],
-                "context": [c.context for c in chunks],
-                "hash": [text_key(c.text) for c in chunks],
-                "hnorm": [norm(c.heading) for c in chunks],
-                "bnorm": [norm(c.text) for c in chunks],
-                "cnorm": [norm(c.context) for c in chunks],
-            },
-        )
-
     def _delete_chunks(self, conn: Conn, ids: list[int]) -> None:
         if ids:
             conn.execute(
@@ -299,23 +298,27 @@ class PostgresStore:
                 "DELETE FROM chunks WHERE namespace = %s AND id = ANY(%s)", (self.namespace, ids)
             )
 
-    def _upsert_file(
-        self, conn: Conn, item: BuildFile, now: float, state: FileState | None = None
+    def _upsert_files(
+        self, conn: Conn, items: Sequence[BuildFile], now: float, state: FileState | None = None
     ) -> None:
-        st = state or item.state
+        """Record files' states, all in one statement (a build's batch is thousands)."""
+        if not items:
+            return
+        states = [state or i.state for i in items]
         conn.execute(
             "INSERT INTO files (namespace, path, size, mtime_ns, sha256, metadata, indexed_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, path) DO UPDATE SET "
+            "SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], "
+            "%s::text[], %s::float8[]) ON CONFLICT (namespace, path) DO UPDATE SET "
             "size = excluded.size, mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, "
             "metadata = excluded.metadata, indexed_at = excluded.indexed_at",
             (
                 self.namespace,
-                item.path,
-                st.size,
-                st.mtime_ns,
-                st.sha256,
-                metadata_json(item.metadata),
-                now,
+                [i.path for i in items],
+                [st.size for st in states],
+                [st.mtime_ns for st in states],
+                [st.sha256 for st in states],
+                [metadata_json(i.metadata) for i in items],
+                [now] * len(items),
             ),
         )
 
@@ -339,8 +342,8 @@ class PostgresStore:
                         "WHERE namespace = %s AND id = %s",
                         [(s, e, self.namespace, i) for s, e, i in moved],
                     )
-            self._insert_chunks(conn, item.path, fresh)
-            self._upsert_file(conn, item, time.time(), confirm() if confirm else None)
+            insert_chunks(conn, self.namespace, [(item.path, fresh)])
+            self._upsert_files(conn, [item], time.time(), confirm() if confirm else None)
 
     def touch_file(self, path: str, state: FileState) -> None:
         with self._transaction() as conn:
@@ -371,13 +374,26 @@ class PostgresStore:
     def replace_all(self, items: Iterable[IndexedFile]) -> None:
         now = time.time()
         with self._transaction() as conn:
-            for table in ("postings", "chunks", "files"):
-                conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
+            self._empty(conn)
+            pending: list[IndexedFile] = []
+            size = 0
             for item in items:
-                self._upsert_file(conn, item, now)
-                chunks = [c for c in item.chunks if c.text]
-                for start in range(0, len(chunks), _BATCH):
-                    self._insert_chunks(conn, item.path, chunks[start : start + _BATCH])
+                pending.append(item)
+                size += len(item.chunks)
+                if size >= _BATCH:
+                    self._insert_files(conn, pending, now)
+                    pending, size = [], 0
+            self._insert_files(conn, pending, now)
+            reimpact(conn, self.namespace)
+
+    def _empty(self, conn: Conn, *more: str) -> None:
+        """Delete the namespace's index rows; the next chunks fix its impact average."""
+        for table in ("postings", "chunks", "files", *more):
+            conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
+        conn.execute(
+            "UPDATE namespace_stats SET impact_avgdl = NULL WHERE namespace = %s",
+            (self.namespace,),
+        )
 
     def add_files(self, items: Iterable[BuildFile]) -> int:
         """Insert files the index does not hold yet, in one transaction (a cold build's
@@ -398,10 +414,13 @@ class PostgresStore:
             for item in batch:
                 if item.path not in held:
                     fresh.setdefault(item.path, item)
-            for item in fresh.values():
-                self._upsert_file(conn, item, now)
-                self._insert_chunks(conn, item.path, [c for c in item.chunks if c.text])
+            self._insert_files(conn, list(fresh.values()), now)
         return len(fresh)
+
+    def _insert_files(self, conn: Conn, items: Sequence[BuildFile], now: float) -> None:
+        self._upsert_files(conn, items, now)
+        files = [(i.path, [c for c in i.chunks if c.text]) for i in items]
+        insert_chunks(conn, self.namespace, files)
 
     def get_meta(self, key: str) -> str | None:
         rows = self._db.rows(
@@ -438,8 +457,10 @@ class PostgresStore:
         with every write), so a search's term lookups read the covering index alone."""
         if self._read_only:
             return  # the writer's job
+        with self._transaction() as conn:
+            reimpact(conn, self.namespace)
         with self._db.conn() as conn:
-            conn.execute("VACUUM (ANALYZE) postings, chunks")
+            conn.execute("VACUUM (ANALYZE) postings, chunks, terms")
 
     def close(self) -> None:
         if self._lease is not None:

@@ -1,0 +1,257 @@
+"""Top-k search on the PostgreSQL store (``pg_topk``) gives exactly the exhaustive BM25
+answer: on random corpora, after every kind of write, as the average length drifts
+away from the one impacts were computed against, and after a migration from the
+schema before impacts existed."""
+
+from __future__ import annotations
+
+import random
+import urllib.parse
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from sidecar.index.chunking import Chunk
+from sidecar.index.store import FileState, IndexedFile, text_key
+from sidecar.stores import pg_topk
+from sidecar.stores.pg_schema import LATEST, MIGRATIONS
+from sidecar.stores.pg_search import SEARCH_WORDS, norm, search_sql
+from sidecar.stores.postgres import DEFAULT_WEIGHTS, PostgresStore
+from tests.pg_server import namespace
+
+# A Zipf-like vocabulary: a few words in most chunks, many in few (plenty of ties).
+WORDS = [f"w{n}x" for n in range(60)]
+ZIPF = [1 / (n + 1) for n in range(len(WORDS))]
+
+
+def text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choices(WORDS, ZIPF, k=n))
+
+
+def note(rng: random.Random, i: int, long: bool = False) -> IndexedFile:
+    """One chunk per file, named in insertion (so id) order."""
+    scale = 8 if long else 1
+    chunk = Chunk(1, 1, text(rng, rng.randint(0, 3)), text(rng, scale * rng.randint(1, 30)),
+                  text(rng, rng.randint(0, 10)))  # fmt: skip
+    return IndexedFile(f"n{i:05d}.md", FileState(1, 1, "0" * 64), {}, [chunk])
+
+
+def queries(rng: random.Random, n: int) -> list[str]:
+    out = []
+    for _ in range(n):
+        words = rng.choices(WORDS, k=rng.randint(1, 6)) + (
+            ["absentword"] if rng.random() < 0.2 else []
+        )
+        out.append(" OR ".join(f'"{w}"' for w in words))
+    return out
+
+
+def exhaustive(url: str, ns: str, match: str, k: int) -> list[tuple[str, float]]:
+    """Every match scored by the exhaustive query, then the first ``k`` by score (to 9
+    digits: the two paths sum in different orders) and id (one chunk per path)."""
+    query = search_sql(match, ns, 10**6, None)
+    assert query is not None
+    sql, params = query
+    assert sql == SEARCH_WORDS
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(sql, params).fetchall()
+        ids = dict(conn.execute("SELECT path, id FROM chunks WHERE namespace = %s", (ns,)))
+    ranked = sorted(
+        ((r[0], float(r[5])) for r in rows), key=lambda r: (-float(f"{r[1]:.9g}"), ids[r[0]])
+    )
+    return ranked[:k]
+
+
+def agree(store: PostgresStore, url: str, match: str, k: int) -> None:
+    got = [(h.path, h.score) for h in store.search(match, k)]
+    want = exhaustive(url, store.namespace, match, k)
+    assert [p for p, _ in got] == [p for p, _ in want], (match, got, want)
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), match
+
+
+def took_top_k(url: str, ns: str, match: str) -> bool:
+    query = search_sql(match, ns, 10, None)
+    assert query is not None
+    with psycopg.connect(url, autocommit=True) as conn:
+        return pg_topk.search(conn, ns, query[1], DEFAULT_WEIGHTS, 10) is not None
+
+
+@pytest.fixture
+def store(pg_url: str) -> Iterator[PostgresStore]:
+    s = PostgresStore(pg_url, namespace("topk"))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def stats(url: str, ns: str) -> tuple[float | None, float]:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT impact_avgdl, tokens::float8 / chunks FROM namespace_stats "
+            "WHERE namespace = %s",
+            (ns,),
+        ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def terms_agree(url: str, ns: str) -> None:
+    """The document frequencies kept by triggers are the postings' counts."""
+    with psycopg.connect(url) as conn:
+        kept = dict(
+            conn.execute(
+                "SELECT lexeme, df FROM terms WHERE namespace = %s AND df > 0", (ns,)
+            ).fetchall()
+        )
+        counted = dict(conn.execute(
+            "SELECT lexeme, count(*) FROM postings WHERE namespace = %s GROUP BY lexeme", (ns,)
+        ).fetchall())  # fmt: skip
+    assert kept == counted
+
+
+@pytest.mark.parametrize("small_rounds", [False, True])
+def test_top_k_equals_exhaustive_bm25_on_random_corpora(
+    store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch, small_rounds: bool
+) -> None:
+    if small_rounds:  # many short rounds: walks and probes stop part way through
+        monkeypatch.setattr(pg_topk, "FIRST_BATCH", 2)
+        monkeypatch.setattr(pg_topk, "PROBE_BATCH", 1)
+    rng = random.Random(34)
+    store.replace_all(note(rng, i) for i in range(400))  # a bulk build: COPY
+    assert all(took_top_k(pg_url, store.namespace, q) for q in queries(rng, 5))
+    for q in queries(rng, 40):
+        agree(store, pg_url, q, rng.choice([1, 3, 10, 25]))
+    terms_agree(pg_url, store.namespace)
+
+
+def test_writes_keep_top_k_exact_as_the_average_length_drifts(
+    store: PostgresStore, pg_url: str
+) -> None:
+    rng = random.Random(35)
+    for i in range(60):  # one file at a time: the arrays path
+        store.replace_file(note(rng, i))
+    a0, _ = stats(pg_url, store.namespace)
+    checks = queries(rng, 15)
+    # Updates (changed chunks rewritten), deletions, and long chunks that drag the
+    # average length far above the one impacts were computed against.
+    for i in rng.sample(range(60), 20):
+        store.replace_file(note(rng, i))
+    store.remove_files([f"n{i:05d}.md" for i in rng.sample(range(60), 15)])
+    store.add_files(note(rng, i, long=True) for i in range(60, 300))
+    drifted, avgdl = stats(pg_url, store.namespace)
+    assert drifted == a0 and avgdl > 1.5 * a0  # not yet recomputed: the bound carries it
+    for q in checks:
+        agree(store, pg_url, q, rng.choice([1, 5, 10]))
+    terms_agree(pg_url, store.namespace)
+    store.optimize()  # the maintenance pass recomputes impacts past the drift limit
+    fresh, avgdl = stats(pg_url, store.namespace)
+    assert fresh == pytest.approx(avgdl)
+    for q in checks:
+        agree(store, pg_url, q, 10)
+    store.reset()
+    assert store.search(checks[0], 10) == []
+    store.replace_file(note(rng, 1000))  # an emptied namespace takes the new average
+    assert stats(pg_url, store.namespace)[0] != fresh
+    agree(store, pg_url, '"w0x" OR "w1x"', 1)
+
+
+def test_queries_top_k_cannot_answer_are_answered_exhaustively(
+    store: PostgresStore, pg_url: str
+) -> None:
+    rng = random.Random(36)
+    store.replace_all(note(rng, i) for i in range(50))
+    assert not took_top_k(pg_url, store.namespace, "w1x*")  # impacts are per lexeme
+    agree(store, pg_url, "w1x* OR w2x", 5)
+    for match in ['"w1x w2x"', "heading: w3x", "w1x AND w2x"]:  # filtered: never top-k
+        query = search_sql(match, store.namespace, 5, None)
+        assert query is not None and "tsq" in query[1]
+        assert store.search(match, 5)
+    query = search_sql('"w1x" OR "w2x"', store.namespace, 5, 0.9)  # other weights
+    assert query is not None
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert pg_topk.search(conn, store.namespace, query[1], DEFAULT_WEIGHTS, 5) is None
+    assert store.search('"w1x" OR "w2x"', 5, context_weight=0.9)
+    # An impact average that is no length (a hand edit): answered exhaustively until
+    # the maintenance pass recomputes impacts.
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(
+            "UPDATE namespace_stats SET impact_avgdl = 0 WHERE namespace = %s", (store.namespace,)
+        )
+    assert not took_top_k(pg_url, store.namespace, '"w1x"')
+    agree(store, pg_url, '"w1x" OR "w2x"', 5)
+    store.optimize()
+    assert took_top_k(pg_url, store.namespace, '"w1x"')
+    agree(store, pg_url, '"w1x" OR "w2x"', 5)
+
+
+def old_insert(conn: psycopg.Connection[Any], ns: str, rng: random.Random, n: int) -> None:
+    """Chunks and postings as the schema before impacts (version 5) wrote them."""
+    for i in range(n):
+        c = note(rng, i).chunks[0]
+        conn.execute(
+            """
+            WITH ins AS (
+                INSERT INTO chunks (namespace, path, start_line, end_line, heading, body,
+                                    context, hash, tsv, doc_len)
+                SELECT %(ns)s, %(path)s, 1, 1, %(h)s, %(b)s, %(c)s, %(hash)s, v.tsv,
+                       (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(v.tsv) u)
+                FROM (SELECT setweight(to_tsvector('sidecar_text', %(h)s), 'A')
+                             || setweight(to_tsvector('sidecar_text', %(b)s), 'B')
+                             || setweight(to_tsvector('sidecar_text', %(c)s), 'C') AS tsv) v
+                RETURNING id, tsv, doc_len
+            )
+            INSERT INTO postings (namespace, lexeme, chunk_id, tf_heading, tf_body, tf_context,
+                                  doc_len)
+            SELECT %(ns)s, u.lexeme, ins.id, cardinality(array_positions(u.weights, 'A')),
+                   cardinality(array_positions(u.weights, 'B')),
+                   cardinality(array_positions(u.weights, 'C')), ins.doc_len
+            FROM ins, LATERAL unnest(ins.tsv) AS u
+            """,
+            {"ns": ns, "path": f"n{i:05d}.md", "h": norm(c.heading), "b": norm(c.text),
+             "c": norm(c.context), "hash": text_key(c.text)},
+        )  # fmt: skip
+        conn.execute(
+            "INSERT INTO files VALUES (%s, %s, 1, 1, %s, '{}', 0)", (ns, f"n{i:05d}.md", "0" * 64)
+        )
+
+
+def test_migrating_from_the_schema_before_impacts_builds_them(pg_url: str) -> None:
+    name = f"premigration_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    url = urllib.parse.urlsplit(pg_url)._replace(path=f"/{name}").geturl()
+    rng = random.Random(37)
+    try:
+        with psycopg.connect(url) as conn:
+            conn.execute(
+                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for version, title, sql in MIGRATIONS[:5]:
+                conn.execute(sql.encode())
+                conn.execute("INSERT INTO schema_migrations VALUES (%s, %s)", (version, title))
+            old_insert(conn, "old", rng, 120)
+        assert LATEST == 6
+        store = PostgresStore(url, "old")  # migrates
+        try:
+            a0, avgdl = stats(url, "old")
+            assert a0 == pytest.approx(avgdl)
+            terms_agree(url, "old")
+            with psycopg.connect(url) as conn:
+                (zero,) = conn.execute("SELECT count(*) FROM postings WHERE impact <= 0").fetchone()  # type: ignore[misc]
+            assert zero == 0
+            assert took_top_k(url, "old", '"w0x"')
+            for q in queries(rng, 15):
+                agree(store, url, q, rng.choice([1, 5, 10]))
+            store.replace_file(note(rng, 500))  # and writes after it keep them
+            for q in queries(rng, 5):
+                agree(store, url, q, 10)
+        finally:
+            store.close()
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
