@@ -160,7 +160,7 @@ def test_a_member_told_to_wait_searches_by_words_meanwhile_and_comes_back_as_ask
             _write(
                 member, "daily/2026-11-20.md", "\n".join(f"- harbour note {i}" for i in range(6))
             )
-            wait_for(lambda: any("429" in r for r in member.get("/healthz")["reasons"]),
+            wait_for(lambda: any("429" in r for r in member.get("/healthz").get("reasons", [])),
                      what="the member to say the lead asked it to wait")  # fmt: skip
             health = member.get("/healthz")
             assert (health["status"], health["retrieval"]) == ("degraded", "sparse-only")
