@@ -45,7 +45,6 @@ class ArchiveIndex:
         for tier, root in roots.items():
             try:
                 self.stores[tier] = await self._run(SQLiteStore, root / FILENAME)
-                await self._count(tier)
                 continue
             except Exception as exc:  # a damaged file: start it afresh, it is derived
                 log.warning("archive index unusable; rebuilding it",
@@ -53,7 +52,6 @@ class ArchiveIndex:
             try:
                 await self._run(_remove, root / FILENAME)
                 self.stores[tier] = await self._run(SQLiteStore, root / FILENAME)
-                await self._count(tier)
             except Exception as exc:  # the daemon serves on; the archive is unsearched
                 self.problems[tier] = f"cannot open {root / FILENAME}: {exc}"
                 log.error("archive index unavailable", extra={"tier": tier, "error": str(exc)})
@@ -95,7 +93,9 @@ class ArchiveIndex:
             return {"state": "broken", "problem": self.problems[tier]}
         if store is None:
             return {"state": "none"}
-        return {"state": "ready", **self.counts.get(tier, {})}
+        if tier not in self.counts:  # counted by its first sync, at the first pass
+            return {"state": "syncing"}
+        return {"state": "ready", **self.counts[tier]}
 
     async def close(self) -> None:
         await self.tasks.finish()
