@@ -145,16 +145,20 @@ class SQLiteStore:
         return [replace(found[i], score=-score) for i, score in ranked if i in found]
 
     def _counts(self, conn: sqlite3.Connection) -> dict[str, int]:
-        """How many chunks each phrase matches, kept per reader until any commit (``PRAGMA
-        data_version`` tells, whichever connection made it; asked inside the search's read
-        transaction, it speaks of the snapshot the search reads)."""
-        (version,) = conn.execute("PRAGMA data_version").fetchone()
-        cached = getattr(self.db.local, "phrase_counts", None)
-        if cached is None or cached[0] is not conn or cached[1] != version:
-            cached = (conn, version, {})
-            self.db.local.phrase_counts = cached
-        counts: dict[str, int] = cached[2]
+        """How many chunks each phrase matches (filled by the top-k search); asked inside
+        the search's read transaction, it speaks of the snapshot the search reads."""
+        counts: dict[str, int] = self._until_commit(conn, "phrase_counts", dict)
         return counts
+
+    def _until_commit(self, conn: sqlite3.Connection, name: str, make: Callable[[], Any]) -> Any:
+        """``make()``'s value, kept per reader until any commit (``PRAGMA data_version``
+        tells, whichever connection made it)."""
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        cached = getattr(self.db.local, name, None)
+        if cached is None or cached[0] is not conn or cached[1] != version:
+            cached = (conn, version, make())
+            setattr(self.db.local, name, cached)
+        return cached[2]
 
     def _select_in(self, sql: str, values: Iterable[Any], *params: Any) -> list[tuple[Any, ...]]:
         """Rows of ``sql`` whose ``IN (%s)`` list is ``values``, asked in batches that stay
@@ -197,16 +201,15 @@ class SQLiteStore:
         connection made it): the counts scan both tables, a few milliseconds at 10k
         files, and a client polling status during a build asks many times a second."""
         conn = self.db.reader()
-        (version,) = conn.execute("PRAGMA data_version").fetchone()
-        cached = getattr(self.db.local, "stats", None)
-        if cached is not None and cached[0] is conn and cached[1] == version:
-            return cached[2]
-        files, size, indexed_at = conn.execute(
-            "SELECT count(*), coalesce(sum(size), 0), max(indexed_at) FROM files"
-        ).fetchone()
-        (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
-        stats = StoreStats(files, chunks, size, indexed_at)
-        self.db.local.stats = (conn, version, stats)
+
+        def count() -> StoreStats:
+            files, size, indexed_at = conn.execute(
+                "SELECT count(*), coalesce(sum(size), 0), max(indexed_at) FROM files"
+            ).fetchone()
+            (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+            return StoreStats(files, chunks, size, indexed_at)
+
+        stats: StoreStats = self._until_commit(conn, "stats", count)
         return stats
 
     # -- writes ------------------------------------------------------------
