@@ -52,6 +52,21 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Several reads of one committed state (a read transaction), or the caller's own
+    transaction if one is open."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")  # a read: nothing to keep or undo
+
+
 # A function SQL may call: (name, number of arguments, the Python function). One formula
 # for Python and SQL alike, rather than a copy of it written in SQL.
 SqlFunction = tuple[str, int, Callable[..., object]]

@@ -27,6 +27,7 @@ import math
 import sqlite3
 from collections.abc import Callable
 
+from sidecar.index.sqlite import snapshot
 from sidecar.stores.fts5 import or_operands
 
 K1 = 1.2  # FTS5's bm25 constant (b = 0.75 does not enter the bound)
@@ -99,14 +100,8 @@ def top(
     operands = or_operands(match)
     if operands is None or len(operands) > MAX_PHRASES or limit <= 0:
         return None
-    if conn.in_transaction:
+    with snapshot(conn):
         return _top(conn, table, operands, weights, limit, min_rows, counts)
-    conn.execute("BEGIN")
-    try:
-        return _top(conn, table, operands, weights, limit, min_rows, counts)
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")  # a read: nothing to keep or undo
 
 
 def _top(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.index.chunking import Chunk
-from sidecar.index.sqlite import Database, is_query_error
+from sidecar.index.sqlite import Database, is_query_error, snapshot
 from sidecar.index.store import (
     BuildFile,
     ChunkRow,
@@ -114,14 +114,8 @@ class SQLiteStore:
         conn = self.db.reader()
         # One snapshot for ranking and reading the chunks: a commit between them could give
         # a ranked id to another chunk (a new one takes one past the largest).
-        if conn.in_transaction:
+        with snapshot(conn):
             return self._search(conn, match, limit, weights)
-        conn.execute("BEGIN")
-        try:
-            return self._search(conn, match, limit, weights)
-        finally:
-            if conn.in_transaction:
-                conn.execute("COMMIT")  # a read: nothing to keep or undo
 
     def _search(self, conn: sqlite3.Connection, match: str, limit: int, weights: str) -> list[Hit]:
         try:
