@@ -9,8 +9,10 @@ the lead's own indexing and queries, or of the other members.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -100,13 +102,19 @@ async def embeddings(request: web.Request) -> web.Response:
         if not admitted:
             raise busy(len(texts))
         vectors, model = await request.app[SERVICE].embeddings.embed_for_members(texts)
+    chars = sum(len(t) for t in texts)  # no tokenizer here: characters stand in for tokens
+    # 256 rows of floats are about 100k numbers to write out: a thread's work, not the loop's
+    text = await asyncio.to_thread(_answer, vectors, encoding, model, chars)
+    return web.Response(text=text, content_type="application/json")
+
+
+def _answer(vectors: Any, encoding: str, model: str, chars: int) -> str:
     if encoding == "base64":
         rows: list[Any] = [base64.b64encode(row.astype("<f4").tobytes()).decode("ascii")
                            for row in vectors]  # fmt: skip
     else:
         rows = vectors.tolist()
     data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
-    chars = sum(len(t) for t in texts)  # no tokenizer here: characters stand in for tokens
     body = {"object": "list", "data": data, "model": model,
             "usage": {"prompt_tokens": chars, "total_tokens": chars}}  # fmt: skip
-    return web.json_response(body)
+    return json.dumps(body)
