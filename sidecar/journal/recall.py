@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
-from sidecar.journal import ranking
+from sidecar.journal import follow, ranking
 from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
 from sidecar.journal.ranking import Candidate
@@ -43,6 +43,7 @@ class Recalled:
     importance: float
     candidate: Candidate
     body: dict[str, Any] | None = None  # to_json, made on the reader thread
+    update_of: dict[str, Any] | None = None  # the hit this one probably updates (``follow``)
 
     def to_json(self, now: float) -> dict[str, Any]:
         body = self.row.to_json()
@@ -61,6 +62,7 @@ class Recalled:
                 "dense": self.candidate.ranks.get("dense"),
             },
             "cosine": None if self.candidate.cosine is None else round(self.candidate.cosine, 6),
+            **({"update_of": self.update_of} if self.update_of else {}),
         }
 
 
@@ -165,6 +167,12 @@ def recall_tier(
     if q.ranking == "updates":
         best = sorted(rel, key=rel.__getitem__, reverse=True)[: updates.BACKGROUND]
         out = later_first(out, q.text, tj.vectors, [by_id[i] for i in best])
+
+        def bring(row: Row, hit: Recalled) -> Recalled:
+            importance = ranking.importance_now(row.base, row.floor, now - row.ts, row.refs)
+            return Recalled(row, hit.tier, hit.score, 0.0, importance, Candidate(row.id))
+
+        out = follow.follow(tj, out, q.filters, now, bring)
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
