@@ -96,11 +96,12 @@ def follow(
     hits: list[Recalled],
     filters: Filters,
     now: float,
+    k: int,
     bring: Callable[[Row, Recalled], Recalled],
 ) -> list[Recalled]:
     """The hits with each probable update placed directly above the hit it updates (moved
     up if it is a hit already, else brought in by ``bring(row, hit it updates)`` and the
-    last hit dropped). A placed event takes the score of its place, so the merge of tiers
+    last hit dropped when there are ``k``). A placed event takes the score of its place, so the merge of tiers
     by score keeps the order."""
     if not hits:
         return hits
@@ -108,7 +109,7 @@ def follow(
     if not found:
         return hits
     by_id = {h.row.id: h for h in hits}
-    budget = max(1, int(BROUGHT * len(hits)))
+    budget = max(1, int(BROUGHT * k))
     placed: set[str] = set()
     out: list[Recalled] = []
     for hit in hits:
@@ -128,7 +129,7 @@ def follow(
         out.append(hit)
         placed.add(hit.row.id)
     scores = [h.score for h in hits]
-    out = out[: len(hits)]
-    for slot, hit in enumerate(out):
-        hit.score = scores[slot]
+    out = out[:k]
+    for slot, hit in enumerate(out):  # a brought event past the last hit: the last score
+        hit.score = scores[min(slot, len(scores) - 1)]
     return out

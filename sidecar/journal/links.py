@@ -33,6 +33,9 @@ CANDIDATE = 0.12  # the weighted word cosine a pair needs to be kept at all
 RARE_SHARE = 0.05  # a word in more than this share of the events does not find partners
 RARE_MIN = 3  # ...unless it is in no more than this many (a small journal)
 PARTNERS = 200  # events compared with a new one at most, rarest shared words first
+# A journal smaller than this weighs its words as if it were this large: in a handful of
+# events any word two of them share looks common, and its weight would swing with each event.
+SMALL = 100
 _CACHE = 8192
 
 _tokenizers = threading.local()
@@ -106,7 +109,7 @@ def link_new(conn: sqlite3.Connection, first_seq: int) -> int:
         theirs = stems([f"{s}\n{b}" for _, _, s, b in rows])
         more = set().union(*theirs) - df.keys()
         df.update(_doc_counts(conn, more))
-        idf = {t: math.log((total + 1) / (n + 0.5)) for t, n in df.items()}
+        idf = {t: math.log((max(total, SMALL) + 1) / (n + 0.5)) for t, n in df.items()}
         for (other, other_ts, _, _), other_words in zip(rows, theirs, strict=True):
             score = weighted_cosine(mine, other_words, idf)
             if score < CANDIDATE or other_ts == ts:

@@ -172,7 +172,7 @@ def recall_tier(
             importance = ranking.importance_now(row.base, row.floor, now - row.ts, row.refs)
             return Recalled(row, hit.tier, hit.score, 0.0, importance, Candidate(row.id))
 
-        out = follow.follow(tj, out, q.filters, now, bring)
+        out = follow.follow(tj, out, q.filters, now, q.k, bring)
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
