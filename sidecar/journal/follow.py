@@ -101,8 +101,8 @@ def follow(
 ) -> list[Recalled]:
     """The hits with each probable update placed directly above the hit it updates (moved
     up if it is a hit already, else brought in by ``bring(row, hit it updates)`` and the
-    last hit dropped when there are ``k``). A placed event takes the score of its place, so the merge of tiers
-    by score keeps the order."""
+    last hit dropped when there are ``k``). A placed event takes the score of its place,
+    so the merge of tiers by score keeps the order."""
     if not hits:
         return hits
     found = updates_of(tj, hits, filters, now)
