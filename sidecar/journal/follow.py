@@ -10,8 +10,8 @@ superseded events are asked for).
 A later event that shares rare words with many earlier ones (a weekly status line) is a
 hub, not an update of each: a pair counts only when each is the other's closest partner
 that qualifies, so links never add up to a recency order. Each hit brings in at most one
-event, and at most ``BROUGHT`` of the ``k`` places go to events relevance did not pick, so
-most of what answered the question stays.
+event, and only into places relevance left free: displacing a tenth hit for a linked event
+cost 0.035 recall@10 on LoCoMo's conversations, where turns sharing rare words abound.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ Recalled = TypeVar("Recalled", bound=Hit)
 
 WORDS_CHANGE = 0.2
 WORDS_ALONE = 0.45
-BROUGHT = 0.2  # share of k (at least one)
 SUPERSEDES = 1.0  # a writer's explicit link outweighs any found one
 
 
@@ -100,8 +99,8 @@ def follow(
     bring: Callable[[Row, Recalled], Recalled],
 ) -> list[Recalled]:
     """The hits with each probable update placed directly above the hit it updates (moved
-    up if it is a hit already, else brought in by ``bring(row, hit it updates)`` and the
-    last hit dropped when there are ``k``). A placed event takes the score of its place,
+    up if it is a hit already, else brought in by ``bring(row, hit it updates)`` while
+    fewer than ``k`` events were found). A placed event takes the score of its place,
     so the merge of tiers by score keeps the order."""
     if not hits:
         return hits
@@ -109,7 +108,7 @@ def follow(
     if not found:
         return hits
     by_id = {h.row.id: h for h in hits}
-    budget = max(1, int(BROUGHT * k))
+    budget = k - len(hits)  # places left free: a hit relevance picked is never dropped
     placed: set[str] = set()
     out: list[Recalled] = []
     for hit in hits:

@@ -32,7 +32,8 @@ from sidecar.index.sqlite import TOKENIZER
 CANDIDATE = 0.12  # the weighted word cosine a pair needs to be kept at all
 RARE_SHARE = 0.05  # a word in more than this share of the events does not find partners
 RARE_MIN = 3  # ...unless it is in no more than this many (a small journal)
-PARTNERS = 200  # events compared with a new one at most, rarest shared words first
+RARE_MAX = 50  # ...and never in more than this many (a large one)
+PARTNERS = 40  # events compared with a new one at most, rarest shared words first
 # A journal smaller than this weighs its words as if it were this large: in a handful of
 # events any word two of them share looks common, and its weight would swing with each event.
 SMALL = 100
@@ -96,7 +97,7 @@ def link_new(conn: sqlite3.Connection, first_seq: int) -> int:
     if not new:
         return 0
     (total,) = conn.execute("SELECT count(*) FROM events").fetchone()
-    rare = max(RARE_MIN, RARE_SHARE * total)
+    rare = min(RARE_MAX, max(RARE_MIN, RARE_SHARE * total))
     new_stems = stems([f"{s}\n{b}" for _, _, _, s, b in new])
     words = set().union(*new_stems)
     df = _doc_counts(conn, words)
