@@ -75,15 +75,19 @@ def stems(texts: Sequence[str]) -> list[frozenset[str]]:
     return [s for s in out if s is not None]
 
 
-def weighted_cosine(a: frozenset[str], b: frozenset[str], idf: dict[str, float]) -> float:
+def weighted_cosine(
+    a: frozenset[str], b: frozenset[str], idf: dict[str, float], norm_a: float | None = None
+) -> float:
     """Cosine of two word sets, each word weighing the root of its IDF: the shared words'
     IDF over the geometric mean of each set's, so one shared name in two long statements
-    still counts."""
-    shared = sum(idf.get(t, 0.0) for t in a & b)
-    if shared <= 0.0:
+    still counts. ``norm_a``: ``a``'s IDF sum, when the caller compares it many times."""
+    both = a & b
+    if not both:
         return 0.0
-    na, nb = sum(idf.get(t, 0.0) for t in a), sum(idf.get(t, 0.0) for t in b)
-    return shared / math.sqrt(na * nb) if na > 0 and nb > 0 else 0.0
+    shared = sum(idf.get(t, 0.0) for t in both)
+    na = norm_a if norm_a is not None else sum(idf.get(t, 0.0) for t in a)
+    nb = sum(idf.get(t, 0.0) for t in b)
+    return shared / math.sqrt(na * nb) if shared > 0 and na > 0 and nb > 0 else 0.0
 
 
 def link_new(conn: sqlite3.Connection, first_seq: int) -> int:
@@ -101,6 +105,8 @@ def link_new(conn: sqlite3.Connection, first_seq: int) -> int:
     new_stems = stems([f"{s}\n{b}" for _, _, _, s, b in new])
     words = set().union(*new_stems)
     df = _doc_counts(conn, words)
+    size = math.log(max(total, SMALL) + 1)
+    idf = {t: size - math.log(n + 0.5) for t, n in df.items()}
     kept: list[tuple[str, str, float]] = []
     for (seq, event_id, ts, _, _), mine in zip(new, new_stems, strict=True):
         partners = _partners(conn, mine, df, rare, seq)
@@ -108,11 +114,12 @@ def link_new(conn: sqlite3.Connection, first_seq: int) -> int:
             continue
         rows = _fetch(conn, partners)
         theirs = stems([f"{s}\n{b}" for _, _, s, b in rows])
-        more = set().union(*theirs) - df.keys()
-        df.update(_doc_counts(conn, more))
-        idf = {t: math.log((max(total, SMALL) + 1) / (n + 0.5)) for t, n in df.items()}
+        more = _doc_counts(conn, set().union(*theirs) - df.keys())
+        df.update(more)
+        idf.update({t: size - math.log(n + 0.5) for t, n in more.items()})
+        norm = sum(idf.get(t, 0.0) for t in mine)
         for (other, other_ts, _, _), other_words in zip(rows, theirs, strict=True):
-            score = weighted_cosine(mine, other_words, idf)
+            score = weighted_cosine(mine, other_words, idf, norm)
             if score < CANDIDATE or other_ts == ts:
                 continue
             later, earlier = (event_id, other) if ts > other_ts else (other, event_id)
