@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
-from sidecar.journal.index import FILENAME
+from sidecar.journal.index import FILENAME, JournalIndex
 from sidecar.journal.links import reports_change
 from tests.test_journal import recall, record, started
 
@@ -140,3 +142,30 @@ def test_a_change_is_a_slot_filled_differently() -> None:
     assert not reports_change("Ravi has a shellfish allergy.", "Then Ravi flew to Austin.")
     assert not reports_change("Mugs reorder at 120 units.", "Mug sales up 40% this week.")
     assert not reports_change("The hold notice went to custodians.", "Mediation is scheduled.")
+
+
+def test_an_index_of_schema_6_gains_the_links_and_keeps_its_history(tmp_path: Path) -> None:
+    root = tmp_path / "tier"
+    (root / "journal").mkdir(parents=True)
+    texts = [*FILLER, OLDER, NEWER]
+    events = [{"id": f"e{i}", "ts": ago(90 - i), "type": "agent.observation", "summary": t,
+               "refs": {"episodic": True}} for i, t in enumerate(texts)]  # fmt: skip
+    (root / "journal" / "2026-11-01.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in events)
+    )
+    index = JournalIndex(tmp_path / "j.sqlite")
+    index.rebuild(root)
+    index.add_snapshot("2026-11-01", {"score": 80.0})
+    for table in ("updates", "events_vocab", "events_where"):  # what version 6 did not have
+        index.db.writer.execute(f"DROP TABLE {table}")
+    index.db.writer.execute("PRAGMA user_version = 6")
+    index.close()
+    index = JournalIndex(tmp_path / "j.sqlite")
+    try:
+        assert index.rebuilt
+        assert index.rebuild(root) == len(texts)
+        assert index.snapshots(30) == [{"day": "2026-11-01", "score": 80.0}]
+        older, newer = f"e{len(FILLER)}", f"e{len(FILLER) + 1}"
+        assert [(o, n) for o, n, _ in index.updates_of([older], 0.0)] == [(older, newer)]
+    finally:
+        index.close()
