@@ -41,53 +41,98 @@ Recalled = TypeVar("Recalled", bound=Hit)
 WORDS_CHANGE = 0.2
 WORDS_ALONE = 0.45
 SUPERSEDES = 1.0  # a writer's explicit link outweighs any found one
+MEANING_CANDIDATE = 0.4  # vectors: partners at least this close are looked at
+MEANING_CHANGE = 0.5  # ...and count with a change reported
+MEANING_DISCOUNT = 0.25
+MEANING_PARTNERS = 10
 
 
 def text(row: Row) -> str:
     return f"{row.summary}\n{payload_text(json.loads(row.payload))}"
 
 
+Near = Callable[[list[str]], dict[str, list[tuple[str, float]]]]
+
+
 def updates_of(
-    tj: TierJournal, hits: Sequence[Hit], filters: Filters, now: float
+    tj: TierJournal, hits: Sequence[Hit], filters: Filters, now: float, near: Near
 ) -> dict[str, tuple[Row, float, str]]:
-    """For each hit a later event probably updates: (that event, score, how found). A
-    found pair counts only when each is the other's closest partner that qualifies (the
-    later reports a change, or they share ``WORDS_ALONE``): a later event sharing rare
-    words with many earlier ones updates one of them at most."""
+    """For each hit a later event probably updates: (that event, score, how found). A pair
+    is found by the rare words the two share (the index's ``updates``) or, with vectors, by
+    meaning (``near(ids)``: each event's closest others, cosine at least
+    ``MEANING_CANDIDATE``). It counts only when each is the other's closest partner that
+    qualifies (``qualifies``): a later event close to many earlier ones updates one at most."""
     assert tj.index is not None
     olders = {h.row.id: h.row for h in hits}
-    pairs = tj.index.updates_of(list(olders), WORDS_CHANGE)
     explicit = {h.row.superseded_by: h.row.id for h in hits if h.row.superseded_by}
-    wanted = {newer for _, newer, _ in pairs} | set(explicit)
+    found = _pairs(tj.index.updates_of(list(olders), WORDS_CHANGE), near(list(olders)))
+    wanted = {n for pairs in found.values() for n in pairs} | set(explicit)
     rows = {r.id: r for r in tj.index.fetch("id", wanted, filters, now)}
+    later = {o: {n: f for n, f in pairs.items() if n in rows and rows[n].ts > olders[o].ts}
+             for o, pairs in found.items() if o in olders}  # fmt: skip
+    candidates = [n for pairs in later.values() for n in pairs]
+    theirs = _pairs(
+        [(o, n, w) for o, n, w in tj.index.partners_of(candidates, WORDS_CHANGE)],
+        near(candidates),
+        reverse=True,
+    )
+    known = {**olders, **rows}
+    missing = {o for pairs in theirs.values() for o in pairs} - known.keys()
+    known.update({r.id: r for r in tj.index.fetch("id", missing)})
+    closest: dict[str, str] = {}  # newer -> its closest qualifying earlier partner
+    for newer, pairs in theirs.items():
+        earlier = [(o, f) for o, f in pairs.items() if o in known and known[o].ts < known[newer].ts]
+        for older, (words, cosine) in sorted(earlier, key=lambda p: (-rank(*p[1]), p[0])):
+            if qualifies(known[older], known[newer], words, cosine):
+                closest[newer] = older
+                break
     out: dict[str, tuple[Row, float, str]] = {}
     for newer, older in explicit.items():
         if newer in rows:
             out[older] = (rows[newer], SUPERSEDES, "supersedes")
-    theirs = tj.index.partners_of([n for _, n, _ in pairs if n in rows], WORDS_CHANGE)
-    known = {**olders, **rows}
-    missing = {o for _, o, _ in theirs} - known.keys()
-    known.update({r.id: r for r in tj.index.fetch("id", missing)})
-    closest: dict[str, str] = {}  # newer -> its closest qualifying earlier partner
-    for older, newer, words in sorted(theirs, key=lambda p: (-p[2], p[0])):
-        if newer not in closest and older in known and qualifies(known[older], known[newer], words):
-            closest[newer] = older
-    decided: set[str] = set(out)
-    for older, newer, words in sorted(pairs, key=lambda p: (-p[2], p[1])):
-        row = rows.get(newer)
-        if row is None or older in decided or row.ts <= olders[older].ts:
-            continue
-        if qualifies(olders[older], row, words):
-            decided.add(older)  # its closest qualifying later partner decides
-            if closest.get(newer) == older:
-                out[older] = (row, words, "words")
+    for older, pairs in later.items():
+        for newer, (words, cosine) in sorted(pairs.items(), key=lambda p: (-rank(*p[1]), p[0])):
+            if older in out or not qualifies(olders[older], rows[newer], words, cosine):
+                continue
+            if closest.get(newer) == older:  # else its closest qualifying partner is another
+                how = "words" if words >= cosine - MEANING_DISCOUNT else "meaning"
+                out[older] = (rows[newer], rank(words, cosine), how)
+            break
     return out
 
 
-def qualifies(older: Row, newer: Row, words: float) -> bool:
-    return words >= WORDS_ALONE or (
-        words >= WORDS_CHANGE and reports_change(text(older), text(newer))
-    )
+def _pairs(
+    by_words: list[tuple[str, str, float]],
+    by_meaning: dict[str, list[tuple[str, float]]],
+    reverse: bool = False,
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """event -> partner -> (words, cosine): ``by_words`` as (older, newer, words), keyed by
+    the older (by the newer when ``reverse``); ``by_meaning`` keyed by the event asked."""
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for older, newer, words in by_words:
+        key, other = (newer, older) if reverse else (older, newer)
+        out.setdefault(key, {})[other] = (words, 0.0)
+    for key, partners in by_meaning.items():
+        mine = out.setdefault(key, {})
+        for other, cosine in partners:
+            mine[other] = (mine.get(other, (0.0, 0.0))[0], cosine)
+    return out
+
+
+def rank(words: float, cosine: float) -> float:
+    """One scale for the two ways of finding a pair: a cosine counts less than the same
+    share of rare words (two statements on one topic are close in meaning anyway)."""
+    return max(words, cosine - MEANING_DISCOUNT)
+
+
+def qualifies(older: Row, newer: Row, words: float, cosine: float) -> bool:
+    """The later reports a change and they share ``WORDS_CHANGE`` or are ``MEANING_CHANGE``
+    close in meaning, or they share ``WORDS_ALONE`` whatever they say."""
+    if words >= WORDS_ALONE:
+        return True
+    if words < WORDS_CHANGE and cosine < MEANING_CHANGE:
+        return False
+    return reports_change(text(older), text(newer))
 
 
 def follow(
@@ -97,6 +142,7 @@ def follow(
     now: float,
     k: int,
     bring: Callable[[Row, Recalled], Recalled],
+    near: Near,
 ) -> list[Recalled]:
     """The hits with each probable update placed directly above the hit it updates (moved
     up if it is a hit already, else brought in by ``bring(row, hit it updates)`` while
@@ -104,7 +150,7 @@ def follow(
     so the merge of tiers by score keeps the order."""
     if not hits:
         return hits
-    found = updates_of(tj, hits, filters, now)
+    found = updates_of(tj, hits, filters, now, near)
     if not found:
         return hits
     by_id = {h.row.id: h for h in hits}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
@@ -172,7 +173,7 @@ def recall_tier(
             importance = ranking.importance_now(row.base, row.floor, now - row.ts, row.refs)
             return Recalled(row, hit.tier, hit.score, 0.0, importance, Candidate(row.id))
 
-        out = follow.follow(tj, out, q.filters, now, q.k, bring)
+        out = follow.follow(tj, out, q.filters, now, q.k, bring, partial(near, tj.vectors))
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
@@ -194,6 +195,32 @@ def usual_closeness(vectors: EventVectors | None, pool: list[Row]) -> float | No
     picked = matrix[rows]
     sims = (picked @ picked.T)[np.triu_indices(len(rows), 1)]
     return float(sims.mean() + sims.std())
+
+
+def near(vectors: EventVectors | None, ids: list[str]) -> dict[str, list[tuple[str, float]]]:
+    """Each event's closest others by meaning (``follow.MEANING_PARTNERS`` at most, cosine
+    at least ``follow.MEANING_CANDIDATE``): one product of the tier's vectors with the
+    events' own, for the few events a recall asks about."""
+    if vectors is None or not ids:
+        return {}
+    all_ids, matrix = vectors.matrix()
+    asked = [(i, r) for i in ids if (r := vectors.positions.get(i)) is not None and r < len(matrix)]
+    if not asked:
+        return {}
+    import numpy as np  # only with vectors
+
+    sims = matrix @ matrix[[r for _, r in asked]].T  # (events, asked)
+    top = min(follow.MEANING_PARTNERS + 1, len(all_ids))
+    out: dict[str, list[tuple[str, float]]] = {}
+    for col, (event_id, row) in enumerate(asked):
+        column = sims[:, col]
+        best = np.argpartition(-column, top - 1)[:top]
+        out[event_id] = [
+            (all_ids[j], float(column[j]))
+            for j in best
+            if j != row and column[j] >= follow.MEANING_CANDIDATE
+        ]
+    return out
 
 
 def words(row: Row) -> set[str]:
