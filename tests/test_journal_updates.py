@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -14,7 +15,8 @@ from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.journal.index import FILENAME, JournalIndex
 from sidecar.journal.links import reports_change
-from tests.test_journal import recall, record, started
+from tests.conftest import eventually
+from tests.test_journal import recall, record, started, status
 
 FILLER = [
     "Reviewed the quarterly newsletter draft with the comms team.",
@@ -169,3 +171,30 @@ def test_an_index_of_schema_6_gains_the_links_and_keeps_its_history(tmp_path: Pa
         assert [(o, n) for o, n, _ in index.updates_of([older], 0.0)] == [(older, newer)]
     finally:
         index.close()
+
+
+async def test_with_vectors_an_update_sharing_no_rare_word_is_found_by_meaning(
+    settings: Settings,
+) -> None:
+    svc = await started(dataclasses.replace(settings, embedder="minilm"))
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            older, newer = await lay_down(
+                client,
+                [(50, "Weekly grocery delivery arrives on Saturday mornings."),
+                 (10, "Switched the food order slot to Thursday evenings.")],
+            )  # fmt: skip
+            await lay_down(client, [(70 - 5 * i, text) for i, text in enumerate(FILLER)])
+
+            async def embedded() -> bool:
+                return (await status(client))["pending_embeddings"] == 0
+
+            await eventually(embedded, "every event's vector", within=60)
+            body = await recall(client, "When does the grocery delivery arrive?", mark=False)
+    finally:
+        await svc.stop()
+    order = ids(body["hits"])
+    assert order.index(newer) == order.index(older) - 1
+    assert body["hits"][order.index(newer)]["update_of"]["by"] == "meaning"
+    # no rare word shared: the index holds no pair for them, meaning alone found it
+    assert (newer, older) not in {(n, o) for n, o, _ in links(settings)}
