@@ -233,8 +233,8 @@ class Settings:
     embedder: str = setting("auto", "dense retrieval: auto = in-process MiniLM if installed, "
                             "else sparse-only; lead = a member borrows its lead's model",
                             choices=EMBEDDERS)  # fmt: skip
-    embed_threads: int = setting(  # at low priority: the rest of the machine stays responsive
-        1, "low-priority helper threads for each inference of the in-process model"
+    embed_threads: int = setting(  # the rest of the machine stays responsive
+        1, "inference threads for the in-process model"
     )
     ollama_url: str = setting("", "with --embedder ollama; default http://127.0.0.1:11434")
     ollama_model: str = setting("", "with --embedder ollama; default nomic-embed-text")

