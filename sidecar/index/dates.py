@@ -164,8 +164,10 @@ _WRITTEN = re.compile(
 _SPELLED = re.compile(rf"(?:\d{{1,2}}\s+{_MONTH}|{_MONTH}\s+\d{{1,2}})(?:,?\s+\d{{4}})?", re.I)
 _DIGIT = re.compile(r"\d")
 _ASCII_DIGITS = "0123456789"
-# How every month word ``_WRITTEN`` reads begins, in lower case.
+# How every month word ``_WRITTEN`` reads begins, in lower case, and the same at the start
+# of a word, where ``_WRITTEN`` reads them ("summary" holds "mar" but no month).
 _MONTH_STEMS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_START = re.compile(rf"\b(?:{'|'.join(_MONTH_STEMS)})")
 _NUMERIC = re.compile(r"(?<![\d-])(\d{4})-(\d{2})(?:-(\d{2}))?(?![\d-])")
 
 
@@ -185,7 +187,7 @@ def canonical_dates(text: str) -> str:
         if not any(d in text for d in _ASCII_DIGITS):  # every form has a number
             return ""
         low = text.lower()
-        written = any(stem in low for stem in _MONTH_STEMS)
+        written = any(stem in low for stem in _MONTH_STEMS) and bool(_MONTH_START.search(low))
         numeric = "-" in text
     elif _DIGIT.search(text) is None:
         return ""
