@@ -118,10 +118,28 @@ def test_a_fact_repeating_the_task_does_not_raise_the_bar_for_guidance() -> None
 def test_with_vectors_the_match_mixes_meaning_and_words() -> None:
     paraphrase = candidate("paraphrase", "directive", 0.2, 9.0, cosine=0.8)
     wordy = candidate("wordy", "directive", 0.6, 9.0, cosine=0.1)
-    assert paraphrase.match == pytest.approx(0.5) and wordy.match == pytest.approx(0.35)
+    # Missing words lower the match; words beyond what the meaning bears out add nothing.
+    assert paraphrase.match == pytest.approx(0.5) and wordy.match == pytest.approx(0.1)
     assert answering([wordy, paraphrase], 0.5, 0.75) == [paraphrase]
     assert candidate("no vector", "directive", 0.6, 1.0).match == 0.6
-    assert candidate("opposed", "directive", 0.6, 1.0, cosine=-0.3).match == pytest.approx(0.3)
+    assert candidate("opposed", "directive", 0.6, 1.0, cosine=-0.3).match == 0.0
+    assert candidate("all words", "directive", 1.0, 1.0, cosine=0.7).match == pytest.approx(0.7)
+
+
+def test_with_vectors_a_note_holding_every_word_does_not_shut_out_the_lesson() -> None:
+    """Held-out lessons v2's shape: a low-importance instruction for a neighbouring step
+    holds every word of the task (cosine 0.64), the reinforced lesson two of five in other
+    words (cosine 0.6). Counting the note's words past its meaning set a bar of 0.82 the
+    lesson's 0.5 missed by far; by its meaning the bar is 0.64, and the lesson answers."""
+    note = candidate("note", "procedural", 1.0, 0.3, cosine=0.64)
+    lesson = candidate("lesson", "directive", 0.4, 9.6, cosine=0.6)
+    assert note.match == pytest.approx(0.64) and lesson.match == pytest.approx(0.5)
+    assert answering([note, lesson], 0.5, 0.75) == [note, lesson]
+    # The exact answer still shuts out a prominent entry on a neighbouring task that holds
+    # a third of the words (as the exact-answer topics have it).
+    exact = candidate("exact", "procedural", 1.0, 0.2, cosine=0.86)
+    neighbour = candidate("neighbour", "corrective", 0.33, 10.9, cosine=0.5)
+    assert answering([exact, neighbour], 0.5, 0.75) == [exact]
 
 
 async def test_typed_lessons_sparse_the_lesson_over_a_note_and_the_exact_answer_over_a_rule(

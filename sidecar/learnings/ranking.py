@@ -39,7 +39,8 @@ ANY_STATUS = "any"
 MAX_LIST = 200
 MMR_LAMBDA = 0.7  # share of the score in MMR; the rest penalises likeness to earlier hits
 # An entry's match to the task: the share of the query's words it holds, and with vectors
-# the mean of that and its cosine to the query (a paraphrase shares meaning, not words).
+# the mean of its cosine to the query and that share taken at most up to the cosine (a
+# paraphrase shares meaning, not words; words its meaning does not bear out add nothing).
 DENSE_SHARE = 0.5
 # Entries that say how to act; a declarative one records what is. The best-matching
 # guidance sets the bar an answer must clear; a fact's match counts FACT_SHARE toward it,
@@ -93,10 +94,17 @@ class ScoredLearning:
     @property
     def match(self) -> float:
         """How well the entry matches the task, on one scale across tiers (relevance is
-        scaled to each tier's best): the words it holds, and its meaning when known."""
+        scaled to each tier's best): the words it holds, and its meaning when known.
+
+        With a cosine, the words count only up to it: words missing from the entry lower
+        its match, words held beyond what its meaning bears out do not raise it. A note
+        that holds every word of the task while saying something else would otherwise set
+        a bar the lesson put in other words cannot clear, and a word met in another sense
+        ("suspend/resume" for "resume a training run") would count as an answer."""
         if self.cosine is None:
             return self.fit
-        return DENSE_SHARE * max(self.cosine, 0.0) + (1 - DENSE_SHARE) * self.fit
+        meaning = max(self.cosine, 0.0)
+        return DENSE_SHARE * meaning + (1 - DENSE_SHARE) * min(self.fit, meaning)
 
 
 def mmr(
