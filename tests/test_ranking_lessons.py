@@ -211,3 +211,46 @@ def test_a_search_that_fills_the_stem_cache_still_answers(monkeypatch: pytest.Mo
     assert fits("refund plan", ["refunds are quick"]) == [0.5]
     assert fits("refund plan", ["plans renew", "refunded plans"]) == [0.5, 1.0]
     assert fits("refund plan", ["refunded plans"]) == [1.0]  # the cache works on after it
+
+
+TWIN_TASK = "rotate the signing key for the mobile app"
+LESSON = ("Before replacing a release certificate, expire the builds signed with the old one; "
+          "replacing it early locked users out of updates twice.")  # fmt: skip
+TWIN = ("Expire the builds signed with the old release certificate before you rotate the "
+        "signing key; rotating early locked users out of updates.")  # fmt: skip
+WEAK = ("Signing key rotation for the mobile app happens every spring; the store shows the "
+        "new key's fingerprint.")  # fmt: skip
+OTHER = ("Never ship a mobile app build without the crash reporter enabled; the last blind "
+         "release cost a week.")  # fmt: skip
+
+
+def test_a_near_duplicate_lends_its_share_of_the_task_words() -> None:
+    """The lesson holds one of the task's five words, its paraphrase three (two thirds of
+    their content words shared): the lesson is judged by the paraphrase's. Entries that
+    share less with either keep their own."""
+    shares = fits(TWIN_TASK, [LESSON, TWIN, WEAK, OTHER])
+    assert shares == pytest.approx([0.2, 0.6, 1.0, 0.4])
+    found = [candidate(key, "corrective", share, 1.0) for key, share in zip(
+        ("lesson", "twin", "weak", "other"), shares, strict=True)]  # fmt: skip
+    for c, text in zip(found, (LESSON, TWIN, WEAK, OTHER), strict=True):
+        c.text = text
+    ranking.lend_fits(found)
+    assert [c.fit for c in found] == pytest.approx([0.6, 0.6, 1.0, 0.4])
+    ranking.lend_fits([])  # nothing to lend
+
+
+async def test_the_prominent_lesson_answers_through_its_better_worded_near_duplicate(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    """Sparse: the bar is the paraphrase's 0.6 (the note counts half of its 1.0), so the
+    lesson's own 0.2 missed it and the paraphrase led; judged by its near-duplicate's
+    words, the reinforced lesson answers and comes first. The prominent rule on another
+    task (0.4) still does not answer."""
+    hits = await ranked(client, service, settings, [
+        typed("weak", "declarative", 0.3, 0, 90, WEAK),
+        typed("lesson", "corrective", 0.9, 12, 4, LESSON),
+        typed("twin", "corrective", 0.5, 1, 60, TWIN),
+        typed("other", "directive", 0.9, 10, 2, OTHER),
+    ], TWIN_TASK)  # fmt: skip
+    order = [h["id"] for h in hits]
+    assert order[0] == "lesson" and order.index("other") == 3, order

@@ -32,6 +32,7 @@ from sidecar.learnings.ranking import (
     SCOPE_FACTORS,
     ScoredLearning,
     fits,
+    lend_fits,
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
@@ -257,10 +258,9 @@ class Learnings(Capability):
         candidates: list[ScoredLearning] = []
         for name in local:
             candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
-        if ask_lead:
-            lead = await self._from_lead(q, degraded)
-            await asyncio.get_running_loop().run_in_executor(None, _fits, q.text, lead)
-            candidates += lead
+        lead = await self._from_lead(q, degraded) if ask_lead else []
+        await asyncio.get_running_loop().run_in_executor(None, _judged, q.text, lead, candidates)
+        candidates += lead
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
@@ -387,6 +387,13 @@ class Learnings(Capability):
         for (name, file), error in sorted(self.upkeep.failed.items()):
             reasons.append(f"{name}: compaction of {file} after a change failed: {error}")
         return Health(reasons)
+
+
+def _judged(query: str, lead: list[ScoredLearning], local: list[ScoredLearning]) -> None:
+    """The crew lead's hits fitted to the query as the local ones were, then every
+    candidate's fit lent to its near-duplicates, across tiers (a thread's work)."""
+    _fits(query, lead)
+    lend_fits(local + lead)
 
 
 def _fits(query: str, candidates: list[ScoredLearning]) -> None:
