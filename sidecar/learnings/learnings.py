@@ -258,9 +258,10 @@ class Learnings(Capability):
         candidates: list[ScoredLearning] = []
         for name in local:
             candidates += await self.indexes.read(self._candidates, name, planned, mode, vector, q)
-        lead = await self._from_lead(q, degraded) if ask_lead else []
-        await asyncio.get_running_loop().run_in_executor(None, _judged, q.text, lead, candidates)
-        candidates += lead
+        if ask_lead:
+            lead = await self._from_lead(q, degraded)
+            await asyncio.get_running_loop().run_in_executor(None, _fits, q.text, lead)
+            candidates += lead
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
@@ -389,14 +390,10 @@ class Learnings(Capability):
         return Health(reasons)
 
 
-def _judged(query: str, lead: list[ScoredLearning], local: list[ScoredLearning]) -> None:
-    """The crew lead's hits fitted to the query as the local ones were, then every
-    candidate's fit lent to its near-duplicates, across tiers (a thread's work)."""
-    _fits(query, lead)
-    lend_fits(local + lead)
-
-
 def _fits(query: str, candidates: list[ScoredLearning]) -> None:
-    """Each candidate's share of the query's words (stemmed by SQLite: a thread's work)."""
+    """Each candidate's share of the query's words (stemmed by SQLite: a thread's work), or
+    its near-duplicate's if higher: one tier's candidates (a lesson and its copies live in
+    one tier's files), or the crew lead's hits."""
     for c, share in zip(candidates, fits(query, [c.text for c in candidates]), strict=True):
         c.fit = share
+    lend_fits(candidates)
