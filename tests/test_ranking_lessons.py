@@ -232,8 +232,8 @@ def test_a_near_duplicate_lends_its_share_of_the_task_words() -> None:
     assert shares == pytest.approx([0.2, 0.6, 1.0, 0.4])
     found = [candidate(key, "corrective", share, 1.0) for key, share in zip(
         ("lesson", "twin", "weak", "other"), shares, strict=True)]  # fmt: skip
-    for c, text in zip(found, (LESSON, TWIN, WEAK, OTHER), strict=True):
-        c.text = text
+    for c, stems in zip(found, ranking.index_stems([LESSON, TWIN, WEAK, OTHER]), strict=True):
+        c.stems = stems
     ranking.lend_fits(found)
     assert [c.fit for c in found] == pytest.approx([0.6, 0.6, 1.0, 0.4])
     ranking.lend_fits([])  # nothing to lend
@@ -254,3 +254,20 @@ async def test_the_prominent_lesson_answers_through_its_better_worded_near_dupli
     ], TWIN_TASK)  # fmt: skip
     order = [h["id"] for h in hits]
     assert order[0] == "lesson" and order.index("other") == 3, order
+
+
+async def test_a_near_duplicate_in_the_other_tier_lends_its_words_too(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    """The crew's copy of the agent's lesson holds the task's words: the agent's lesson is
+    judged by them (both tiers searched together, as a member's lessons and the crew's)."""
+    crew = settings.crew_dir / "learnings" / "release.md"
+    crew.parent.mkdir(parents=True, exist_ok=True)
+    crew.write_text(typed("twin", "corrective", 0.5, 1, 60, TWIN))
+    await service.learnings.sync("crew")
+    hits = await ranked(client, service, settings, [
+        typed("weak", "declarative", 0.3, 0, 90, WEAK),
+        typed("lesson", "corrective", 0.9, 12, 4, LESSON),
+    ], TWIN_TASK)  # fmt: skip
+    assert {h["id"]: h["tier"] for h in hits}["twin"] == "crew"
+    assert hits[0]["id"] == "lesson", [h["id"] for h in hits]

@@ -83,6 +83,7 @@ class ScoredLearning:
     prominence: float = 0.0
     scope_factor: float = 1.0
     fit: float = 0.0  # share of the query's content words the entry holds (``fit``)
+    stems: frozenset[str] = frozenset()  # its content words, stemmed (``index_stems``)
     cosine: float | None = None  # to the query, when the entry and the query have vectors
 
     @property
@@ -178,17 +179,19 @@ def lend_fits(candidates: Sequence[ScoredLearning]) -> None:
     either holds is a word the lesson is about. A lesson learned twice is otherwise judged
     by its wording alone, and the less prominent copy that happens to hold the task's
     words sets a bar the prominent one misses (held-out lessons: "before a cert
-    submission, run the checklist" under "submit a console build to certification")."""
-    stems = index_stems([c.text for c in candidates])
+    submission, run the checklist" under "submit a console build to certification").
+    Pure Python over the ``stems`` the fitting thread set: cheap enough for the event loop,
+    as MMR's likeness is, and across tiers (an agent's copy of a crew lesson)."""
     best_first = sorted(range(len(candidates)), key=lambda i: -candidates[i].fit)
     lent = [candidates[i].fit for i in best_first]
     for rank, i in enumerate(best_first):
-        own = stems[i]
+        own = candidates[i].stems
         for other, j in zip(lent[:rank], best_first, strict=False):
             if other <= lent[rank]:
                 break  # the rest hold no more of the task's words than this one
-            shared = len(own & stems[j])
-            if shared >= TWIN_LIKENESS * (len(own) + len(stems[j]) - shared) and shared:
+            theirs = candidates[j].stems
+            shared = len(own & theirs)
+            if shared >= TWIN_LIKENESS * (len(own) + len(theirs) - shared) and shared:
                 candidates[i].fit = other  # the best-fitting near-duplicate: the first met
                 break
 
