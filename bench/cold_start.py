@@ -8,6 +8,11 @@ file and is no longer indexing), less the same on an empty tier
 of a few rounds. The index files are deleted before each round; the notes stay, warm
 in the page cache for both sides. Sparse-only (``--embedder none``): vectors are a
 separate background stage that starts once the text is searchable.
+
+CPU beside it: the daemon's and its parser workers' (Linux ``/proc``) when the build is
+done, less the same of an empty start, against the bare loop's. On a machine other work
+shares, the workers (at nice 10) wait longest, and the wall-clock ratio says more about the
+neighbours than about the build; the CPU ratio does not.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import json
 import os
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +57,9 @@ class SizeRuns:
     bare_s: list[float]
     empty_s: list[float]
     full_s: list[float]
+    bare_cpu_s: list[float] = field(default_factory=list)
+    empty_cpu_s: list[float] = field(default_factory=list)
+    full_cpu_s: list[float] = field(default_factory=list)
 
     @property
     def bare(self) -> float:
@@ -65,6 +73,14 @@ class SizeRuns:
     def ratio(self) -> float:
         return self.sidecar / self.bare
 
+    @property
+    def cpu_ratio(self) -> float | None:
+        """The build's CPU against the bare loop's; None where ``/proc`` cannot say."""
+        if not self.full_cpu_s or not self.empty_cpu_s or not self.bare_cpu_s:
+            return None
+        build = statistics.median(self.full_cpu_s) - statistics.median(self.empty_cpu_s)
+        return build / statistics.median(self.bare_cpu_s)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "files": self.files,
@@ -74,6 +90,9 @@ class SizeRuns:
             "full_start_s": [round(s, 4) for s in self.full_s],
             "sidecar_s": round(self.sidecar, 4),
             "ratio": round(self.ratio, 3),
+            "bare_cpu_s": [round(s, 4) for s in self.bare_cpu_s],
+            "empty_start_cpu_s": [round(s, 4) for s in self.empty_cpu_s],
+            "full_start_cpu_s": [round(s, 4) for s in self.full_cpu_s],
         }
 
 
@@ -82,8 +101,31 @@ def _drop_index(agent: Path) -> None:
         os.unlink(path)
 
 
-def time_to_searchable(agent: Path, crew: Path, log: Path, files: int, timeout: float) -> float:
-    """Seconds from spawning the daemon until its agent tier is indexed in full.
+def _cpu_s(pid: int) -> float | None:
+    """CPU seconds of a process, its threads, the children it reaped and those still
+    running (the parser workers); None off Linux."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def fields(p: int | str) -> list[str]:
+        return Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+
+    try:
+        own = fields(pid)
+        total = sum(int(x) for x in own[11:15])  # utime, stime, cutime, cstime
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                with contextlib.suppress(FileNotFoundError):
+                    total += sum(int(x) for x in fields(child)[11:13])
+    except (OSError, ValueError):
+        return None
+    return total / tick
+
+
+def time_to_searchable(
+    agent: Path, crew: Path, log: Path, files: int, timeout: float
+) -> tuple[float, float | None]:
+    """Seconds from spawning the daemon until its agent tier is indexed in full, and the
+    CPU seconds it (and its workers) had used by then.
 
     Watched in the daemon's log: it says when it listens and when a build is done; one
     status request then confirms every file is there. Polling ``/memory/status`` every
@@ -107,10 +149,11 @@ def time_to_searchable(agent: Path, crew: Path, log: Path, files: int, timeout: 
                 seen.update(_message(line) for line in done)
                 time.sleep(LOG_POLL_S)
         found = time.monotonic() - d.started_at
+        cpu = _cpu_s(d.pid)
         while time.monotonic() < deadline:  # confirmed by what the daemon answers
             status = d.client.status()
             if not status.get("indexing") and status.get("total_files") == files:
-                return found
+                return found, cpu
             time.sleep(POLL_S)
         raise DaemonError(f"{files} files not searchable within {timeout} s:\n{d.log_tail()}")
 
@@ -121,10 +164,10 @@ def _message(line: bytes) -> str:
     return ""
 
 
-def time_bare(root: Path, db: Path) -> float:
-    started = time.perf_counter()
+def time_bare(root: Path, db: Path) -> tuple[float, float]:
+    started, cpu = time.perf_counter(), time.process_time()
     bare_fts.index_tree(db, root)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def measure(tmp: Path, files: int, rounds: int) -> SizeRuns:
@@ -140,11 +183,18 @@ def measure(tmp: Path, files: int, rounds: int) -> SizeRuns:
     timeout = 60 + files / 100
     for i in range(rounds):
         progress(NAME, f"{files:,} files: round {i + 1} of {rounds}")
-        runs.bare_s.append(time_bare(notes, tmp / f"bare-{files}-{i}.sqlite"))
-        _drop_index(empty)
-        runs.empty_s.append(time_to_searchable(empty, crew, tmp / "daemon.log", 0, timeout))
-        _drop_index(notes)
-        runs.full_s.append(time_to_searchable(notes, crew, tmp / "daemon.log", files, timeout))
+        wall, cpu = time_bare(notes, tmp / f"bare-{files}-{i}.sqlite")
+        runs.bare_s.append(wall)
+        runs.bare_cpu_s.append(cpu)
+        for tier, wanted, walls, cpus in (
+            (empty, 0, runs.empty_s, runs.empty_cpu_s),
+            (notes, files, runs.full_s, runs.full_cpu_s),
+        ):
+            _drop_index(tier)
+            wall, daemon_cpu = time_to_searchable(tier, crew, tmp / "daemon.log", wanted, timeout)
+            walls.append(wall)
+            if daemon_cpu is not None:
+                cpus.append(daemon_cpu)
         os.unlink(tmp / f"bare-{files}-{i}.sqlite")
     _drop_index(notes)
     return runs
@@ -165,6 +215,8 @@ def run(ctx: Context) -> BenchResult:
         result.figures.append(Figure(f"{label}: sidecar / bare", runs.ratio, "x", 2, RATIO_TARGET))
         result.figures.append(Figure(f"{label}: sidecar cold index", runs.sidecar, "s", 3))
         result.figures.append(Figure(f"{label}: bare FTS5 loop", runs.bare, "s", 3))
+        if runs.cpu_ratio is not None:
+            result.figures.append(Figure(f"{label}: CPU sidecar / bare", runs.cpu_ratio, "x", 2))
         rows.append([
             label, f"{runs.corpus_bytes / 1e6:.1f}", f"{runs.bare:.3f}",
             f"{statistics.median(runs.empty_s):.3f}", f"{statistics.median(runs.full_s):.3f}",

@@ -177,13 +177,20 @@ def updates(ctx: Context, tmp: Path, data: dict[str, Any], name: str) -> dict[st
 
 
 def score_lessons(data: dict[str, Any], ranked: dict[str, list[str]]) -> dict[str, Any]:
+    """Counts per kind of task, and each task missed with what came first instead
+    (``kp03>k011``; ``-`` when nothing was shown), so a miss can be read without a rerun."""
     retired = {e["key"] for e in data["entries"] if e["status"] == "retired"}
     first = {q["kind"]: 0 for q in data["queries"]}
+    missed: list[str] = []
     for q in data["queries"]:
-        first[q["kind"]] += ranked[q["key"]][:1] == [q["answer"]]
+        shown = ranked[q["key"]][:1]
+        first[q["kind"]] += shown == [q["answer"]]
+        if shown != [q["answer"]]:
+            missed.append(f"{q['key']}>{shown[0] if shown else '-'}")
     return {
         "prominent_first": first.get("prominent", 0),
         "exact_first": first.get("exact", 0),
+        "missed": missed,
         "retired_shown": sum(k in retired for hits in ranked.values() for k in hits),
         "ndcg": statistics.fmean(
             learnings.ndcg(ranked[q["key"]], q["relevant"], TOP) for q in data["queries"]
@@ -363,7 +370,14 @@ def _lesson_figures(result: BenchResult, data: dict[str, Any], les: dict[str, An
         Table(
             f"lessons: {kinds['prominent']} prominent + {kinds['exact']} exact-answer tasks, "
             f"{len(data['entries'])} entries",
-            ["mode / ranking", "prominent first", "exact first", "retired shown", f"nDCG@{TOP}"],
+            [
+                "mode / ranking",
+                "prominent first",
+                "exact first",
+                "retired shown",
+                f"nDCG@{TOP}",
+                "missed (task>first shown)",
+            ],
             [
                 [
                     name,
@@ -371,6 +385,7 @@ def _lesson_figures(result: BenchResult, data: dict[str, Any], les: dict[str, An
                     f"{s['exact_first']}/{kinds['exact']}",
                     str(s["retired_shown"]),
                     f"{s['ndcg']:.3f}",
+                    " ".join(s["missed"]) or "-",
                 ]
                 for name, s in les.items()
             ],

@@ -146,6 +146,10 @@ def ranking_quality(ctx: Context, tmp: Path, data: dict[str, Any]) -> dict[str, 
 
 
 def wait_embedded(daemon: Daemon, within: float = 600.0) -> None:
+    """Until each tier's learnings are indexed and every indexed entry has its vector. The
+    embedder's ``pending`` alone reads 0 before the learnings' first sync has counted
+    anything: a hybrid run that started then ranked entries by their words only (held-out
+    v2 once scored 5 of 13 instead of 11)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         pending = 0
@@ -153,10 +157,34 @@ def wait_embedded(daemon: Daemon, within: float = 600.0) -> None:
             _, status = daemon.client.json("GET", f"/memory/status?scope={scope}")
             pending += status.get("pending", 0)
         health = daemon.client.json("GET", "/healthz")[1]
-        if not pending and health.get("embedder", {}).get("pending") == 0:
+        if not pending and health.get("embedder", {}).get("pending") == 0 and _all_embedded(daemon):
             return
         time.sleep(0.2)
     raise RuntimeError("learnings were not embedded in time")
+
+
+def _all_embedded(daemon: Daemon) -> bool:
+    """Each tier with learnings files has an index holding entries, each with a vector
+    (read from the index file, read-only: the daemon's status does not count them)."""
+    for root in (daemon.agent_dir, daemon.crew_dir):
+        if not any((root / "learnings").glob("*.md")):
+            continue
+        path = root / "learnings.sqlite"
+        if not path.exists():
+            return False
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            chunks, bare = conn.execute(
+                "SELECT COUNT(*), COUNT(*) - COUNT(v.hash) FROM chunks c "
+                "LEFT JOIN vectors v ON v.hash = c.hash"
+            ).fetchone()
+        except sqlite3.OperationalError:  # its tables are not made yet
+            return False
+        finally:
+            conn.close()
+        if not chunks or bare:
+            return False
+    return True
 
 
 # -- speed --------------------------------------------------------------------------------

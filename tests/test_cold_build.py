@@ -715,6 +715,40 @@ def test_a_build_killed_half_way_is_completed_on_the_next_start(tmp_path: Path) 
         index.close()
 
 
+def test_a_file_changed_while_the_daemon_was_down_is_read_again_whatever_its_mtime(
+    tmp_path: Path,
+) -> None:
+    """A start compares each file's size and mtime with what the index recorded: a note
+    rewritten while the daemon was down and given an old mtime (restored from a backup,
+    copied with ``cp -p``) is read again, even at the same size."""
+    agent, crew = tmp_path / "agent", tmp_path / "crew"
+    crew.mkdir(parents=True)
+    make_tree(agent, 150)  # enough for a cold build
+    first = SidecarProcess(agent, crew)
+    try:
+        first.start(timeout=60)
+        assert first.get("/memory/status?scope=agent")["total_files"] == 150
+        assert first.terminate() == 0
+    finally:
+        first.kill()
+    old_ns = 978_307_200 * 10**9  # 2001-01-01, years before the index recorded anything
+    same = agent / "notes/f3/n00003.md"
+    same.write_text(same.read_text().replace("uniq00003", "swap00003"))  # same size
+    os.utime(same, ns=(old_ns, old_ns))
+    grown = agent / "notes/f4/n00004.md"
+    grown.write_text(grown.read_text() + "appended walrus\n")
+    os.utime(grown, ns=(old_ns, old_ns))
+    again = SidecarProcess(agent, crew)
+    try:
+        again.start(timeout=60)  # ready: every tier reconciled
+        assert {r["file"] for r in again.search("swap00003")} == {"notes/f3/n00003.md"}
+        assert again.search("uniq00003") == []
+        assert {r["file"] for r in again.search("walrus")} == {"notes/f4/n00004.md"}
+        assert again.get("/memory/status?scope=agent")["total_files"] == 150
+    finally:
+        again.kill()
+
+
 async def test_metrics_show_the_build_in_progress_then_count_it(
     cold_service: MemoryService, gate: Gate
 ) -> None:

@@ -7,6 +7,8 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sidecar.index import indexer
 from sidecar.index.chunking import chunk_markdown
@@ -68,6 +70,62 @@ def test_a_chunk_is_found_by_the_date_its_relative_words_mean() -> None:
 )
 def test_dates_written_another_way_in_the_headings_form(text: str, expected: str) -> None:
     assert canonical_dates(text) == expected
+
+
+# Words dates are written with, in several cases, and words that only look like them.
+_DATE_WORDS = (
+    "May",
+    "MAY",
+    "may",
+    "Aug",
+    "aug.",
+    "AUGUST",
+    "Sept.",
+    "sep",
+    "3",
+    "15",
+    "15th",
+    "2023",
+    "2023-05-03",
+    "2023-05",
+    "2023-13-01",
+    "the",
+    "of",
+    ",",
+    "-",
+    "last",
+    "LAST",
+    "next",
+    "this",
+    "week",
+    "Friday",
+    "ago",
+    "two days ago",
+    "a Year ago",
+    "3 weeks ago",
+    "yesterday",
+    "Today",
+    "tonight",
+    "tomorrow",
+    "this morning",
+    "Last night",
+    "the 8th of December",
+    "market",
+    "decimal",
+    "mayor",
+    "12",
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.sampled_from(_DATE_WORDS), max_size=14), sep=st.sampled_from(" \n"))
+def test_the_quick_tests_of_plain_text_turn_away_no_date(words: list[str], sep: str) -> None:
+    """ASCII text is first tested for the words a date needs; the same text with a
+    character that is not ASCII after it (which no pattern reads) goes to the regular
+    expressions alone, and must come out the same."""
+    text = sep.join(words)
+    assert canonical_dates(text) == canonical_dates(f"{text}\n\u2014")
+    assert resolved(text, MAY_8) == resolved(f"{text}\n\u2014", MAY_8)
 
 
 def test_a_question_finds_a_heading_by_a_date_it_writes_another_way() -> None:

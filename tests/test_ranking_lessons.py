@@ -118,10 +118,28 @@ def test_a_fact_repeating_the_task_does_not_raise_the_bar_for_guidance() -> None
 def test_with_vectors_the_match_mixes_meaning_and_words() -> None:
     paraphrase = candidate("paraphrase", "directive", 0.2, 9.0, cosine=0.8)
     wordy = candidate("wordy", "directive", 0.6, 9.0, cosine=0.1)
-    assert paraphrase.match == pytest.approx(0.5) and wordy.match == pytest.approx(0.35)
+    # Missing words lower the match; words beyond what the meaning bears out add nothing.
+    assert paraphrase.match == pytest.approx(0.5) and wordy.match == pytest.approx(0.1)
     assert answering([wordy, paraphrase], 0.5, 0.75) == [paraphrase]
     assert candidate("no vector", "directive", 0.6, 1.0).match == 0.6
-    assert candidate("opposed", "directive", 0.6, 1.0, cosine=-0.3).match == pytest.approx(0.3)
+    assert candidate("opposed", "directive", 0.6, 1.0, cosine=-0.3).match == 0.0
+    assert candidate("all words", "directive", 1.0, 1.0, cosine=0.7).match == pytest.approx(0.7)
+
+
+def test_with_vectors_a_note_holding_every_word_does_not_shut_out_the_lesson() -> None:
+    """Held-out lessons v2's shape: a low-importance instruction for a neighbouring step
+    holds every word of the task (cosine 0.64), the reinforced lesson two of five in other
+    words (cosine 0.6). Counting the note's words past its meaning set a bar of 0.82 the
+    lesson's 0.5 missed by far; by its meaning the bar is 0.64, and the lesson answers."""
+    note = candidate("note", "procedural", 1.0, 0.3, cosine=0.64)
+    lesson = candidate("lesson", "directive", 0.4, 9.6, cosine=0.6)
+    assert note.match == pytest.approx(0.64) and lesson.match == pytest.approx(0.5)
+    assert answering([note, lesson], 0.5, 0.75) == [note, lesson]
+    # The exact answer still shuts out a prominent entry on a neighbouring task that holds
+    # a third of the words (as the exact-answer topics have it).
+    exact = candidate("exact", "procedural", 1.0, 0.2, cosine=0.86)
+    neighbour = candidate("neighbour", "corrective", 0.33, 10.9, cosine=0.5)
+    assert answering([exact, neighbour], 0.5, 0.75) == [exact]
 
 
 async def test_typed_lessons_sparse_the_lesson_over_a_note_and_the_exact_answer_over_a_rule(
@@ -193,3 +211,63 @@ def test_a_search_that_fills_the_stem_cache_still_answers(monkeypatch: pytest.Mo
     assert fits("refund plan", ["refunds are quick"]) == [0.5]
     assert fits("refund plan", ["plans renew", "refunded plans"]) == [0.5, 1.0]
     assert fits("refund plan", ["refunded plans"]) == [1.0]  # the cache works on after it
+
+
+TWIN_TASK = "rotate the signing key for the mobile app"
+LESSON = ("Before replacing a release certificate, expire the builds signed with the old one; "
+          "replacing it early locked users out of updates twice.")  # fmt: skip
+TWIN = ("Expire the builds signed with the old release certificate before you rotate the "
+        "signing key; rotating early locked users out of updates.")  # fmt: skip
+WEAK = ("Signing key rotation for the mobile app happens every spring; the store shows the "
+        "new key's fingerprint.")  # fmt: skip
+OTHER = ("Never ship a mobile app build without the crash reporter enabled; the last blind "
+         "release cost a week.")  # fmt: skip
+
+
+def test_a_near_duplicate_lends_its_share_of_the_task_words() -> None:
+    """The lesson holds one of the task's five words, its paraphrase three (two thirds of
+    their content words shared): the lesson is judged by the paraphrase's. Entries that
+    share less with either keep their own."""
+    shares = fits(TWIN_TASK, [LESSON, TWIN, WEAK, OTHER])
+    assert shares == pytest.approx([0.2, 0.6, 1.0, 0.4])
+    found = [candidate(key, "corrective", share, 1.0) for key, share in zip(
+        ("lesson", "twin", "weak", "other"), shares, strict=True)]  # fmt: skip
+    for c, stems in zip(found, ranking.index_stems([LESSON, TWIN, WEAK, OTHER]), strict=True):
+        c.stems = stems
+    ranking.lend_fits(found)
+    assert [c.fit for c in found] == pytest.approx([0.6, 0.6, 1.0, 0.4])
+    ranking.lend_fits([])  # nothing to lend
+
+
+async def test_the_prominent_lesson_answers_through_its_better_worded_near_duplicate(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    """Sparse: the bar is the paraphrase's 0.6 (the note counts half of its 1.0), so the
+    lesson's own 0.2 missed it and the paraphrase led; judged by its near-duplicate's
+    words, the reinforced lesson answers and comes first. The prominent rule on another
+    task (0.4) still does not answer."""
+    hits = await ranked(client, service, settings, [
+        typed("weak", "declarative", 0.3, 0, 90, WEAK),
+        typed("lesson", "corrective", 0.9, 12, 4, LESSON),
+        typed("twin", "corrective", 0.5, 1, 60, TWIN),
+        typed("other", "directive", 0.9, 10, 2, OTHER),
+    ], TWIN_TASK)  # fmt: skip
+    order = [h["id"] for h in hits]
+    assert order[0] == "lesson" and order.index("other") == 3, order
+
+
+async def test_a_near_duplicate_in_the_other_tier_lends_its_words_too(
+    client: TestClient, service: MemoryService, settings: Settings
+) -> None:
+    """The crew's copy of the agent's lesson holds the task's words: the agent's lesson is
+    judged by them (both tiers searched together, as a member's lessons and the crew's)."""
+    crew = settings.crew_dir / "learnings" / "release.md"
+    crew.parent.mkdir(parents=True, exist_ok=True)
+    crew.write_text(typed("twin", "corrective", 0.5, 1, 60, TWIN))
+    await service.learnings.sync("crew")
+    hits = await ranked(client, service, settings, [
+        typed("weak", "declarative", 0.3, 0, 90, WEAK),
+        typed("lesson", "corrective", 0.9, 12, 4, LESSON),
+    ], TWIN_TASK)  # fmt: skip
+    assert {h["id"]: h["tier"] for h in hits}["twin"] == "crew"
+    assert hits[0]["id"] == "lesson", [h["id"] for h in hits]

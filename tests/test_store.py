@@ -19,6 +19,7 @@ from sidecar.index.store import FileState, Hit, IndexedFile, IndexStore, StoreSt
 from sidecar.retrieval import query
 from sidecar.retrieval.modes import SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.ranking import rank_tier
+from sidecar.stores import sqlite as sqlite_store
 from sidecar.stores.sqlite import SQLiteStore
 from sidecar.stores.sqlite_schema import SCHEMA_VERSION
 
@@ -325,6 +326,75 @@ def test_a_health_check_keeps_sqlites_locks_against_another_process(db_path: Pat
     finally:
         s.close()
     assert s.problem() is None  # a health probe racing shutdown finds nothing to report
+
+
+# -- a rebuild in batches ----------------------------------------------------------
+
+
+def many(n: int) -> Iterator[IndexedFile]:
+    for i in range(n):
+        yield item(f"n{i}.md", ("Note", f"word{i} shared"), ("Note > More", f"second{i} line"))
+
+
+def test_a_rebuild_of_many_batches_indexes_every_chunk_once(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch's rows are tokenized on a thread of their own while the next batch is
+    read: every chunk ends up in the FTS5 index once, whichever batch it came in."""
+    monkeypatch.setattr(sqlite_store, "_BULK_FILES", 3)
+    fill(store)
+    store.replace_all(many(11))  # four batches, the last one short
+    assert store.stats().total_files == 11 and store.stats().total_chunks == 22
+    assert len(store.search("shared", 50)) == 11
+    for i in (0, 2, 3, 10):
+        assert paths(store.search(f"word{i}", 5)) == [f"n{i}.md"]
+        assert paths(store.search(f"second{i}", 5)) == [f"n{i}.md"]
+    assert store.search('"kiwi"', 10) == []
+    conn = store.db.writer  # FTS5 checks its index against the chunk rows it was fed
+    conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+    fts_rows = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+    assert fts_rows == 22
+
+
+def test_a_rebuild_failing_after_batches_were_handed_over_keeps_the_old_index(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "_BULK_FILES", 2)
+    fill(store)
+
+    def broken() -> Iterator[IndexedFile]:
+        yield from many(5)  # two batches handed to the tokenizer, a third being read
+        raise RuntimeError("disk went away")
+
+    with pytest.raises(RuntimeError, match="disk went away"):
+        store.replace_all(broken())
+    assert sorted(store.file_states()) == ["a.md", "b.md", "c.md"]
+    assert store.search("shared", 10) == []
+    assert len(store.search('"kiwi"', 10)) == 2
+    store.replace_all(many(4))  # the writer is free again, and the next rebuild whole
+    assert store.stats().total_files == 4
+
+
+def test_a_tokenizing_failure_fails_the_rebuild_and_keeps_the_old_index(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "_BULK_FILES", 2)
+    fill(store)
+    tokenize = SQLiteStore._tokenize
+    calls: list[int] = []
+
+    def failing(conn: sqlite3.Connection, last: int) -> None:
+        calls.append(last)
+        if len(calls) == 2:
+            raise sqlite3.OperationalError("database or disk is full")
+        tokenize(conn, last)
+
+    monkeypatch.setattr(SQLiteStore, "_tokenize", staticmethod(failing))
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        store.replace_all(many(7))
+    assert len(calls) == 2  # no batch is handed over after a failed one
+    assert sorted(store.file_states()) == ["a.md", "b.md", "c.md"]
+    assert len(store.search('"kiwi"', 10)) == 2
 
 
 # -- snapshot isolation ----------------------------------------------------------

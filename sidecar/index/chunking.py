@@ -161,9 +161,9 @@ def _with_context(
         section_of[lo:hi] = [k] * (hi - lo)
     text_from = [lo + (lo in headings) for lo, _, _ in sections]  # after its heading line
     out: list[Chunk] = []
-    # The chunks of a section share its heading: its date is looked for once, not once a
-    # chunk (three regular expressions each, a fifth of the time chunking takes).
-    heading_dates: dict[str, date | None] = {"": None}
+    # The chunks of a section share its heading, and what its date gives them is found
+    # once a heading, not once a chunk.
+    by_heading: dict[str, tuple[date | None, str]] = {}
     for c in chunks:
         first, last = max(c.start_line - 1, body_start), c.end_line - 1
         if not c.text or first > last:
@@ -174,33 +174,38 @@ def _with_context(
             before = _gather_before(stripped, first - 1, text_from[section_of[first]])
             after = _gather_after(stripped, last + 1, sections[section_of[last]][1])
             context = f"{before}\n{after}" if before and after else before or after
-        if c.heading in heading_dates:
-            when = heading_dates[c.heading]
-        else:  # every date ``found_date`` reads has a four-digit year: most headings none
-            year = _YEAR.search(c.heading)
-            when = heading_dates[c.heading] = found_date(c.heading) if year else None
-        dates = _dates(c, when, day)
+        dated = by_heading.get(c.heading)
+        if dated is None:
+            dated = by_heading[c.heading] = _heading_dates(c.heading, day)
+        dates = _dates(c.text, *dated)
         if dates:
             context = f"{context}\n{dates}" if context else dates
         out.append(Chunk(c.start_line, c.end_line, c.heading, c.text, context))
     return out
 
 
-def _dates(c: Chunk, heading_day: date | None, day: date | None) -> str:
+def _heading_dates(heading: str, day: date | None) -> tuple[date | None, str]:
+    """The date a section's chunks are about (its heading's, else ``day``, the file's), and
+    the month to add to each ("May 2023"), empty when the heading spells it already."""
+    # every date ``found_date`` reads has a four-digit year: most headings have none
+    when = found_date(heading) if _YEAR.search(heading) else None
+    spelled = when is not None and when.strftime("%B").lower() in heading.lower()
+    when = when or day
+    month = f"{when.strftime('%B')} {when.year}" if when is not None and not spelled else ""
+    return when, month
+
+
+def _dates(text: str, when: date | None, month: str) -> str:
     """A chunk's dates as words a question uses: "last month" under a heading dated 8 May
-    2023 as "April 2023"; its section's month when the heading writes it without one
+    2023 as "April 2023"; its section's ``month`` when the heading writes it without one
     ("2023-05-08 standup", or no date under a daily log's name) as "May 2023"; a date the
     text writes another way ("Aug 15th", "2023-05-03") as "15 August", "3 May 2023".
-    ``heading_day``: the date in the chunk's heading; ``day``: the file's."""
-    when = heading_day
-    spelled = when is not None and when.strftime("%B").lower() in c.heading.lower()
-    when = when or day
-    parts = [resolved(c.text, when)] if when is not None else []
-    month = f"{when.strftime('%B')} {when.year}" if when is not None and not spelled else ""
+    ``when``: the date the chunk is about (``_heading_dates``)."""
+    parts = [resolved(text, when)] if when is not None else []
     if month and month not in parts[0]:
         parts.append(month)
-    body = c.text if "#" not in c.text else "\n".join(
-        line for line in c.text.split("\n") if not line.lstrip().startswith("#"))  # fmt: skip
+    body = text if "#" not in text else "\n".join(
+        line for line in text.split("\n") if not line.lstrip().startswith("#"))  # fmt: skip
     parts.append(canonical_dates(body))
     return " ".join(p for p in parts if p)
 

@@ -32,6 +32,8 @@ from sidecar.learnings.ranking import (
     SCOPE_FACTORS,
     ScoredLearning,
     fits,
+    index_stems,
+    lend_fits,
     prominence,
 )
 from sidecar.learnings.sessions import LOCAL, Sessions
@@ -261,6 +263,7 @@ class Learnings(Capability):
             lead = await self._from_lead(q, degraded)
             await asyncio.get_running_loop().run_in_executor(None, _fits, q.text, lead)
             candidates += lead
+        lend_fits(candidates)
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
@@ -390,6 +393,8 @@ class Learnings(Capability):
 
 
 def _fits(query: str, candidates: list[ScoredLearning]) -> None:
-    """Each candidate's share of the query's words (stemmed by SQLite: a thread's work)."""
-    for c, share in zip(candidates, fits(query, [c.text for c in candidates]), strict=True):
-        c.fit = share
+    """Each candidate's share of the query's words and its stems (stemmed by SQLite: a
+    thread's work; the second look finds them cached)."""
+    texts = [c.text for c in candidates]
+    for c, share, stems in zip(candidates, fits(query, texts), index_stems(texts), strict=True):
+        c.fit, c.stems = share, stems

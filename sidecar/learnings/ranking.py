@@ -39,7 +39,8 @@ ANY_STATUS = "any"
 MAX_LIST = 200
 MMR_LAMBDA = 0.7  # share of the score in MMR; the rest penalises likeness to earlier hits
 # An entry's match to the task: the share of the query's words it holds, and with vectors
-# the mean of that and its cosine to the query (a paraphrase shares meaning, not words).
+# the mean of its cosine to the query and that share taken at most up to the cosine (a
+# paraphrase shares meaning, not words; words its meaning does not bear out add nothing).
 DENSE_SHARE = 0.5
 # Entries that say how to act; a declarative one records what is. The best-matching
 # guidance sets the bar an answer must clear; a fact's match counts FACT_SHARE toward it,
@@ -47,6 +48,11 @@ DENSE_SHARE = 0.5
 # that says how to do it (held-out lessons v1: every weak entry was such a note).
 GUIDANCE = frozenset({"procedural", "directive", "corrective"})
 FACT_SHARE = 0.5
+# Near-duplicates lend each other their share of the task's words (``lend_fits``): above
+# every pair of entries not marked as duplicates in the four lesson sets (at most 0.31 of
+# content stems shared), below most pairs marked (0.25-1.0); the ranking is flat over
+# 0.25-0.45 on each set.
+TWIN_LIKENESS = 0.35
 
 
 def decay(meta: dict[str, Any], today: date) -> float:
@@ -77,6 +83,7 @@ class ScoredLearning:
     prominence: float = 0.0
     scope_factor: float = 1.0
     fit: float = 0.0  # share of the query's content words the entry holds (``fit``)
+    stems: frozenset[str] = frozenset()  # its content words, stemmed (``index_stems``)
     cosine: float | None = None  # to the query, when the entry and the query have vectors
 
     @property
@@ -93,10 +100,17 @@ class ScoredLearning:
     @property
     def match(self) -> float:
         """How well the entry matches the task, on one scale across tiers (relevance is
-        scaled to each tier's best): the words it holds, and its meaning when known."""
+        scaled to each tier's best): the words it holds, and its meaning when known.
+
+        With a cosine, the words count only up to it: words missing from the entry lower
+        its match, words held beyond what its meaning bears out do not raise it. A note
+        that holds every word of the task while saying something else would otherwise set
+        a bar the lesson put in other words cannot clear, and a word met in another sense
+        ("suspend/resume" for "resume a training run") would count as an answer."""
         if self.cosine is None:
             return self.fit
-        return DENSE_SHARE * max(self.cosine, 0.0) + (1 - DENSE_SHARE) * self.fit
+        meaning = max(self.cosine, 0.0)
+        return DENSE_SHARE * meaning + (1 - DENSE_SHARE) * min(self.fit, meaning)
 
 
 def mmr(
@@ -157,6 +171,29 @@ def index_stems(texts: Sequence[str]) -> list[frozenset[str]]:
             _stemmed.clear()
         _stemmed.update((t, known[t]) for t in new)
     return [known[t] for t in texts]
+
+
+def lend_fits(candidates: Sequence[ScoredLearning]) -> None:
+    """Raise each candidate's ``fit`` to its best near-duplicate's: entries whose content
+    stems are at least ``TWIN_LIKENESS`` alike say one thing in other words, so a task word
+    either holds is a word the lesson is about. A lesson learned twice is otherwise judged
+    by its wording alone, and the less prominent copy that happens to hold the task's
+    words sets a bar the prominent one misses (held-out lessons: "before a cert
+    submission, run the checklist" under "submit a console build to certification").
+    Pure Python over the ``stems`` the fitting thread set: cheap enough for the event loop,
+    as MMR's likeness is, and across tiers (an agent's copy of a crew lesson)."""
+    best_first = sorted(range(len(candidates)), key=lambda i: -candidates[i].fit)
+    lent = [candidates[i].fit for i in best_first]
+    for rank, i in enumerate(best_first):
+        own = candidates[i].stems
+        for other, j in zip(lent[:rank], best_first, strict=False):
+            if other <= lent[rank]:
+                break  # the rest hold no more of the task's words than this one
+            theirs = candidates[j].stems
+            shared = len(own & theirs)
+            if shared >= TWIN_LIKENESS * (len(own) + len(theirs) - shared) and shared:
+                candidates[i].fit = other  # the best-fitting near-duplicate: the first met
+                break
 
 
 def fits(query: str, texts: Sequence[str]) -> list[float]:

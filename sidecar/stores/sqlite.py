@@ -13,6 +13,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -321,18 +322,27 @@ class SQLiteStore:
         return removed
 
     def replace_all(self, items: Iterable[IndexedFile]) -> None:
+        """Each batch's FTS5 rows are tokenized on a thread of their own (one statement,
+        which runs without the GIL) while ``items`` goes on parsing the next batch in the
+        caller's thread: tokenizing is most of the insert, parsing most of the rest."""
         now = time.time()
-        with self._bulk(), self.db.transaction() as conn:
+        with (
+            self._bulk(),
+            self.db.transaction() as conn,
+            ThreadPoolExecutor(1, "sidecar-fts-insert") as tokenizer,
+        ):
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM files")
-            batch: list[BuildFile] = []
-            for item in items:
-                batch.append(item)
-                if len(batch) >= _BULK_FILES:
-                    self._insert_files(conn, batch, now)
-                    batch = []
-            self._insert_files(conn, batch, now)
+            tokenized: Future[None] | None = None
+            it = iter(items)
+            while batch := list(itertools.islice(it, _BULK_FILES)):
+                if tokenized is not None:  # the connection is the tokenizer's until then
+                    tokenized.result()
+                last = self._insert_rows(conn, batch, now)
+                tokenized = tokenizer.submit(self._tokenize, conn, last)
+            if tokenized is not None:
+                tokenized.result()
 
     def add_files(self, items: Iterable[BuildFile]) -> int:
         """Insert files the index does not hold yet, in one transaction; a path already
@@ -371,14 +381,19 @@ class SQLiteStore:
             self._insert_files(conn, fresh, time.time())
         return len(fresh)
 
+    @classmethod
+    def _insert_files(cls, conn: sqlite3.Connection, items: list[BuildFile], now: float) -> None:
+        cls._tokenize(conn, cls._insert_rows(conn, items, now))
+
     @staticmethod
-    def _insert_files(conn: sqlite3.Connection, items: list[BuildFile], now: float) -> None:
+    def _insert_rows(conn: sqlite3.Connection, items: list[BuildFile], now: float) -> int:
         """Many new files with one executemany per table: per-row statements dominate a
         build otherwise. A parser worker's rows go to SQLite as they came, so the writer
-        runs no Python per chunk. The paths must not be in the index."""
-        if not items:
-            return
+        runs no Python per chunk. The paths must not be in the index. Returns the largest
+        chunk id before them (``_tokenize`` indexes those after it)."""
         (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
+        if not items:
+            return int(last)
         files = []
         rows: list[Iterable[ChunkRow]] = []
         for item in items:
@@ -399,6 +414,11 @@ class SQLiteStore:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             itertools.chain.from_iterable(rows),
         )
+        return int(last)
+
+    @staticmethod
+    def _tokenize(conn: sqlite3.Connection, last: int) -> None:
+        """FTS5 rows for the chunks after id ``last``."""
         # One statement tokenizes them all: executemany would take the GIL back after every
         # row, and wait for it whenever another thread (the event loop answering a status
         # poll, say) holds it; this holds it for none of the build's longest step.
