@@ -1,6 +1,7 @@
 """hybrid_speed: hybrid search p50 over HTTP against sparse-only p50, same daemon, same run.
 
-The corpus is LoCoMo dev conversations replicated to 10k chunks (as in ``latency``).
+The corpus is LoCoMo dev conversations replicated to 1k, then 10k chunks (as in
+``latency``; 100k too with ``--full``), the target on 10k.
 Embedding 10k chunks with MiniLM would take about ten minutes and says nothing about
 search speed, so the index's vectors are seeded with random unit vectors of the real
 model's width, under its real model id; the daemon loads them as it loads any stored
@@ -30,7 +31,9 @@ from sidecar.stores.sqlite import SQLiteStore
 
 NAME = "hybrid_speed"
 DESCRIPTION = "hybrid vs sparse search p50 at 10k chunks"
-SIZE = 10_000
+SIZE = 10_000  # the size the target is for
+SIZES = (1_000, SIZE)
+FULL_SIZES = (*SIZES, 100_000)
 RATIO_TARGET = at_most(2.0, "<= 2.00x")
 
 
@@ -69,38 +72,53 @@ def wait_vectors(daemon: Daemon, timeout: float = 300.0) -> None:
 def run(ctx: Context) -> BenchResult:
     result = BenchResult(NAME, "hybrid vs sparse search p50 over HTTP at 10k chunks")
     loc = ctx.locomo()
+    rows, details = [], {}
     with ctx.tempdir(NAME) as tmp:
         replicator = Replicator(source_files(loc.dev_corpora()), tmp / "agent")
-        grown = replicator.grow_to(SIZE)
-        agent = replicator.root
-        with ctx.daemon(agent, tmp) as daemon:  # index the words first, sparse-only
-            status = daemon.wait_indexed(grown.files, timeout=900.0)
-        seeded = seed_vectors(agent / INDEX_FILENAME, np.random.default_rng(3))
-        progress(NAME, f"{status['total_chunks']:,} chunks, {seeded:,} seeded vectors")
-        queries = _queries(ctx, loc, SIZE)
-        with ctx.daemon(agent, tmp, embedder="minilm") as daemon:
-            wait_vectors(daemon)
-            samples: dict[str, list[float]] = {"sparse": [], "hybrid": []}
-            for q in queries[:WARMUP]:
-                for mode in samples:
-                    daemon.client.raw("POST", "/memory/search", _body(q, mode))
-            for i, q in enumerate(queries):
-                for mode in ("sparse", "hybrid") if i % 2 else ("hybrid", "sparse"):
-                    started = time.perf_counter()
-                    code, raw = daemon.client.raw("POST", "/memory/search", _body(q, mode))
-                    samples[mode].append(time.perf_counter() - started)
-                    assert code == 200, raw[:200]
-    sparse, hybrid = (Latency.of_seconds(samples[m]) for m in ("sparse", "hybrid"))
-    result.figures += [
-        Figure("sparse p50 over HTTP at 10k chunks", sparse.p50, "ms"),
-        Figure("hybrid p50 over HTTP at 10k chunks", hybrid.p50, "ms"),
-        Figure("hybrid p50 / sparse p50", hybrid.p50 / sparse.p50, "x", target=RATIO_TARGET),
-    ]
-    result.tables.append(
-        Table("latency", LATENCY_HEADERS, [sparse.row("sparse"), hybrid.row("hybrid")])
-    )
-    result.notes.append(f"{len(queries)} LoCoMo dev questions; vectors seeded, queries embedded")
+        for size in FULL_SIZES if ctx.full else SIZES:
+            sparse, hybrid = _run_size(ctx, tmp, replicator, size)
+            tag = f"{size // 1000}k chunks"
+            ratio = hybrid.p50 / sparse.p50
+            figures = [
+                Figure(f"sparse p50 over HTTP at {tag}", sparse.p50, "ms"),
+                Figure(f"hybrid p50 over HTTP at {tag}", hybrid.p50, "ms"),
+                Figure(f"hybrid p50 / sparse p50 at {tag}", ratio, "x",
+                       target=RATIO_TARGET if size == SIZE else None),
+            ]  # fmt: skip
+            result.figures += figures
+            rows += [sparse.row(f"sparse, {tag}"), hybrid.row(f"hybrid, {tag}")]
+            details[str(size)] = {"sparse": sparse.to_json(), "hybrid": hybrid.to_json()}
+    result.tables.append(Table("latency", LATENCY_HEADERS, rows))
+    result.details = details
+    result.notes.append("LoCoMo dev questions; vectors seeded, queries embedded")
     return result
+
+
+def _run_size(
+    ctx: Context, tmp: Path, replicator: Replicator, size: int
+) -> tuple[Latency, Latency]:
+    loc = ctx.locomo()
+    grown = replicator.grow_to(size)
+    agent = replicator.root
+    with ctx.daemon(agent, tmp) as daemon:  # index the words first, sparse-only
+        status = daemon.wait_indexed(grown.files, timeout=900.0)
+    seeded = seed_vectors(agent / INDEX_FILENAME, np.random.default_rng(3))
+    progress(NAME, f"{status['total_chunks']:,} chunks, {seeded:,} seeded vectors")
+    queries = _queries(ctx, loc, SIZE if size < SIZE else size)
+    with ctx.daemon(agent, tmp, embedder="minilm") as daemon:
+        wait_vectors(daemon)
+        samples: dict[str, list[float]] = {"sparse": [], "hybrid": []}
+        for q in queries[:WARMUP]:
+            for mode in samples:
+                daemon.client.raw("POST", "/memory/search", _body(q, mode))
+        for i, q in enumerate(queries):
+            for mode in ("sparse", "hybrid") if i % 2 else ("hybrid", "sparse"):
+                started = time.perf_counter()
+                code, raw = daemon.client.raw("POST", "/memory/search", _body(q, mode))
+                samples[mode].append(time.perf_counter() - started)
+                assert code == 200, raw[:200]
+    sparse, hybrid = (Latency.of_seconds(samples[m]) for m in ("sparse", "hybrid"))
+    return sparse, hybrid
 
 
 def _body(query: str, mode: str) -> bytes:

@@ -84,13 +84,13 @@ def rank_tier(
     mode: str,
     query_vector: Vectors | None = None,
     vectors: TierVectors | None = None,
-    sparse_leg: tuple[list[Hit], str] | None = None,
+    pool: Pool | None = None,
 ) -> tuple[list[Result], str]:
     """One tier's results in a retrieval mode, and how the query was read.
 
     Runs on a search thread. Without a query vector (sparse mode, or no embedder)
-    this is BM25 alone, and numpy is never imported. ``sparse_leg``: hybrid's BM25 pool
-    (``search_store`` with ``POOL``), when it already ran while the query was embedded.
+    this is BM25 alone, and numpy is never imported. ``pool``: hybrid's BM25 pool and
+    its vectors (``bm25_pool``), when they were read while the query was embedded.
     """
     query_mode = planned.mode if planned else MODE_TERMS
     asks_when = planned is not None and planned.asks_when
@@ -103,11 +103,10 @@ def rank_tier(
             hits = lift_when(hits)[:limit]
         return [Result(source, h, h.score, ranks={SPARSE: i})
                 for i, h in enumerate(hits, start=1)], query_mode  # fmt: skip
-    from sidecar.retrieval import fusion  # numpy: a sparse-only daemon never loads it
-
     sparse: list[Hit] = []
-    if mode == HYBRID and sparse_leg is not None:
-        sparse, query_mode = sparse_leg
+    blobs: dict[str, bytes] | None = None
+    if mode == HYBRID and pool is not None:
+        sparse, query_mode, blobs = pool.hits, pool.query_mode, pool.vectors
     elif mode == HYBRID and planned is not None:
         sparse, query_mode = search_store(store, planned, max(POOL, limit))
     fill: list[tuple[Hit, float]] = []
@@ -123,10 +122,46 @@ def rank_tier(
     if mode == DENSE:
         return [Result(source, h, s, ranks={DENSE: r})
                 for r, (h, s) in enumerate(fill[:limit], start=1)], query_mode  # fmt: skip
-    blobs = store.get_vectors(vectors.embedder.model_id, (h.key for h in sparse))
+    if blobs is None:
+        blobs = store.get_vectors(vectors.embedder.model_id, (h.key for h in sparse))
+    return _reranked(source, sparse, blobs, query_vector, fill, limit, asks_when), query_mode
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """Hybrid's BM25 candidates with their stored vectors, read in one search-thread job
+    while the query embeds: once the query has its vector, what is left is arithmetic."""
+
+    hits: list[Hit]
+    query_mode: str
+    vectors: dict[str, bytes]  # content hash -> the chunk's stored vectors (``from_blob``)
+
+
+def bm25_pool(store: IndexStore, planned: PlannedQuery, limit: int, model_id: str) -> Pool:
+    """BM25's ``max(POOL, limit)`` best chunks and their vectors under ``model_id``."""
+    hits, query_mode = search_store(store, planned, max(POOL, limit))
+    return Pool(hits, query_mode, store.get_vectors(model_id, (h.key for h in hits)))
+
+
+def rank_pool(
+    source: str, pool: Pool, query_vector: Vectors, limit: int, asks_when: bool
+) -> list[Result] | None:
+    """``rank_tier``'s hybrid answer from ``pool`` alone, without the store (no thread
+    needed); None when BM25 found fewer than ``limit`` and the dense leg must fill."""
+    if len(pool.hits) < limit:
+        return None
+    return _reranked(source, pool.hits, pool.vectors, query_vector, [], limit, asks_when)
+
+
+def _reranked(
+    source: str, sparse: list[Hit], blobs: dict[str, bytes], query_vector: Vectors,
+    fill: list[tuple[Hit, float]], limit: int, asks_when: bool,
+) -> list[Result]:  # fmt: skip
+    from sidecar.retrieval import fusion  # numpy: a sparse-only daemon never loads it
+
     dense = {k: fusion.dense_score(query_vector, b) for k, b in blobs.items()}
     ranked = fusion.rerank(sparse, dense, fill, limit, asks_when)
-    return [Result(source, r.hit, r.score, ranks=r.ranks) for r in ranked], query_mode
+    return [Result(source, r.hit, r.score, ranks=r.ranks) for r in ranked]
 
 
 def body_only(hit: Hit) -> Hit:

@@ -20,9 +20,17 @@ from sidecar.index.indexes import TierIndexes, TierState
 from sidecar.index.store import Hit, IndexStore
 from sidecar.metrics import timed
 from sidecar.retrieval.embeddings import Embeddings
-from sidecar.retrieval.modes import DENSE, HYBRID, MODES, POOL, SPARSE
+from sidecar.retrieval.modes import DENSE, HYBRID, MODES, SPARSE
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, plan, terms
-from sidecar.retrieval.ranking import Result, dense_fill_last, rank_tier, rrf_fuse, search_store
+from sidecar.retrieval.ranking import (
+    Pool,
+    Result,
+    bm25_pool,
+    dense_fill_last,
+    rank_pool,
+    rank_tier,
+    rrf_fuse,
+)
 
 if TYPE_CHECKING:
     from sidecar.retrieval.embedders.base import Vectors
@@ -91,15 +99,18 @@ class Search:
             raise ApiError(400, "empty_query", "the query has no searchable words")
         degraded: list[str] = []
         query_vector: Vectors | None = None
-        found: list[Any] = [None] * len(states)  # each tier's BM25 leg, when run early
+        found: list[Any] = [None] * len(states)  # each tier's BM25 pool, when read early
         if states:
             embedding = asyncio.ensure_future(self.embeddings.query_vector(query, mode))
-            if mode == HYBRID and planned is not None:  # BM25 runs while the query embeds
-                pool = max(POOL, limit)
+            vectors = self.embeddings.vectors
+            if mode == HYBRID and planned is not None and vectors is not None:
+                # BM25 and the pool's stored vectors are read while the query embeds
+                model = vectors.embedder.model_id
                 found = await asyncio.gather(
-                    *(self.indexes.read(search_store, st.store, planned, pool) for st in states),
+                    *(self.indexes.read(bm25_pool, st.store, planned, limit, model)
+                      for st in states),
                     return_exceptions=True,
-                )
+                )  # fmt: skip
             query_vector, why_not = await embedding
             if why_not is not None:
                 degraded.append(why_not)
@@ -195,17 +206,24 @@ class Search:
         self, state: TierState, planned: PlannedQuery | None, limit: int, mode: str,
         query_vector: Vectors | None, early: Any = None,
     ) -> tuple[list[Result], str]:  # fmt: skip
-        """``early``: this tier's BM25 leg, already run while the query embedded (an error
-        there is met again, and handled, by running the whole ranking now)."""
+        """``early``: this tier's BM25 pool, already read while the query embedded (an
+        error there is met again, and handled, by running the whole ranking now). When it
+        holds enough hits, what is left (a few dot products) runs here, sparing a round
+        trip through a search thread."""
         name = state.tier.name
         self.indexes.raise_if_broken(name)  # a tier being rebuilt answers 503 at once
         vectors = self.embeddings.vectors
         tier_vectors = vectors.tiers[name] if vectors else None
-        sparse = early if isinstance(early, tuple) and mode == HYBRID else None
+        pool = early if isinstance(early, Pool) and mode == HYBRID else None
         try:
+            if pool is not None and query_vector is not None and tier_vectors is not None:
+                asks_when = planned is not None and planned.asks_when
+                ranked = rank_pool(name, pool, query_vector, limit, asks_when)
+                if ranked is not None:
+                    return ranked, pool.query_mode
             return await self.indexes.read(
                 rank_tier, state.store, name, planned, limit, mode, query_vector, tier_vectors,
-                sparse,
+                pool,
             )  # fmt: skip
         except Exception as exc:
             await self.indexes.check(name, exc)  # 503 if the index turned out to be broken
