@@ -12,7 +12,6 @@ import socket
 
 from sidecar import config, logs
 from sidecar.config import Settings
-from sidecar.deferred_cas import defer_ca_loading
 from sidecar.retrieval.embedders.factory import share_one_malloc_arena
 from sidecar.stores.head_start import head_start
 
@@ -82,7 +81,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         settings = config.from_flags(vars(args))
         share_one_malloc_arena(settings.embedder)  # before any thread starts
-        defer_ca_loading()  # before aiohttp is imported
         asyncio.run(_serve(settings))
     except (ValueError, OSError) as exc:
         log.error("cannot start", extra={"error": str(exc)})
