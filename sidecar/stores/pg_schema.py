@@ -21,6 +21,7 @@ TS_CONFIG = "sidecar_text"
 # FTS5's bm25() constants.
 K1 = 1.2
 B = 0.75
+BLOCK = 128  # postings to a row of ``blocks``
 
 
 def impact_sql(avgdl: str, p: str = "") -> str:
@@ -33,6 +34,31 @@ def impact_sql(avgdl: str, p: str = "") -> str:
     )
     norm = f"({K1} * (1 - {B} + {B} * {p}doc_len / greatest({avgdl}, 1e-9)))"
     return f"({f} * {K1 + 1} / ({f} + {norm}))"
+
+
+def pack_sql(source: str, a0: str) -> str:
+    """Rows of ``blocks`` (without namespace) from a relation of postings (``lexeme,
+    chunk_id, tf_heading, tf_body, tf_context, doc_len``): each term's postings by impact
+    against ``a0`` (an SQL expression), highest first, ``BLOCK`` to a row, each row
+    bounded by its highest impact."""
+    impact = impact_sql(a0, "p.")
+    cols = ", ".join(
+        f"array_agg({c} ORDER BY impact DESC, chunk_id) AS {name}"
+        for c, name in (("chunk_id", "chunk_ids"), ("tf_heading", "tf_heading"),
+                        ("tf_body", "tf_body"), ("tf_context", "tf_context"),
+                        ("doc_len", "doc_len"))
+    )  # fmt: skip
+    return f"""
+    SELECT lexeme, max(impact)::real AS bound, count(*)::int AS n, {cols}
+    FROM (SELECT q.*, (row_number() OVER (PARTITION BY lexeme ORDER BY impact DESC, chunk_id)
+                       - 1) / {BLOCK} AS blk
+          FROM (SELECT p.lexeme, p.chunk_id, p.tf_heading, p.tf_body, p.tf_context,
+                       p.doc_len, {impact} AS impact FROM {source} AS p) AS q) AS r
+    GROUP BY lexeme, blk
+    """
+
+
+BLOCK_COLUMNS = "lexeme, bound, n, chunk_ids, tf_heading, tf_body, tf_context, doc_len"
 
 
 MIGRATIONS: list[tuple[int, str, str]] = [
@@ -204,6 +230,51 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         DROP INDEX postings_by_chunk;
         ALTER TABLE postings ADD PRIMARY KEY (namespace, chunk_id, lexeme)
             INCLUDE (tf_heading, tf_body, tf_context, doc_len);
+        """,
+    ),
+    (
+        7,
+        "block postings: a term's postings packed by impact, deletions as tombstones",
+        f"""
+        -- Up to BLOCK postings of one term in a row, as parallel arrays, and the highest
+        -- impact among them (against namespace_stats.impact_avgdl): a term's rows read by
+        -- bound downwards meet its postings in near-impact order, a row per index lookup.
+        -- A write appends rows; ``pg_write.merge`` packs a term's small rows together.
+        CREATE TABLE blocks (
+            namespace text NOT NULL,
+            lexeme text COLLATE "C" NOT NULL,
+            bound real NOT NULL,
+            id bigint GENERATED ALWAYS AS IDENTITY,
+            n integer NOT NULL,
+            chunk_ids bigint[] NOT NULL,
+            tf_heading smallint[] NOT NULL,
+            tf_body smallint[] NOT NULL,
+            tf_context smallint[] NOT NULL,
+            doc_len integer[] NOT NULL,
+            PRIMARY KEY (namespace, lexeme, bound, id)
+        );
+        -- the rows ``merge`` packs together: few, once merged
+        CREATE INDEX blocks_small ON blocks (namespace, lexeme) WHERE n < {BLOCK};
+        -- Chunks deleted whose postings some block still holds (and their terms):
+        -- searches skip them until ``pg_write.merge`` rewrites those blocks.
+        CREATE TABLE dead (
+            namespace text NOT NULL,
+            chunk_id bigint NOT NULL,
+            lexemes text[] COLLATE "C" NOT NULL,
+            PRIMARY KEY (namespace, chunk_id)
+        );
+        INSERT INTO blocks (namespace, {BLOCK_COLUMNS})
+        SELECT s.namespace, b.*
+        FROM namespace_stats AS s
+        CROSS JOIN LATERAL ({
+            pack_sql(
+                "(SELECT * FROM postings WHERE namespace = s.namespace)",
+                "coalesce(s.impact_avgdl, 1)",
+            )
+        }) AS b;
+        -- document frequencies are kept by the writes from now on (``pg_write``)
+        DROP TABLE postings;
+        DROP FUNCTION sidecar_count_terms();
         """,
     ),
 ]

@@ -1,17 +1,19 @@
 """Top-k BM25 without scoring every matching chunk: the threshold algorithm over
-impact-ordered postings.
+block postings.
 
-Each posting holds its term's BM25 contribution before the IDF (its *impact*, with
-the document length normalised against the namespace's ``impact_avgdl``), and an
-index orders a term's postings by it. A search walks every query term's postings from
-the highest impact down, a batch at a time; each chunk met for the first time is
-scored exactly (all its query terms, today's statistics: the same number the
-exhaustive query in ``pg_search`` gives), and the walk stops once the k-th best score
-beats the most any unseen chunk could still reach: the sum over terms of IDF times the
-next impact. Impacts computed against an older average length are corrected by a
-bound: a contribution grows by at most ``avgdl / impact_avgdl`` (when above 1), so the
-answer stays exact and only the walk gets longer as the average drifts (``pg_write``
-recomputes them past a limit).
+A term's postings are packed in ``blocks`` rows of up to ``BLOCK``, each bounded by
+its highest *impact* (a posting's BM25 contribution before the IDF, with the document
+length normalised against the namespace's ``impact_avgdl``); an index orders a term's
+blocks by bound. A search reads every query term's blocks from the highest bound down,
+a batch of rows at a time, each row a block of exact shares; a chunk met is scored
+exactly (its other terms probed from its tsvector, today's statistics: the same number
+the exhaustive query in ``pg_search`` gives), and the walk stops once the k-th best
+score beats the most any unseen chunk could still reach: the sum over terms of IDF
+times the bound of the last block read. Bounds computed against an older average length
+are corrected: a contribution grows by at most ``avgdl / impact_avgdl`` (when above 1),
+so the answer stays exact and only the walk gets longer as the average drifts
+(``pg_write`` recomputes them past a limit). Chunks deleted since the last merge
+(``dead``) are skipped.
 
 Only what impacts were computed for takes this path: an OR of plain words at the
 default column weights. Prefixes, phrases, column filters and other weights are
@@ -26,12 +28,13 @@ from collections import Counter
 from typing import Any
 
 from sidecar.stores.pg_connect import Conn
-from sidecar.stores.pg_schema import K1, TS_CONFIG, B
+from sidecar.stores.pg_schema import BLOCK, K1, TS_CONFIG, B
 
-FIRST_BATCH = 64  # postings per term in the first round; doubled each round after
-MAX_BATCH = 8192
+FIRST_BATCH = 1  # blocks per term in the first round; doubled each round after
+MAX_BATCH = 64
 PROBE_BATCH = 64  # chunks probed at once, the most promising first
-SLACK = 1 + 1e-5  # impacts are stored as float4: a bound a little above them
+MAX_PROBES = 8192
+SLACK = 1 + 1e-5  # bounds are stored as float4: a bound a little above them
 
 LEXEMES = f"""
 SELECT t.idx, l.lexeme, coalesce(d.df, 0)
@@ -39,26 +42,33 @@ FROM unnest(%(words)s::text[]) WITH ORDINALITY AS t(word, idx)
      LEFT JOIN LATERAL unnest(to_tsvector('{TS_CONFIG}', t.word)) AS l ON true
      LEFT JOIN terms AS d ON d.namespace = %(ns)s AND d.lexeme = l.lexeme COLLATE "C"
 """
-STATS = "SELECT chunks, tokens, impact_avgdl FROM namespace_stats WHERE namespace = %s"
-# The next batch of each term's postings, by impact (then id) downwards from a cursor.
-WALK = """
-SELECT t.lexeme, p.chunk_id, p.impact, p.tf_heading, p.tf_body, p.tf_context, p.doc_len
-FROM unnest(%(lexemes)s::text[], %(impact)s::float4[], %(after)s::bigint[], %(n)s::int[])
-     AS t(lexeme, impact, after, n)
-CROSS JOIN LATERAL (
-    SELECT chunk_id, impact, tf_heading, tf_body, tf_context, doc_len FROM postings
-    WHERE namespace = %(ns)s AND lexeme = t.lexeme COLLATE "C"
-      AND (impact, chunk_id) < (t.impact, t.after)
-    ORDER BY impact DESC, chunk_id DESC LIMIT t.n
-) AS p
+# The length statistics, and the chunks deleted whose postings blocks still hold.
+STATS = """
+SELECT chunks, tokens, impact_avgdl,
+       (SELECT array_agg(chunk_id) FROM dead WHERE namespace = %(ns)s)
+FROM namespace_stats WHERE namespace = %(ns)s
 """
-# Every query term's counts in the given chunks (random access by the primary key,
-# chunk first).
+# The next blocks of each term, by bound (then id) downwards from a cursor.
+WALK = """
+SELECT t.lexeme, b.bound, b.id, b.chunk_ids, b.tf_heading, b.tf_body, b.tf_context, b.doc_len
+FROM unnest(%(lexemes)s::text[], %(bound)s::float4[], %(after)s::bigint[], %(n)s::int[])
+     AS t(lexeme, bound, after, n)
+CROSS JOIN LATERAL (
+    SELECT bound, id, chunk_ids, tf_heading, tf_body, tf_context, doc_len FROM blocks
+    WHERE namespace = %(ns)s AND lexeme = t.lexeme COLLATE "C"
+      AND (bound, id) < (t.bound, t.after)
+    ORDER BY bound DESC, id DESC LIMIT t.n
+) AS b
+"""
+# Every query term's counts in the given chunks, from their tsvectors (a chunk's row by
+# its primary key: the forward index).
 PROBE = """
-SELECT chunk_id, lexeme, tf_heading, tf_body, tf_context, doc_len FROM postings
-WHERE namespace = %(ns)s AND chunk_id = ANY(%(ids)s::bigint[])
-  AND lexeme = ANY(%(lexemes)s::text[] COLLATE "C")
-ORDER BY chunk_id, lexeme  -- each chunk's terms summed in one order: ties stay exact
+SELECT c.id, u.lexeme, cardinality(array_positions(u.weights, 'A')),
+       cardinality(array_positions(u.weights, 'B')),
+       cardinality(array_positions(u.weights, 'C')), c.doc_len
+FROM chunks AS c CROSS JOIN LATERAL unnest(c.tsv) AS u
+WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s::bigint[])
+  AND u.lexeme = ANY(%(lexemes)s::text[])
 """
 
 
@@ -74,10 +84,10 @@ def plan(conn: Conn, namespace: str, params: dict[str, Any], weights: tuple[floa
     rows = conn.execute(LEXEMES, {"words": params["words"], "ns": namespace}).fetchall()
     if len({idx for idx, _, _ in rows}) != len(rows):
         return None
-    stats = conn.execute(STATS, (namespace,)).fetchone()
+    stats = conn.execute(STATS, {"ns": namespace}).fetchone()
     if stats is None or stats[0] == 0:
-        return [], {}, 0.0, 1.0
-    total, tokens, a0 = stats
+        return [], {}, 0.0, 1.0, set()
+    total, tokens, a0, dead = stats
     if a0 is None or not a0 > 0:  # never computed (or not a length): impacts unusable
         return None
     mult = Counter(lex for _, lex, df in rows if lex is not None and df > 0)
@@ -85,7 +95,7 @@ def plan(conn: Conn, namespace: str, params: dict[str, Any], weights: tuple[floa
     idf = {lex: max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) * mult[lex]
            for lex, n in dfs.items()}  # fmt: skip
     avgdl = tokens / total
-    return sorted(idf), idf, avgdl, max(1.0, avgdl / a0)
+    return sorted(idf), idf, avgdl, max(1.0, avgdl / a0), set(dead or ())
 
 
 def search(
@@ -101,7 +111,7 @@ def search(
     planned = plan(conn, namespace, params, weights)
     if planned is None:
         return None
-    lexemes, idf, avgdl, grow = planned
+    lexemes, idf, avgdl, grow, dead = planned
     if not lexemes or k <= 0:
         return []
     wa, wb, wc = weights
@@ -116,13 +126,13 @@ def search(
         f = wa * th + wb * tb + wc * tc
         return weight[i] * f * (K1 + 1) / (f + norm + slope * dl) if f > 0 else 0.0
 
-    cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (impact, id) last read
+    cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (bound, id) last read
     met: dict[int, list[float]] = {}  # chunks met, not scored: each term's share (0 if not met)
     mask: dict[int, int] = {}  # the terms each chunk in ``met`` was met in
     known: dict[int, float] = {}  # and the sum of those shares
     scores: dict[int, float] = {}
-    out: set[int] = set()  # chunks that cannot reach the top k, met again later
-    batch = max(FIRST_BATCH, k)
+    out = set(dead)  # chunks that cannot reach the top k (or are gone), met again later
+    batch = max(FIRST_BATCH, -(-k // BLOCK))
     probes = max(PROBE_BATCH, 4 * k)
     walk = True
     while True:
@@ -130,28 +140,29 @@ def search(
             live = list(cursor)
             walked = conn.execute(WALK, {
                 "ns": namespace, "lexemes": [lexemes[i] for i in live],
-                "impact": [cursor[i][0] for i in live], "after": [cursor[i][1] for i in live],
+                "bound": [cursor[i][0] for i in live], "after": [cursor[i][1] for i in live],
                 "n": [batch] * len(live),
             }).fetchall()  # fmt: skip
             read = Counter(row[0] for row in walked)
-            for lex, chunk_id, impact, th, tb, tc, dl in walked:
+            for lex, bound, block, ids, ths, tbs, tcs, dls in walked:
                 i = at[lex]
-                cursor[i] = (impact, chunk_id)  # rows come in walk order per term
-                if chunk_id in scores or chunk_id in out:
-                    continue
-                part = share(i, th, tb, tc, dl)
-                if chunk_id in met:
-                    met[chunk_id][i] = part
-                    mask[chunk_id] |= 1 << i
-                    known[chunk_id] += part
-                else:
-                    met[chunk_id] = [0.0] * len(lexemes)
-                    met[chunk_id][i] = part
-                    mask[chunk_id] = 1 << i
-                    known[chunk_id] = part
+                cursor[i] = min(cursor[i], (bound, block))
+                for chunk_id, th, tb, tc, dl in zip(ids, ths, tbs, tcs, dls, strict=True):
+                    if chunk_id in scores or chunk_id in out:
+                        continue
+                    part = share(i, th, tb, tc, dl)
+                    if chunk_id in met:
+                        met[chunk_id][i] = part
+                        mask[chunk_id] |= 1 << i
+                        known[chunk_id] += part
+                    else:
+                        met[chunk_id] = [0.0] * len(lexemes)
+                        met[chunk_id][i] = part
+                        mask[chunk_id] = 1 << i
+                        known[chunk_id] = part
             for i in live:
                 if read[lexemes[i]] < batch:
-                    del cursor[i]  # this term's postings are all read
+                    del cursor[i]  # this term's blocks are all read
             batch = min(batch * 2, MAX_BATCH)
         ahead = {i: weight[i] * cursor[i][0] * grow * SLACK for i in cursor}
         pending = sum(1 << i for i in ahead)  # terms whose postings are not all read
@@ -167,7 +178,7 @@ def search(
                 out.add(chunk_id)
         probe = [c for _, c in heapq.nlargest(probes, (b for b in bounds if b[0] >= kth))]
         if probe:
-            probes = min(probes * 2, MAX_BATCH)  # many close candidates: fewer rounds
+            probes = min(probes * 2, MAX_PROBES)  # many close candidates: fewer rounds
             parts_of = {c: [0.0] * len(lexemes) for c in probe}
             rows = conn.execute(
                 PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe}
