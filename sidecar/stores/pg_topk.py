@@ -27,12 +27,14 @@ import math
 from collections import Counter
 from typing import Any
 
+import numpy as np
+
 from sidecar.stores.pg_connect import Conn
 from sidecar.stores.pg_schema import BLOCK, K1, TS_CONFIG, B
 
-FIRST_BATCH = 1  # blocks per term in the first round; doubled each round after
+FIRST_BATCH = 16  # blocks per term in the first round (2,048 postings); doubled after
 MAX_BATCH = 64
-PROBE_BATCH = 64  # chunks probed at once, the most promising first
+PROBE_BATCH = 16  # chunks probed at once, the most promising first
 MAX_PROBES = 8192
 SLACK = 1 + 1e-5  # bounds are stored as float4: a bound a little above them
 
@@ -106,8 +108,10 @@ def search(
 
     A walked posting gives its chunk's exact share for that term; a chunk met is only
     probed for its other terms while the most it could score (what is known plus, per
-    term not met, IDF times that term's next impact) still reaches the k-th exact
-    score, best candidates first: most chunks met are never probed."""
+    term not met, IDF times the bound of that term's last block read) still reaches the
+    k-th exact score, best candidates first: most chunks met are never probed. The
+    bookkeeping is over arrays (numpy), recomputed from every posting read each round:
+    a round reads thousands of postings, and per-posting Python was most of a search."""
     planned = plan(conn, namespace, params, weights)
     if planned is None:
         return None
@@ -117,21 +121,12 @@ def search(
     wa, wb, wc = weights
     norm = K1 * (1 - B)
     slope = K1 * B / max(avgdl, 1e-9)
-    # Terms by position in ``lexemes`` (sorted), a chunk's terms met as a bit mask: the
-    # bookkeeping per posting and per chunk is a few integer operations, not a dict.
     at = {lex: i for i, lex in enumerate(lexemes)}
     weight = [idf[x] for x in lexemes]
-
-    def share(i: int, th: int, tb: int, tc: int, dl: int) -> float:
-        f = wa * th + wb * tb + wc * tc
-        return weight[i] * f * (K1 + 1) / (f + norm + slope * dl) if f > 0 else 0.0
-
     cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (bound, id) last read
-    met: dict[int, list[float]] = {}  # chunks met, not scored: each term's share (0 if not met)
-    mask: dict[int, int] = {}  # the terms each chunk in ``met`` was met in
-    known: dict[int, float] = {}  # and the sum of those shares
-    scores: dict[int, float] = {}
-    out = set(dead)  # chunks that cannot reach the top k (or are gone), met again later
+    read = _Read(len(lexemes))
+    scores: dict[int, float] = {}  # chunks probed: their exact scores
+    gone = np.fromiter(dead, np.int64, len(dead))
     batch = max(FIRST_BATCH, -(-k // BLOCK))
     probes = max(PROBE_BATCH, 4 * k)
     walk = True
@@ -143,68 +138,97 @@ def search(
                 "bound": [cursor[i][0] for i in live], "after": [cursor[i][1] for i in live],
                 "n": [batch] * len(live),
             }).fetchall()  # fmt: skip
-            read = Counter(row[0] for row in walked)
-            for lex, bound, block, ids, ths, tbs, tcs, dls in walked:
-                i = at[lex]
-                cursor[i] = min(cursor[i], (bound, block))
-                for chunk_id, th, tb, tc, dl in zip(ids, ths, tbs, tcs, dls, strict=True):
-                    if chunk_id in scores or chunk_id in out:
-                        continue
-                    part = share(i, th, tb, tc, dl)
-                    if chunk_id in met:
-                        met[chunk_id][i] = part
-                        mask[chunk_id] |= 1 << i
-                        known[chunk_id] += part
-                    else:
-                        met[chunk_id] = [0.0] * len(lexemes)
-                        met[chunk_id][i] = part
-                        mask[chunk_id] = 1 << i
-                        known[chunk_id] = part
+            rows = Counter(row[0] for row in walked)
+            for lex, bound, block, *arrays in walked:
+                cursor[at[lex]] = min(cursor[at[lex]], (bound, block))
+                read.add(at[lex], *arrays)
             for i in live:
-                if read[lexemes[i]] < batch:
+                if rows[lexemes[i]] < batch:
                     del cursor[i]  # this term's blocks are all read
             batch = min(batch * 2, MAX_BATCH)
-        ahead = {i: weight[i] * cursor[i][0] * grow * SLACK for i in cursor}
-        pending = sum(1 << i for i in ahead)  # terms whose postings are not all read
-        for chunk_id in [c for c, m in mask.items() if not pending & ~m]:
-            scores[chunk_id] = sum(_forget(chunk_id, met, mask, known))  # every term met
-        kth = _kth(scores, k)
-        # per set of terms met: the most the others could add
-        rest = {m: sum(a for i, a in ahead.items() if not m & 1 << i) for m in set(mask.values())}
-        bounds = [(known[c] + rest[m], c) for c, m in mask.items()]
-        for bound, chunk_id in bounds:
-            if bound < kth:  # can never reach the top k: kth only rises
-                _forget(chunk_id, met, mask, known)
-                out.add(chunk_id)
-        probe = [c for _, c in heapq.nlargest(probes, (b for b in bounds if b[0] >= kth))]
-        if probe:
+        # the most a term not met can still add: 0 once all its blocks are read
+        ahead = np.array([weight[i] * cursor[i][0] * grow * SLACK if i in cursor else 0.0
+                          for i in range(len(lexemes))])  # fmt: skip
+        ids, known, seen = read.tally(weight, (wa, wb, wc), norm, slope, gone, scores)
+        exact = (seen | (ahead == 0)).all(axis=1)  # every term met, or all read
+        kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
+        bound = known + (~seen).astype(float) @ ahead
+        open_ = np.flatnonzero(~exact & (bound >= kth))
+        if len(open_):
+            probe = ids[open_[np.argsort(-bound[open_], kind="stable")[:probes]]].tolist()
             probes = min(probes * 2, MAX_PROBES)  # many close candidates: fewer rounds
             parts_of = {c: [0.0] * len(lexemes) for c in probe}
-            rows = conn.execute(
+            for chunk_id, lex, th, tb, tc, dl in conn.execute(
                 PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe}
-            ).fetchall()
-            for chunk_id, lex, th, tb, tc, dl in rows:
-                parts_of[chunk_id][at[lex]] = share(at[lex], th, tb, tc, dl)
+            ).fetchall():
+                f = wa * th + wb * tb + wc * tc
+                i = at[lex]
+                parts_of[chunk_id][i] = weight[i] * f * (K1 + 1) / (f + norm + slope * dl)
             for chunk_id, parts in parts_of.items():
-                scores[chunk_id] = sum(parts)
-                _forget(chunk_id, met, mask, known)
-            kth = _kth(scores, k)
-        walk = bool(cursor) and not kth > sum(ahead.values())
-        if not walk and not met:
+                scores[chunk_id] = _sum(parts)
+            kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
+        walk = bool(cursor) and not kth > ahead.sum()
+        if not walk and not len(open_):
             break
-    best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
-    return [(c, s) for c, s in best if s > 0]
+    best = dict(zip(ids[exact].tolist(), known[exact].tolist(), strict=True))
+    best.update(scores)
+    top = heapq.nsmallest(k, best.items(), key=lambda item: (-item[1], item[0]))
+    return [(c, s) for c, s in top if s > 0]
 
 
-def _forget(
-    chunk_id: int, met: dict[int, list[float]], mask: dict[int, int], known: dict[int, float]
-) -> list[float]:
-    """Drop a chunk met from the walk's bookkeeping; its shares, by term (in lexeme
-    order: summed left to right, equal chunks tie exactly)."""
-    del mask[chunk_id], known[chunk_id]
-    return met.pop(chunk_id)
+class _Read:
+    """Every posting the walk has read, by term, as flat lists grown a block at a time."""
+
+    def __init__(self, terms: int) -> None:
+        self.terms = terms
+        self.cols: list[list[int]] = [[] for _ in range(6)]  # term, id, tf a/b/c, length
+
+    def add(self, term: int, *arrays: list[int]) -> None:
+        ids = arrays[0]
+        self.cols[0].extend([term] * len(ids))
+        for col, values in zip(self.cols[1:], arrays, strict=True):
+            col.extend(values)
+
+    def tally(
+        self,
+        weight: list[float],
+        w: tuple[float, float, float],
+        norm: float,
+        slope: float,
+        gone: np.ndarray,
+        scores: dict[int, float],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chunks met (not dead, not probed): ids, the sum of their shares met (in
+        term order, as a probe sums: equal chunks tie exactly), and which terms met."""
+        term, ids, th, tb, tc, dl = (np.asarray(c) for c in self.cols)
+        if len(ids) == 0:
+            return np.zeros(0, np.int64), np.zeros(0), np.zeros((0, self.terms), bool)
+        keep = ~np.isin(ids, gone)
+        if scores:
+            keep &= ~np.isin(ids, np.fromiter(scores, np.int64, len(scores)))
+        term, ids, th, tb, tc, dl = (a[keep] for a in (term, ids, th, tb, tc, dl))
+        # the same operations, in the same order, as a probe's share: bit-identical
+        f = w[0] * th.astype(float) + w[1] * tb + w[2] * tc
+        share = np.asarray(weight)[term] * f * (K1 + 1) / (f + norm + slope * dl)
+        uniq, row = np.unique(ids, return_inverse=True)
+        parts = np.zeros((len(uniq), self.terms))
+        parts[row, term] = share
+        seen = np.zeros((len(uniq), self.terms), bool)
+        seen[row, term] = True
+        known = parts[:, 0].copy()
+        for t in range(1, self.terms):
+            known += parts[:, t]
+        return uniq, known, seen
 
 
-def _kth(scores: dict[int, float], k: int) -> float:
-    best = heapq.nlargest(k, scores.values())
-    return best[-1] if len(best) == k else 0.0
+def _sum(parts: list[float]) -> float:
+    total = parts[0]
+    for x in parts[1:]:
+        total += x
+    return total
+
+
+def _kth(scores: np.ndarray, k: int) -> float:
+    if len(scores) < k:
+        return 0.0
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k])

@@ -80,7 +80,7 @@ def insert_chunks(conn: Conn, namespace: str, files: Sequence[tuple[str, Sequenc
             INSERT_FROM_ARRAYS, {"ns": namespace, "a0": a0, **dict(zip(keys, cols, strict=True))}
         )
         return
-    conn.execute("SET LOCAL work_mem = '64MB'")  # sorts of a batch stay in memory
+    conn.execute("SET LOCAL work_mem = '256MB'")  # a batch's postings sorted in memory
     conn.execute(STAGE)
     with conn.cursor() as cur, cur.copy(COPY_STAGED) as copy:
         for k, row in enumerate(rows):
