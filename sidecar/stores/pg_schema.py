@@ -34,7 +34,8 @@ def impact_sql(avgdl: str, p: str = "") -> str:
         f"({HEADING_WEIGHT}::float8 * {p}tf_heading + {BODY_WEIGHT}::float8 * {p}tf_body"
         f" + {CONTEXT_WEIGHT}::float8 * {p}tf_context)"
     )
-    norm = f"({K1}::float8 * ({1 - B}::float8 + {B}::float8 * {p}doc_len / greatest({avgdl}, 1e-9)))"
+    length = f"{p}doc_len / greatest({avgdl}, 1e-9)"
+    norm = f"({K1}::float8 * ({1 - B}::float8 + {B}::float8 * {length}))"
     return f"({f} * {K1 + 1}::float8 / ({f} + {norm}))"
 
 
@@ -56,8 +57,9 @@ def pack_sql(source: str, a0: str) -> str:
     SELECT lexeme, max(impact)::real AS bound, count(*)::int AS n, {cols}
     FROM (SELECT q.*, (row_number() OVER (PARTITION BY lexeme ORDER BY impact DESC, chunk_id)
                        - 1) / {BLOCK} AS blk
-          FROM (SELECT p.lexeme COLLATE "C" AS lexeme, p.chunk_id, p.tf_heading, p.tf_body, p.tf_context,
-                       p.doc_len, {impact} AS impact FROM {source} AS p) AS q) AS r
+          FROM (SELECT p.lexeme COLLATE "C" AS lexeme, p.chunk_id, p.tf_heading,
+                       p.tf_body, p.tf_context, p.doc_len, {impact} AS impact
+                FROM {source} AS p) AS q) AS r
     GROUP BY lexeme, blk
     """
 
