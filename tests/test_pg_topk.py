@@ -300,3 +300,24 @@ def test_migrating_packs_the_postings_in_blocks(pg_url: str, since: int) -> None
     finally:
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_blocks_a_search_could_not_read_are_refused(store: PostgresStore, pg_url: str) -> None:
+    """A block whose arrays disagree, or whose bound is no number (a hand edit, another
+    program's row), is refused by the table: searches never meet one."""
+    rng = random.Random(38)
+    store.replace_all(note(rng, i) for i in range(30))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for edit in (
+            "chunk_ids = chunk_ids || 999999::bigint",
+            "tf_body = tf_body[2:]",
+            "n = n + 1",
+            "bound = 'NaN'",
+            "bound = -1",
+        ):
+            with pytest.raises(psycopg.errors.CheckViolation):
+                conn.execute(
+                    f"UPDATE blocks SET {edit} WHERE namespace = %s AND lexeme = 'w0x'",
+                    (store.namespace,),
+                )
+    agree(store, pg_url, '"w0x" OR "w3x"', 5)

@@ -257,7 +257,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             tf_body smallint[] NOT NULL,
             tf_context smallint[] NOT NULL,
             doc_len integer[] NOT NULL,
-            PRIMARY KEY (namespace, lexeme, bound, id)
+            PRIMARY KEY (namespace, lexeme, bound, id),
+            -- what a search relies on, refused at the door (a hand edit, another program):
+            -- parallel arrays of n postings, a bound that is a number
+            CHECK (n > 0 AND cardinality(chunk_ids) = n AND cardinality(tf_heading) = n
+                   AND cardinality(tf_body) = n AND cardinality(tf_context) = n
+                   AND cardinality(doc_len) = n),
+            CHECK (bound >= 0 AND bound < 'Infinity')
         );
         -- the rows ``merge`` packs together: few, once merged
         CREATE INDEX blocks_small ON blocks (namespace, lexeme) WHERE n < {BLOCK};
