@@ -112,7 +112,7 @@ def live_postings(url: str, ns: str) -> dict[str, int]:
 
 def terms_agree(url: str, ns: str) -> None:
     """The document frequencies the writes keep are the live postings' counts, and every
-    chunk's postings are those of its tsvector."""
+    chunk's postings and length are those of its tsvector."""
     with psycopg.connect(url) as conn:
         kept = dict(
             conn.execute(
@@ -120,6 +120,12 @@ def terms_agree(url: str, ns: str) -> None:
             ).fetchall()
         )
         assert conn.execute("SELECT count(*) FROM terms WHERE df < 0").fetchone() == (0,)
+        # a chunk's length is every position of its tsvector
+        assert conn.execute(
+            "SELECT count(*) FROM chunks WHERE namespace = %s AND doc_len <> "
+            "(SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(tsv))",
+            (ns,),
+        ).fetchone() == (0,)
         from_chunks = dict(conn.execute(
             "SELECT u.lexeme, count(*) FROM chunks AS c, unnest(c.tsv) AS u "
             "WHERE c.namespace = %s GROUP BY 1", (ns,)

@@ -145,31 +145,40 @@ STAGE = """CREATE TEMP TABLE IF NOT EXISTS staged (
     k bigint, path text, start_line int, end_line int, heading text, body text, context text,
     hash text, hnorm text, bnorm text, cnorm text) ON COMMIT DELETE ROWS"""
 COPY_STAGED = f"COPY staged (k, {_STAGED_COLUMNS}) FROM STDIN"
+# Ids are drawn in the rows' order before the insert, so a chunk's postings (and from
+# them its token count: every position carries one of the weights A, B, C) come from
+# one reading of its tsvector, not a second pass over it per chunk.
 INSERT_CHUNKS = f"""
-WITH src AS (
-    SELECT s.*,
-           setweight(to_tsvector('{TS_CONFIG}', s.hnorm), 'A')
-           || setweight(to_tsvector('{TS_CONFIG}', s.bnorm), 'B')
-           || setweight(to_tsvector('{TS_CONFIG}', s.cnorm), 'C') AS tsv
-    FROM {{source}}
+WITH src AS MATERIALIZED (
+    SELECT nextval(pg_get_serial_sequence('chunks', 'id')) AS id, s.*
+    FROM (SELECT s.*,
+                 setweight(to_tsvector('{TS_CONFIG}', s.hnorm), 'A')
+                 || setweight(to_tsvector('{TS_CONFIG}', s.bnorm), 'B')
+                 || setweight(to_tsvector('{TS_CONFIG}', s.cnorm), 'C') AS tsv
+          FROM {{source}} ORDER BY s.k) AS s
 ),
-ins AS (
-    INSERT INTO chunks (namespace, path, start_line, end_line, heading, body, context, hash,
-                        tsv, doc_len)
-    SELECT %(ns)s, path, start_line, end_line, heading, body, context, hash, tsv,
-           (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(tsv) AS u)
-    FROM src ORDER BY k
-    RETURNING id, tsv, doc_len
-),
-tf AS (
-    SELECT u.lexeme, ins.id AS chunk_id,
+tf AS MATERIALIZED (
+    SELECT u.lexeme, src.id AS chunk_id,
            cardinality(array_positions(u.weights, 'A')) AS tf_heading,
            cardinality(array_positions(u.weights, 'B')) AS tf_body,
-           cardinality(array_positions(u.weights, 'C')) AS tf_context,
-           ins.doc_len
-    FROM ins, LATERAL unnest(ins.tsv) AS u
+           cardinality(array_positions(u.weights, 'C')) AS tf_context
+    FROM src, LATERAL unnest(src.tsv) AS u
 ),
-packed AS ({pack_sql("tf", "%(a0)s::float8")}),
+dl AS (
+    SELECT chunk_id, sum(tf_heading + tf_body + tf_context)::int AS doc_len
+    FROM tf GROUP BY chunk_id
+),
+ins AS (
+    INSERT INTO chunks (namespace, id, path, start_line, end_line, heading, body, context,
+                        hash, tsv, doc_len) OVERRIDING SYSTEM VALUE
+    SELECT %(ns)s, src.id, path, start_line, end_line, heading, body, context, hash, tsv,
+           coalesce(dl.doc_len, 0)
+    FROM src LEFT JOIN dl ON dl.chunk_id = src.id ORDER BY src.id
+),
+posting AS (
+    SELECT tf.*, dl.doc_len FROM tf JOIN dl USING (chunk_id)
+),
+packed AS ({pack_sql("posting", "%(a0)s::float8")}),
 blk AS (
     INSERT INTO blocks (namespace, {BLOCK_COLUMNS})
     SELECT %(ns)s, * FROM packed ORDER BY 1  -- the term index's pages met in order
