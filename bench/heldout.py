@@ -20,9 +20,11 @@ change, never tuned against.
 Each is run sparse and hybrid, and beside a plain BM25 over the same texts (an in-memory
 FTS5 table with the sidecar's tokenizer, the query's terms OR-ed) as the floor.
 
-The first sets (v1) have been scored and are now development data; the second
+The first sets (v1) have been scored and are now development data; so has the second
 (``updates_heldout2.json``, ``lessons_heldout2.json``, written later by someone else, on
-other topics, same format) is scored by the ``heldout2`` part (``bench/heldout2.py``).
+other topics, same format), scored by the ``heldout2`` part (``bench/heldout2.py``). The
+third (``*_heldout3.json``, ``bench/heldout3.py``) was written blind to both and to the
+ranking, on other domains again. Each later version runs through ``run_version``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ UPDATES = REPO / "bench" / "data" / "updates_heldout.json"
 LESSONS = REPO / "bench" / "data" / "lessons_heldout.json"
 UPDATES2 = REPO / "bench" / "data" / "updates_heldout2.json"
 LESSONS2 = REPO / "bench" / "data" / "lessons_heldout2.json"
+UPDATES3 = REPO / "bench" / "data" / "updates_heldout3.json"
+LESSONS3 = REPO / "bench" / "data" / "lessons_heldout3.json"
 MODES = {"sparse": "none", "hybrid": "minilm"}
 RECALL_RANKINGS = ("default", "relevance")
 LESSON_RANKINGS = ("default", "relevance")
@@ -230,6 +234,18 @@ def smoke(upd: dict[str, Any], les: dict[str, Any]) -> tuple[dict[str, Any], dic
 
 def run(ctx: Context) -> BenchResult:
     return run_set(ctx, NAME, load(UPDATES), load(LESSONS))
+
+
+def run_version(ctx: Context, name: str, version: str, updates: Path, lessons: Path) -> BenchResult:
+    """A later held-out version (``v2``, ``v3``, ...), or with ``--quick`` its smoke slice,
+    whose figures only show that the files load and score."""
+    upd, les = load(updates), load(lessons)
+    if ctx.quick:
+        upd, les = smoke(upd, les)
+        title = f"held-out set {version}, SMOKE slice (--quick): checks loading only, not a score"
+    else:
+        title = f"held-out set {version}: updates and lessons (written blind to the ranking)"
+    return run_set(ctx, name, upd, les, title)
 
 
 def run_set(

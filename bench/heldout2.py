@@ -2,8 +2,8 @@
 
 Written after the first (``bench/heldout.py``, v1) had been scored and become development
 data, by someone who read neither the ranking code nor any earlier set's contents; other
-topics, the same format and the same scoring (``heldout.run_set``). Score it once, at the
-end of a ranking change: ``python -m bench --only heldout2``. With ``--quick`` it runs a
+topics, the same format and the same scoring (``heldout.run_version``). Score it once, at
+the end of a ranking change: ``python -m bench --only heldout2``. With ``--quick`` it runs a
 smoke slice (three pairs, three lesson tasks) that only shows the files load and score.
 """
 
@@ -18,10 +18,4 @@ DESCRIPTION = "second held-out set of updates and lessons, written blind to rank
 
 
 def run(ctx: Context) -> BenchResult:
-    upd, les = heldout.load(heldout.UPDATES2), heldout.load(heldout.LESSONS2)
-    if ctx.quick:
-        upd, les = heldout.smoke(upd, les)
-        title = "held-out set v2, SMOKE slice (--quick): checks loading only, not a score"
-    else:
-        title = "held-out set v2: updates and lessons (written blind to the ranking and v1)"
-    return heldout.run_set(ctx, NAME, upd, les, title)
+    return heldout.run_version(ctx, NAME, "v2", heldout.UPDATES2, heldout.LESSONS2)

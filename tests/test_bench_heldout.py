@@ -13,11 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from bench import heldout, heldout2
+from bench import heldout, heldout2, heldout3
 from bench.restated_pairs import _words as words
 
-UPDATE_SETS = pytest.mark.parametrize("path", [heldout.UPDATES, heldout.UPDATES2], ids=["v1", "v2"])
-LESSON_SETS = pytest.mark.parametrize("path", [heldout.LESSONS, heldout.LESSONS2], ids=["v1", "v2"])
+UPDATE_SETS = pytest.mark.parametrize(
+    "path", [heldout.UPDATES, heldout.UPDATES2, heldout.UPDATES3], ids=["v1", "v2", "v3"]
+)
+LESSON_SETS = pytest.mark.parametrize(
+    "path", [heldout.LESSONS, heldout.LESSONS2, heldout.LESSONS3], ids=["v1", "v2", "v3"]
+)
+# The later sets (v2 on) hold the data checks below as well.
+LATER_UPDATES = pytest.mark.parametrize(
+    "path", [heldout.UPDATES2, heldout.UPDATES3], ids=["v2", "v3"]
+)
+LATER_LESSONS = pytest.mark.parametrize(
+    "path", [heldout.LESSONS2, heldout.LESSONS3], ids=["v2", "v3"]
+)
 
 
 @UPDATE_SETS
@@ -123,11 +134,12 @@ def test_bare_bm25_ranks_by_the_query_words() -> None:
     assert heldout.bare_bm25(texts, ["nightly load"], 5) == {"nightly load": [2, 0]}
 
 
-# -- the second set (v2): checks of the data itself, beyond the composition above ----------
+# -- the later sets (v2, v3): checks of the data itself, beyond the composition above -----
 
 
-def test_v2_updates_keys_dates_and_roles_hold_together() -> None:
-    data = heldout.load(heldout.UPDATES2)
+@LATER_UPDATES
+def test_later_updates_keys_dates_and_roles_hold_together(path: Path) -> None:
+    data = heldout.load(path)
     pairs, sanity, distractors = data["pairs"], data["sanity"], data["distractors"]
     keys = [p["key"] for p in pairs] + [s["key"] for s in sanity]
     assert len(keys) == len(set(keys))
@@ -137,10 +149,14 @@ def test_v2_updates_keys_dates_and_roles_hold_together() -> None:
     now = dt.datetime.fromisoformat(data["now"] + "T23:59:59+00:00")
     stamps = [e["ts"] for p in pairs for e in (p["older"], p["newer"])]
     stamps += [s["event"]["ts"] for s in sanity] + [d["ts"] for d in distractors]
-    assert all(dt.datetime.fromisoformat(ts) <= now for ts in stamps)
+    year_before = now - dt.timedelta(days=366)
+    assert all(year_before <= dt.datetime.fromisoformat(ts) <= now for ts in stamps)
     leans = Counter(heldout.lean(p) for p in pairs)
     assert all(leans[side] >= len(pairs) // 4 for side in ("older", "even", "newer")), leans
     assert len(sanity) >= 7
+    for s in sanity:  # a sanity answer has later events on its subject that do not replace it
+        after = [d for d in distractors if d["about"] == s["key"] and d["ts"] > s["event"]["ts"]]
+        assert after, s["key"]
     # some newer statements do not repeat a single word of their question
     assert sum(not words(p["query"]) & words(p["newer"]["summary"]) for p in pairs) >= 5
     roles = Counter(d["role"] for d in distractors)
@@ -156,11 +172,14 @@ def test_v2_updates_keys_dates_and_roles_hold_together() -> None:
         assert d["ts"] > pair["newer"]["ts"] and words(d["summary"]) & words(pair["query"])
 
 
-def test_v2_every_question_shares_its_subject_with_the_events_that_answer_it() -> None:
+@LATER_UPDATES
+def test_later_every_question_shares_its_subject_with_the_events_that_answer_it(
+    path: Path,
+) -> None:
     """A question the set cannot answer would score noise: each pair's question names its
     subject in one of the pair's statements, and each sanity question in its event (by at
     least two words)."""
-    data = heldout.load(heldout.UPDATES2)
+    data = heldout.load(path)
     for p in data["pairs"]:
         q = words(p["query"])
         assert q & (words(p["older"]["summary"]) | words(p["newer"]["summary"])), p["key"]
@@ -168,8 +187,9 @@ def test_v2_every_question_shares_its_subject_with_the_events_that_answer_it() -
         assert len(words(s["query"]) & words(s["event"]["summary"])) >= 2, s["key"]
 
 
-def test_v2_lessons_roles_are_what_the_issue_describes() -> None:
-    data = heldout.load(heldout.LESSONS2)
+@LATER_LESSONS
+def test_later_lessons_roles_are_what_the_issue_describes(path: Path) -> None:
+    data = heldout.load(path)
     entries = {e["key"]: e for e in data["entries"]}
     assert len(entries) == len(data["entries"])
     assert len({q["key"] for q in data["queries"]}) == len(data["queries"])
@@ -196,10 +216,15 @@ def test_v2_lessons_roles_are_what_the_issue_describes() -> None:
         assert (e["reinforcement_count"] == 0) == (e["last_reinforced"] is None), e["key"]
 
 
-def test_v2_smoke_slice_is_small_and_keeps_every_kind() -> None:
-    upd, les = heldout.smoke(heldout.load(heldout.UPDATES2), heldout.load(heldout.LESSONS2))
+@pytest.mark.parametrize(
+    ("updates", "lessons"),
+    [(heldout.UPDATES2, heldout.LESSONS2), (heldout.UPDATES3, heldout.LESSONS3)],
+    ids=["v2", "v3"],
+)
+def test_later_smoke_slice_is_small_and_keeps_every_kind(updates: Path, lessons: Path) -> None:
+    upd, les = heldout.smoke(heldout.load(updates), heldout.load(lessons))
     assert (len(upd["pairs"]), len(upd["sanity"]), len(upd["distractors"])) == (3, 1, 20)
     assert [q["kind"] for q in les["queries"]] == ["prominent", "prominent", "exact"]
     events, where = heldout.update_events(upd)
     assert len(events) == 3 * 2 + 1 + 20 and len(where) == 3 * 2 + 1
-    assert heldout2.NAME == "heldout2"
+    assert (heldout2.NAME, heldout3.NAME) == ("heldout2", "heldout3")

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
-from sidecar.api.crew_embeddings import LIMITS, MemberLimits
+from sidecar.api.crew_embeddings import LIMITS, QUERY_BODY_BYTES, MemberLimits
 from sidecar.retrieval.embedders.base import EmbedderBusy, EmbedderError, EmbedderRefused
 from sidecar.retrieval.embedders.openai import OpenAIEmbedder
 from tests.conftest import eventually
@@ -123,6 +123,33 @@ async def test_a_member_past_its_bound_gets_429_others_and_later_requests_go_thr
     status, answered = await first
     assert status == 200 and len(answered["data"]) == len(BATCH)
     status, _ = await _embed(client, {"input": BATCH})  # its slot is free again
+    assert status == 200
+
+
+async def test_a_busy_members_long_body_is_refused_before_it_is_read(
+    crew_port: tuple[TestClient, OllamaStub],  # noqa: F811
+) -> None:
+    """With its batch slot taken, a member's next body too long for a query is answered
+    429 from its headers alone: the lead never buffers the megabytes it declares."""
+    client, stub = crew_port
+    stub.mode = "hang"
+    first = asyncio.create_task(_embed(client, {"input": BATCH}))
+    await asyncio.to_thread(stub.hanging.wait, 10)
+    reader, writer = await asyncio.open_connection(client.host, client.port)
+    declared = QUERY_BODY_BYTES + 1
+    head = (
+        f"POST /v1/embeddings HTTP/1.1\r\nHost: {client.host}\r\n"
+        f"Authorization: {AUTH['Authorization']}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {declared}\r\n\r\n"
+    )
+    writer.write(head.encode() + b'{"input": ["')  # and not one byte more
+    await writer.drain()
+    status_line = await asyncio.wait_for(reader.readline(), 30)
+    writer.close()
+    assert status_line.split()[1] == b"429"
+    stub.mode = "ok"
+    stub.release.set()
+    status, _ = await first
     assert status == 200
 
 

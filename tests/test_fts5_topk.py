@@ -15,6 +15,7 @@ from sidecar.index.chunking import Chunk
 from sidecar.index.store import FileState, IndexedFile
 from sidecar.retrieval.query import or_of_terms
 from sidecar.stores import fts5_topk
+from sidecar.stores import sqlite as sqlite_store
 from sidecar.stores.fts5 import or_operands
 from sidecar.stores.sqlite import SQLiteStore
 
@@ -187,6 +188,30 @@ def test_phrase_counts_are_kept_until_a_commit(
         store.close()
     assert (first, again, after) == (3, 0, 3)
     assert hits[0].path == "new.md"  # counted afresh: the new rows are ranked
+
+
+def test_phrase_counts_of_an_index_that_never_commits_stay_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only index is asked about ever new words: the counts kept for them start
+    again past the bound instead of growing, and searches still rank as before."""
+    monkeypatch.setattr(fts5_topk, "MIN_ROWS", 0)
+    monkeypatch.setattr(sqlite_store, "MAX_PHRASE_COUNTS", 8)
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    try:
+        store.replace_all(_corpus(random.Random(4), 30))
+        conn = store.db.reader()
+        sizes = []
+        for n in range(12):
+            store.search(or_of_terms([f"w{n}", f"w{n + 1}", f"unseen{n}"]), 5, 0.25)
+            sizes.append(len(store._counts(conn)))
+        hits = store.search(or_of_terms(["w2", "w3"]), 5, 0.25)
+        monkeypatch.setattr(fts5_topk, "MIN_ROWS", 10**9)
+        plain = store.search(or_of_terms(["w2", "w3"]), 5, 0.25)
+    finally:
+        store.close()
+    assert max(sizes) <= 8 + 3 and sizes[-1] < max(sizes)  # started again, never grew on
+    assert [(h.path, h.start_line) for h in hits] == [(h.path, h.start_line) for h in plain]
 
 
 def test_row_count_reads_fts5_s_own_record(conn: sqlite3.Connection) -> None:

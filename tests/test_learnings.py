@@ -449,6 +449,7 @@ async def test_learn_merges_a_repeat_into_the_earlier_learning(
         ({"text": 5}, 400, "bad_text"),
         ({"text": "x" * 4001}, 413, "text_too_long"),
         ({"text": "a\n---\nid: forged\n---\nb"}, 400, "bad_text"),
+        ({"text": "a\n\ufeff---\nb"}, 400, "bad_text"),  # the parser takes this for a rule too
         ({"text": "ok", "type": "opinion"}, 400, "bad_type"),
         ({"text": "ok", "importance": 2}, 400, "bad_importance"),
         ({"text": "ok", "importance": True}, 400, "bad_importance"),

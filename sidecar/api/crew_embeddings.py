@@ -30,6 +30,10 @@ ENCODINGS = ("float", "base64")  # base64: each row's little-endian float32 byte
 MEMBER_BATCHES = 1  # indexing batches one member may have in flight
 MEMBER_QUERIES = 4  # queries (a few texts) one member may have in flight
 RETRY_AFTER_S = 1  # whole seconds, as the header wants; a batch takes about that
+# The largest body a query (MEMBER_BATCH texts) can be: every character escaped as \uXXXX,
+# and room for the other fields. A longer body is a batch, refused before it is read
+# when the member's batch slot is taken.
+QUERY_BODY_BYTES = MEMBER_BATCH * MAX_INPUT_CHARS * 6 + 4096
 
 
 class MemberLimits:
@@ -41,6 +45,15 @@ class MemberLimits:
     @staticmethod
     def kind(texts: int) -> tuple[str, int]:
         return ("query", MEMBER_QUERIES) if texts <= MEMBER_BATCH else ("batch", MEMBER_BATCHES)
+
+    def full(self, member: str, content_length: int | None) -> int | None:
+        """Before the body is read: a text count standing for a kind this member has no
+        slot left for, when the request cannot be anything else; else None."""
+        batch_full = self.in_flight[(member, "batch")] >= MEMBER_BATCHES
+        if content_length is not None and content_length > QUERY_BODY_BYTES:
+            return MEMBER_BATCH + 1 if batch_full else None  # only a batch is this long
+        query_full = self.in_flight[(member, "query")] >= MEMBER_QUERIES
+        return 1 if batch_full and query_full else None
 
     @contextlib.contextmanager
     def admit(self, member: str, texts: int) -> Iterator[bool]:
@@ -97,8 +110,11 @@ def embed_inputs(body: dict[str, Any]) -> tuple[list[str], str]:
 
 async def embeddings(request: web.Request) -> web.Response:
     """``model`` in the answer is the lead's model id, which the member's vectors carry."""
+    member, limits = request.remote or "", request.app[LIMITS]
+    if (texts_of_kind := limits.full(member, request.content_length)) is not None:
+        raise busy(texts_of_kind)  # the body (up to 4 MiB) is not even read
     texts, encoding = embed_inputs(await json_body(request))
-    with request.app[LIMITS].admit(request.remote or "", len(texts)) as admitted:
+    with limits.admit(member, len(texts)) as admitted:
         if not admitted:
             raise busy(len(texts))
         vectors, model = await request.app[SERVICE].embeddings.embed_for_members(texts)

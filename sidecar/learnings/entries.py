@@ -45,6 +45,9 @@ MAX_PROBLEM_CHARS = 200  # a problem quotes at most an excerpt of the value it i
 _LOADER = strict_yaml.LOADER
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
 _WORD = re.compile(r"\w+")
+# A line in a learning's text that the parser could take for a separator (``_rule``, and
+# more: any leading blanks or byte-order mark), so a text holding one is refused.
+RULE_LINE = re.compile(r"^[\s\ufeff]*---\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -302,7 +302,8 @@ class Extraction(Capability):
         errors = [e.message for e in Draft202012Validator(REMOTE_SCHEMA).iter_errors(body)]
         if errors:
             raise ApiError(400, "bad_actions", f"the extracted learnings do not fit: {errors[0]}")
-        ruled = [n for n, a in enumerate(body["actions"]) if ep.RULE_LINE.search(a.get("text", ""))]
+        actions = enumerate(body["actions"])
+        ruled = [n for n, a in actions if entries.RULE_LINE.search(a.get("text", ""))]
         if ruled:  # a block of its own: fields no action may send (a count, a status)
             raise ApiError(
                 400,

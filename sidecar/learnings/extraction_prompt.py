@@ -77,8 +77,6 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-# A line that would open a block of its own (the parser takes a rule after a byte-order mark)
-RULE_LINE = re.compile(r"^[\s\ufeff]*---\s*$", re.MULTILINE)
 _SLUG_CHARS = re.compile(r"[^a-z0-9]+")
 
 
@@ -92,7 +90,7 @@ def whole_answer(data: Any) -> list[str]:
     for n, item in enumerate(data["learnings"]):
         if not item["text"].strip():  # the write path strips it: an entry without words
             errors.append(f"learnings/{n}/text: a learning needs words, not only spaces")
-        elif RULE_LINE.search(item["text"]):
+        elif entries.RULE_LINE.search(item["text"]):
             errors.append(f"learnings/{n}/text: a line of just '---' cannot be in a learning")
     return errors
 

@@ -17,7 +17,6 @@ if TYPE_CHECKING:  # the capability loads the safety scanner: the command line r
     from sidecar.learnings.learnings import SearchQuery
 
 _SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_RULE_LINE = re.compile(r"^---\s*$", re.MULTILINE)
 _FILE = re.compile(r"learnings/[a-z0-9][a-z0-9_-]{0,63}\.md")
 
 
@@ -34,7 +33,7 @@ def _text(value: object, name: str) -> str:
             f"'text' is limited to {entries.MAX_TEXT_CHARS} characters; a learning is "
             "a few sentences (put longer material in a note and refer to it)",
         )
-    if _RULE_LINE.search(text):
+    if entries.RULE_LINE.search(text):
         raise ApiError(
             400,
             "bad_text",

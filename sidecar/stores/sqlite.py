@@ -38,6 +38,10 @@ from sidecar.stores import sqlite_schema as schema
 
 _BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
 _BULK_FILES = 500  # files per executemany round of a rebuild
+# Phrase counts kept between commits: an index that is only read would otherwise keep
+# every word ever asked about. Past this many the counts start again (each costs one
+# count(*) to learn afresh).
+MAX_PHRASE_COUNTS = 4096
 
 
 class SQLiteStore:
@@ -142,6 +146,8 @@ class SQLiteStore:
         """How many chunks each phrase matches (filled by the top-k search); asked inside
         the search's read transaction, it speaks of the snapshot the search reads."""
         counts: dict[str, int] = self._until_commit(conn, "phrase_counts", dict)
+        if len(counts) > MAX_PHRASE_COUNTS:
+            counts.clear()
         return counts
 
     def _until_commit(self, conn: sqlite3.Connection, name: str, make: Callable[[], Any]) -> Any:
