@@ -49,10 +49,12 @@ def queries(rng: random.Random, n: int) -> list[str]:
     return out
 
 
-def exhaustive(url: str, ns: str, match: str, k: int) -> list[tuple[str, float]]:
+def exhaustive(
+    url: str, ns: str, match: str, k: int, context: float | None = None
+) -> list[tuple[str, float]]:
     """Every match scored by the exhaustive query, then the first ``k`` by score (to 9
     digits: the two paths sum in different orders) and id (one chunk per path)."""
-    query = search_sql(match, ns, 10**6, None)
+    query = search_sql(match, ns, 10**6, context)
     assert query is not None
     sql, params = query
     assert sql == SEARCH_WORDS
@@ -65,15 +67,15 @@ def exhaustive(url: str, ns: str, match: str, k: int) -> list[tuple[str, float]]
     return ranked[:k]
 
 
-def agree(store: PostgresStore, url: str, match: str, k: int) -> None:
-    got = [(h.path, h.score) for h in store.search(match, k)]
-    want = exhaustive(url, store.namespace, match, k)
+def agree(store: PostgresStore, url: str, match: str, k: int, context: float | None = None) -> None:
+    got = [(h.path, h.score) for h in store.search(match, k, context_weight=context)]
+    want = exhaustive(url, store.namespace, match, k, context)
     assert [p for p, _ in got] == [p for p, _ in want], (match, got, want)
     assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), match
 
 
-def took_top_k(url: str, ns: str, match: str) -> bool:
-    query = search_sql(match, ns, 10, None)
+def took_top_k(url: str, ns: str, match: str, context: float | None = None) -> bool:
+    query = search_sql(match, ns, 10, context)
     assert query is not None
     with psycopg.connect(url, autocommit=True) as conn:
         return pg_topk.search(conn, ns, query[1], DEFAULT_WEIGHTS, 10) is not None
@@ -157,6 +159,11 @@ def test_top_k_equals_exhaustive_bm25_on_random_corpora(
     assert all(took_top_k(pg_url, store.namespace, q) for q in queries(rng, 5))
     for q in queries(rng, 40):
         agree(store, pg_url, q, rng.choice([1, 3, 10, 25]))
+    # other context weights than the impacts' (sparse search's 0.25; and above it, where
+    # the bounds are scaled up)
+    assert took_top_k(pg_url, store.namespace, '"w1x" OR "w2x"', 0.25)
+    for q in queries(rng, 20):
+        agree(store, pg_url, q, rng.choice([1, 10]), rng.choice([0.0, 0.25, 0.9, 3.0]))
     terms_agree(pg_url, store.namespace)
 
 
@@ -207,11 +214,11 @@ def test_queries_top_k_cannot_answer_are_answered_exhaustively(
         query = search_sql(match, store.namespace, 5, None)
         assert query is not None and "tsq" in query[1]
         assert store.search(match, 5)
-    query = search_sql('"w1x" OR "w2x"', store.namespace, 5, 0.9)  # other weights
+    # weight on a column the impacts leave out: no bound from them
+    query = search_sql('"w1x" OR "w2x"', store.namespace, 5, 0.9)
     assert query is not None
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert pg_topk.search(conn, store.namespace, query[1], DEFAULT_WEIGHTS, 5) is None
-    assert store.search('"w1x" OR "w2x"', 5, context_weight=0.9)
+        assert pg_topk.search(conn, store.namespace, query[1], (2.0, 1.0, 0.0), 5) is None
     # An impact average that is no length (a hand edit): answered exhaustively until
     # the maintenance pass recomputes impacts.
     with psycopg.connect(pg_url) as conn:

@@ -15,9 +15,10 @@ so the answer stays exact and only the walk gets longer as the average drifts
 (``pg_write`` recomputes them past a limit). Chunks deleted since the last merge
 (``dead``) are skipped.
 
-Only what impacts were computed for takes this path: an OR of plain words at the
-default column weights. Prefixes, phrases, column filters and other weights are
-answered exhaustively.
+Only what impacts bound takes this path: an OR of plain words, weighted alike (any
+weights over the columns the impacts count; sparse search weighs the context column
+less than the default the impacts were computed at). Prefixes, phrases and column
+filters are answered exhaustively.
 """
 
 from __future__ import annotations
@@ -75,20 +76,27 @@ WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s::bigint[])
 
 
 def plan(conn: Conn, namespace: str, params: dict[str, Any], weights: tuple[float, ...]) -> Any:
-    """The query's lexemes with their multiplicity and IDF, and the length statistics;
-    None where this path cannot answer (a prefix, other weights, a word that is several
-    lexemes, impacts never computed)."""
-    if any(params["prefix"]) or any(
-        (a, b, c) != weights
-        for a, b, c in zip(params["wa"], params["wb"], params["wc"], strict=True)
-    ):
+    """The query's lexemes with their multiplicity and IDF, its column weights, and the
+    length statistics; None where this path cannot answer (a prefix, words weighted
+    apart, weight on a column the impacts' ``weights`` leave out, a word that is
+    several lexemes, impacts never computed).
+
+    Other column weights than the impacts' are bounded too: a posting's weighted count
+    is at most ``scale`` times the one its impact was computed from, and an impact grows
+    by at most that factor (above 1) with it, as it is concave in the count."""
+    columns = set(zip(params["wa"], params["wb"], params["wc"], strict=True))
+    if any(params["prefix"]) or len(columns) != 1:
         return None
+    (query_weights,) = columns
+    if any(q > 0 and not w > 0 for q, w in zip(query_weights, weights, strict=True)):
+        return None
+    scale = max([1.0] + [q / w for q, w in zip(query_weights, weights, strict=True) if w > 0])
     rows = conn.execute(LEXEMES, {"words": params["words"], "ns": namespace}).fetchall()
     if len({idx for idx, _, _ in rows}) != len(rows):
         return None
     stats = conn.execute(STATS, {"ns": namespace}).fetchone()
     if stats is None or stats[0] == 0:
-        return [], {}, 0.0, 1.0, set()
+        return [], {}, query_weights, 0.0, 1.0, set()
     total, tokens, a0, dead = stats
     if a0 is None or not a0 > 0:  # never computed (or not a length): impacts unusable
         return None
@@ -97,7 +105,8 @@ def plan(conn: Conn, namespace: str, params: dict[str, Any], weights: tuple[floa
     idf = {lex: max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) * mult[lex]
            for lex, n in dfs.items()}  # fmt: skip
     avgdl = tokens / total
-    return sorted(idf), idf, avgdl, max(1.0, avgdl / a0), set(dead or ())
+    grow = max(1.0, avgdl / a0) * scale
+    return sorted(idf), idf, query_weights, avgdl, grow, set(dead or ())
 
 
 def search(
@@ -115,10 +124,9 @@ def search(
     planned = plan(conn, namespace, params, weights)
     if planned is None:
         return None
-    lexemes, idf, avgdl, grow, dead = planned
+    lexemes, idf, (wa, wb, wc), avgdl, grow, dead = planned
     if not lexemes or k <= 0:
         return []
-    wa, wb, wc = weights
     norm = K1 * (1 - B)
     slope = K1 * B / max(avgdl, 1e-9)
     at = {lex: i for i, lex in enumerate(lexemes)}
