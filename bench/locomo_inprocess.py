@@ -35,11 +35,18 @@ from pathlib import Path
 
 from sidecar.index import indexer
 from sidecar.index.chunking import DEFAULT_MAX_CHARS
-from sidecar.index.store import IndexStore
+from sidecar.index.store import Hit, IndexStore
 from sidecar.retrieval import modes, query
 from sidecar.retrieval.embedders.minilm import MiniLMEmbedder
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
-from sidecar.retrieval.ranking import RRF_K, lift_when, rank_tier, rrf_fuse, search_store
+from sidecar.retrieval.ranking import (
+    RRF_K,
+    body_only,
+    lift_when,
+    rank_tier,
+    rrf_fuse,
+    search_store,
+)
 from sidecar.retrieval.vector_sync import TierVectors
 from sidecar.stores import open_store
 
@@ -125,7 +132,7 @@ class InProcessRetriever:
             hits = search_store(store, planned, depth, self.sparse_weight)[0]
             if planned.asks_when:
                 hits = lift_when(hits)[:k]
-            return [(h.path, h.start_line, h.end_line, h.text) for h in hits]
+            return [shown(h) for h in hits]
         vector = self._embedder.embed([text])[0]
         if self.mode == RRF:
             depth = max(POOL, k)
@@ -134,7 +141,7 @@ class InProcessRetriever:
             results = rrf_fuse(legs, k, RRF_K)
         else:
             results = rank_tier(store, "agent", planned, k, self.mode, vector, vectors)[0]
-        return [(r.hit.path, r.hit.start_line, r.hit.end_line, r.hit.text) for r in results]
+        return [shown(r.hit) for r in results]
 
     def close(self) -> None:
         for store, _ in self._stores.values():
@@ -142,6 +149,12 @@ class InProcessRetriever:
         if self._server is not None:
             self._server.cleanup()
         self._tmp.cleanup()
+
+
+def shown(hit: Hit) -> tuple[str, int, int, str]:
+    """The lines a search answer points at (``ranking.body_only``), as the daemon shows them."""
+    hit = body_only(hit)
+    return hit.path, hit.start_line, hit.end_line, hit.text
 
 
 def factory(**kwargs: str) -> InProcessRetriever:

@@ -32,7 +32,8 @@ def test_plain_file_write_is_found_over_http(
     wait_for(lambda: len(sidecar.search("heron", "both")) == 2, what="both files searchable")
     results = sidecar.search("heron service staging")
     assert results[0]["file"] == "daily/2026-11-21.md"
-    assert results[0]["start_line"] == 1
+    assert results[0]["start_line"] == 2  # below the date heading, which "heading" names
+    assert results[0]["heading"] == "2026-11-21"
 
 
 def test_sigterm_drains_acknowledged_work(

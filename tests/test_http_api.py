@@ -43,7 +43,9 @@ async def test_search_finds_yesterdays_note(client: TestClient, service: MemoryS
     (hit,) = body["results"]
     assert hit["file"] == "daily/2026-11-21.md"
     assert hit["source"] == "agent"
-    assert (hit["start_line"], hit["end_line"]) == (1, 5)  # the bare headings above join the chunk
+    # The bare headings above join the chunk (their words find it); the hit points below
+    # them, at the line that says something, and names them in "heading".
+    assert (hit["start_line"], hit["end_line"]) == (5, 5)
     assert hit["heading"] == "2026-11-21 > Decisions > Database"
     assert "PostgreSQL 16" in hit["snippet"]
     assert hit["score"] > 0

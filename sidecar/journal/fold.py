@@ -28,6 +28,7 @@ from sidecar.journal.events import (
     should_embed,
 )
 from sidecar.journal.index_schema import INSERT_EVENT, INSERTED
+from sidecar.journal.links import link_new
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ def insert_events(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> int:
             "UPDATE events SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
             [(row["id"], row["supersedes"]) for row in rows if row["supersedes"]],
         )
+        link_new(conn, last + 1)  # which earlier events these probably update
     return added
 
 

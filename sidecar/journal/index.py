@@ -33,6 +33,7 @@ from sidecar.journal.index_schema import (
     REREAD_FROM,
     SCHEMA,
     SCHEMA_VERSION,
+    UPDATES,
     UPGRADE,
 )
 from sidecar.journal.ranking import importance_now
@@ -173,6 +174,7 @@ class JournalIndex:
                 if column not in columns:
                     for statement in statements:
                         self.db.writer.execute(statement)
+            self.db.writer.executescript(UPDATES)
 
     def reader(self) -> sqlite3.Connection:
         return self.db.reader()
@@ -393,6 +395,34 @@ class JournalIndex:
                 out[src].append((dst, relation, weight))
             if dst in out:
                 out[dst].append((src, relation, weight))
+        return out
+
+    def updates_of(self, ids: list[str], least: float) -> list[tuple[str, str, float]]:
+        """(older, newer, words) of the pairs found for these earlier events (``links``)
+        sharing at least ``least``."""
+        out: list[tuple[str, str, float]] = []
+        conn = self.reader()
+        for i in range(0, len(ids), BATCH):
+            part = ids[i : i + BATCH]
+            out += conn.execute(
+                f"SELECT older, newer, words FROM updates WHERE older IN "
+                f"({','.join('?' * len(part))}) AND words >= ?",
+                [*part, least],
+            ).fetchall()
+        return out
+
+    def partners_of(self, newer: list[str], least: float) -> list[tuple[str, str, float]]:
+        """(older, newer, words) of the pairs found for these later events."""
+        out: list[tuple[str, str, float]] = []
+        conn = self.reader()
+        wanted = list(dict.fromkeys(newer))
+        for i in range(0, len(wanted), BATCH):
+            part = wanted[i : i + BATCH]
+            out += conn.execute(
+                f"SELECT older, newer, words FROM updates WHERE newer IN "
+                f"({','.join('?' * len(part))}) AND words >= ?",
+                [*part, least],
+            ).fetchall()
         return out
 
     def relations_of(self, event_id: str) -> list[tuple[str, str, str, float]]:

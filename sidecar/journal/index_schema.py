@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from sidecar.index.sqlite import TOKENIZER
 
+# 7: ``updates``: which earlier event a later one probably updates (``links``), found
+#    when the later is folded; the FTS5 vocabulary read to weigh and find shared words
 # 6: the operator's key (``operator``) of each event, indexed for per-operator reads
 # 5: ``trimmed``: the original payload's size of an event retention cut to an excerpt;
 #    events by file, which retention reads a day at a time
 # 4: times past 9999 UTC and values that do not fit their field read as defaults
 # 3: payload text one value a line (the scanner reads each as a clause of its own)
 # 2: the scanner's verdict per event
-SCHEMA_VERSION = 6
-REREAD_FROM = (2, 3, 4, 5)  # versions whose tables are this one's but for ``UPGRADE``
+SCHEMA_VERSION = 7
+REREAD_FROM = (2, 3, 4, 5, 6)  # versions whose tables are this one's but for ``UPGRADE``
 # What versions 5 and 6 added, by the column each brings, added to an older index that
 # lacks it, so its health history stays.
 UPGRADE = {
@@ -30,6 +32,16 @@ UPGRADE = {
         "WHERE operator IS NOT NULL",
     ),
 }
+
+# Version 7's tables, created in an older index that is read again (``REREAD_FROM``).
+UPDATES = """
+CREATE TABLE IF NOT EXISTS updates (
+    newer TEXT NOT NULL, older TEXT NOT NULL, words REAL NOT NULL, PRIMARY KEY (older, newer)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS updates_by_newer ON updates(newer);
+CREATE VIRTUAL TABLE IF NOT EXISTS events_vocab USING fts5vocab(events_fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS events_where USING fts5vocab(events_fts, 'instance');
+"""
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS events (
@@ -86,10 +98,12 @@ CREATE TABLE IF NOT EXISTS problems (
 CREATE TABLE IF NOT EXISTS vectors (
     id TEXT NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (id, model)
 ) WITHOUT ROWID;
+{UPDATES.strip()}
 CREATE TABLE IF NOT EXISTS health (day TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID;
 PRAGMA user_version = {SCHEMA_VERSION};
 """
-DERIVED = ("events", "events_fts", "relations", "files", "problems")  # what a rebuild drops
+# What a rebuild drops.
+DERIVED = ("events", "events_fts", "relations", "files", "problems", "updates")
 PROBE = "SELECT count(*) FROM events_fts WHERE events_fts MATCH 'x'"  # answers if FTS5 reads
 
 # The columns of ``events`` a line fills (``fold.event_row`` gives a value for each); the

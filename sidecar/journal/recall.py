@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
-from sidecar.journal import ranking
+from sidecar.journal import follow, ranking
 from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
 from sidecar.journal.ranking import Candidate
@@ -43,6 +44,7 @@ class Recalled:
     importance: float
     candidate: Candidate
     body: dict[str, Any] | None = None  # to_json, made on the reader thread
+    update_of: dict[str, Any] | None = None  # the hit this one probably updates (``follow``)
 
     def to_json(self, now: float) -> dict[str, Any]:
         body = self.row.to_json()
@@ -61,6 +63,7 @@ class Recalled:
                 "dense": self.candidate.ranks.get("dense"),
             },
             "cosine": None if self.candidate.cosine is None else round(self.candidate.cosine, 6),
+            **({"update_of": self.update_of} if self.update_of else {}),
         }
 
 
@@ -165,6 +168,12 @@ def recall_tier(
     if q.ranking == "updates":
         best = sorted(rel, key=rel.__getitem__, reverse=True)[: updates.BACKGROUND]
         out = later_first(out, q.text, tj.vectors, [by_id[i] for i in best])
+
+        def bring(row: Row, hit: Recalled) -> Recalled:
+            importance = ranking.importance_now(row.base, row.floor, now - row.ts, row.refs)
+            return Recalled(row, hit.tier, hit.score, 0.0, importance, Candidate(row.id))
+
+        out = follow.follow(tj, out, q.filters, now, q.k, bring, partial(near, tj.vectors))
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
@@ -186,6 +195,32 @@ def usual_closeness(vectors: EventVectors | None, pool: list[Row]) -> float | No
     picked = matrix[rows]
     sims = (picked @ picked.T)[np.triu_indices(len(rows), 1)]
     return float(sims.mean() + sims.std())
+
+
+def near(vectors: EventVectors | None, ids: list[str]) -> dict[str, list[tuple[str, float]]]:
+    """Each event's closest others by meaning (``follow.MEANING_PARTNERS`` at most, cosine
+    at least ``follow.MEANING_CANDIDATE``): one product of the tier's vectors with the
+    events' own, for the few events a recall asks about."""
+    if vectors is None or not ids:
+        return {}
+    all_ids, matrix = vectors.matrix()
+    asked = [(i, r) for i in ids if (r := vectors.positions.get(i)) is not None and r < len(matrix)]
+    if not asked:
+        return {}
+    import numpy as np  # only with vectors
+
+    sims = matrix @ matrix[[r for _, r in asked]].T  # (events, asked)
+    top = min(follow.MEANING_PARTNERS + 1, len(all_ids))
+    out: dict[str, list[tuple[str, float]]] = {}
+    for col, (event_id, row) in enumerate(asked):
+        column = sims[:, col]
+        best = np.argpartition(-column, top - 1)[:top]
+        out[event_id] = [
+            (all_ids[j], float(column[j]))
+            for j in best
+            if j != row and column[j] >= follow.MEANING_CANDIDATE
+        ]
+    return out
 
 
 def words(row: Row) -> set[str]:

@@ -6,6 +6,7 @@ count and average length), so ``scope=both`` fuses by rank, never by score.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cmp_to_key
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 RRF_K = 60
 SNIPPET_CHARS = 320
+_HEADING_TITLE = re.compile(r"#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +41,14 @@ class Result:
     def to_json(self, query_terms: Sequence[str]) -> dict[str, object]:
         if self.rendered is not None:
             return {**self.rendered, "score": round(self.score, 6)}
+        shown = body_only(self.hit)
         body: dict[str, object] = {
             "file": self.hit.path,
             "source": self.source,
-            "start_line": self.hit.start_line,
-            "end_line": self.hit.end_line,
+            "start_line": shown.start_line,
+            "end_line": shown.end_line,
             "heading": self.hit.heading,
-            "snippet": snippet(self.hit.text, query_terms),
+            "snippet": snippet(shown.text, query_terms),
             "score": round(self.score, 6),
         }
         when = hit_date(self.hit.path, self.hit.heading)
@@ -124,6 +127,34 @@ def rank_tier(
     dense = {k: fusion.dense_score(query_vector, b) for k, b in blobs.items()}
     ranked = fusion.rerank(sparse, dense, fill, limit, asks_when)
     return [Result(source, r.hit, r.score, ranks=r.ranks) for r in ranked], query_mode
+
+
+def body_only(hit: Hit) -> Hit:
+    """The hit without the heading lines it starts with, when it has lines below them.
+
+    A chunk that opens a section starts at its heading, and the heading is indexed with it
+    (its words find the chunk). In a search answer the heading line only repeats the hit's
+    ``heading`` (and the date read from it) while a reader with a budget pays for it: the
+    answer points at the lines below. Only lines naming the hit's own breadcrumb are
+    dropped, so a comment line in code ("# install") stays. Blank lines stripped from the
+    start of the chunk's text leave the new range starting early, never late: no line of
+    text is lost. Only what is shown changes: a chunk is still found, and its vectors and
+    a learning's entry still looked up, by the range it was indexed with.
+    """
+    if not hit.text.startswith("#"):
+        return hit
+    titles = set(hit.heading.split(" > "))
+    lines = hit.text.split("\n")
+    skip = 0
+    while skip < len(lines):
+        line = lines[skip].strip()
+        m = _HEADING_TITLE.fullmatch(line) if line else None
+        if line and (m is None or (m.group(1) or "").strip() not in titles):
+            break
+        skip += 1
+    if skip == 0 or skip == len(lines):
+        return hit
+    return replace(hit, start_line=hit.start_line + skip, text="\n".join(lines[skip:]))
 
 
 def lift_when(hits: list[Hit]) -> list[Hit]:

@@ -1,0 +1,200 @@
+"""Updates linked when indexed: a later event placed above the earlier one it replaces."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from sidecar.api.http import create_app
+from sidecar.config import Settings
+from sidecar.journal.index import FILENAME, JournalIndex
+from sidecar.journal.links import reports_change
+from tests.conftest import eventually
+from tests.test_journal import recall, record, started, status
+
+FILLER = [
+    "Reviewed the quarterly newsletter draft with the comms team.",
+    "Printer on the second floor is out of toner again.",
+    "Lunch order for the offsite went to the usual caterer.",
+    "Rotated the shared calendar so everyone sees holidays.",
+    "Archived last year's onboarding slides in the wiki.",
+    "Coffee machine descaled; next reminder set by facilities.",
+]
+
+
+def ago(days: float) -> str:
+    return (datetime.now(UTC) - timedelta(days=days)).isoformat().replace("+00:00", "Z")
+
+
+async def lay_down(client: TestClient, events: list[tuple[float, str]]) -> list[str]:
+    """Episodic events dated ``days`` ago, in the order given (not necessarily by date)."""
+    ids = []
+    for days, summary in events:
+        body = {"type": "agent.observation", "summary": summary, "ts": ago(days),
+                "refs": {"episodic": True}}  # fmt: skip
+        ids += (await record(client, **body))["ids"]
+    return ids
+
+
+def links(settings: Settings) -> set[tuple[str, str, float]]:
+    conn = sqlite3.connect(settings.agent_dir / FILENAME)
+    try:
+        return set(conn.execute("SELECT newer, older, words FROM updates"))
+    finally:
+        conn.close()
+
+
+def ids(hits: list[dict[str, Any]]) -> list[str]:
+    return [h["id"] for h in hits]
+
+
+OLDER = "Parent-teacher evening for the Year 8 cohort at Hollybrook set for Thursday 12 March."
+NEWER = "Hollybrook heads up: the Year 8 cohort meeting moved to Tuesday the 17th."
+
+
+async def test_an_update_without_the_questions_words_comes_directly_above_the_older(
+    client: TestClient,
+) -> None:
+    events = [(90 - 5 * i, text) for i, text in enumerate(FILLER)]
+    older, newer = (await lay_down(client, [(60, OLDER), (40, NEWER), *events]))[:2]
+    body = await recall(client, "When is the parent-teacher evening?", k=5, mark=False)
+    order = ids(body["hits"])
+    assert older in order and newer in order
+    assert order.index(newer) == order.index(older) - 1
+    placed = body["hits"][order.index(newer)]
+    assert placed["update_of"]["id"] == older and placed["update_of"]["by"] == "words"
+    # the relevance ranking alone does not find it: the link is what brought it
+    alone = await recall(client, "parent-teacher evening", k=5, mark=False, ranking="relevance")
+    assert newer not in ids(alone["hits"])
+
+
+async def test_an_old_answer_never_updated_stays_first(client: TestClient) -> None:
+    answer, later = await lay_down(
+        client,
+        [(80, "Hollybrook hazmat placards are kept in the cabinet next to dock door 14."),
+         (20, "Hollybrook dock cabinet inspected by facilities; nothing to report.")],
+    )  # fmt: skip
+    await lay_down(client, [(70 - 5 * i, text) for i, text in enumerate(FILLER)])
+    body = await recall(client, "Where are the hazmat placards kept?", k=5, mark=False)
+    assert ids(body["hits"])[0] == answer
+    assert all("update_of" not in h for h in body["hits"])
+    assert later != answer
+
+
+async def test_a_backfilled_older_event_links_and_a_rebuild_finds_the_same_links(
+    settings: Settings,
+) -> None:
+    svc = await started(settings)
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            (newer,) = await lay_down(client, [(40, NEWER)])
+            await lay_down(client, [(90 - 5 * i, text) for i, text in enumerate(FILLER)])
+            (older,) = await lay_down(client, [(60, OLDER)])  # backfilled: recorded last
+            found = links(settings)
+            body = await recall(client, "When is the parent-teacher evening?", k=5, mark=False)
+    finally:
+        await svc.stop()
+    assert any(n == newer and o == older for n, o, _ in found)
+    assert ids(body["hits"]).index(newer) == ids(body["hits"]).index(older) - 1
+    for path in settings.agent_dir.glob(f"{FILENAME}*"):
+        path.unlink()
+    svc = await started(settings)
+    await svc.stop()
+    rebuilt = links(settings)
+    # the same pairs; a word's rarity is read when the later of a pair is folded, so the
+    # live index (which met the older last) weighs a pair a little differently
+    assert {(n, o) for n, o, _ in rebuilt} == {(n, o) for n, o, _ in found}
+    again = {(n, o): w for n, o, w in rebuilt}
+    assert all(abs(again[(n, o)] - w) < 0.02 for n, o, w in found)
+
+
+async def test_a_writers_supersedes_is_the_strongest_link(client: TestClient) -> None:
+    (old,) = await lay_down(client, [(30, "Staging deploy target is eu-west-1.")])
+    body = {"type": "agent.observation", "summary": "Moved it, see the runbook.", "ts": ago(3),
+            "supersedes": old, "refs": {"episodic": True}}  # fmt: skip
+    (new,) = (await record(client, **body))["ids"]
+    hits = (await recall(client, "staging deploy target", include_superseded=True))["hits"]
+    assert ids(hits)[:2] == [new, old]
+    assert hits[0]["update_of"] == {"id": old, "score": 1.0, "by": "supersedes"}
+
+
+async def test_a_later_event_sharing_a_name_with_many_updates_one_at_most(
+    client: TestClient,
+) -> None:
+    earlier = [(90 - 10 * i, f"Zephyrine batch {i} shipped on Monday {i + 2} June.")
+               for i in range(4)]  # fmt: skip
+    await lay_down(client, earlier)
+    (hub,) = await lay_down(client, [(5, "Zephyrine batches now ship on Friday 9 October.")])
+    body = await recall(client, "Zephyrine batch shipped", k=10, mark=False)
+    assert sum(1 for h in body["hits"] if h.get("update_of")) <= 1
+    assert ids(body["hits"]).count(hub) == 1
+
+
+def test_a_change_is_a_slot_filled_differently() -> None:
+    assert reports_change("Deadline is April 18.", "The deadline moved to April 25.")
+    assert reports_change("Rotate keys every 180 days.", "Keys now rotate every 90 days.")
+    assert reports_change("Questions go to Priya in People Ops.", "Priya left; ask Tomasz.")
+    # a name added beside the old one, a figure of another shape, no value at all: no change
+    assert not reports_change("Ravi has a shellfish allergy.", "Then Ravi flew to Austin.")
+    assert not reports_change("Mugs reorder at 120 units.", "Mug sales up 40% this week.")
+    assert not reports_change("The hold notice went to custodians.", "Mediation is scheduled.")
+
+
+def test_an_index_of_schema_6_gains_the_links_and_keeps_its_history(tmp_path: Path) -> None:
+    root = tmp_path / "tier"
+    (root / "journal").mkdir(parents=True)
+    texts = [*FILLER, OLDER, NEWER]
+    events = [{"id": f"e{i}", "ts": ago(90 - i), "type": "agent.observation", "summary": t,
+               "refs": {"episodic": True}} for i, t in enumerate(texts)]  # fmt: skip
+    (root / "journal" / "2026-11-01.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in events)
+    )
+    index = JournalIndex(tmp_path / "j.sqlite")
+    index.rebuild(root)
+    index.add_snapshot("2026-11-01", {"score": 80.0})
+    for table in ("updates", "events_vocab", "events_where"):  # what version 6 did not have
+        index.db.writer.execute(f"DROP TABLE {table}")
+    index.db.writer.execute("PRAGMA user_version = 6")
+    index.close()
+    index = JournalIndex(tmp_path / "j.sqlite")
+    try:
+        assert index.rebuilt
+        assert index.rebuild(root) == len(texts)
+        assert index.snapshots(30) == [{"day": "2026-11-01", "score": 80.0}]
+        older, newer = f"e{len(FILLER)}", f"e{len(FILLER) + 1}"
+        assert [(o, n) for o, n, _ in index.updates_of([older], 0.0)] == [(older, newer)]
+    finally:
+        index.close()
+
+
+async def test_with_vectors_an_update_sharing_no_rare_word_is_found_by_meaning(
+    settings: Settings,
+) -> None:
+    svc = await started(dataclasses.replace(settings, embedder="minilm"))
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            older, newer = await lay_down(
+                client,
+                [(50, "Weekly grocery delivery arrives on Saturday mornings."),
+                 (10, "Switched the food order slot to Thursday evenings.")],
+            )  # fmt: skip
+            await lay_down(client, [(70 - 5 * i, text) for i, text in enumerate(FILLER)])
+
+            async def embedded() -> bool:
+                return (await status(client))["pending_embeddings"] == 0
+
+            await eventually(embedded, "every event's vector", within=60)
+            body = await recall(client, "When does the grocery delivery arrive?", mark=False)
+    finally:
+        await svc.stop()
+    order = ids(body["hits"])
+    assert order.index(newer) == order.index(older) - 1
+    assert body["hits"][order.index(newer)]["update_of"]["by"] == "meaning"
+    # no rare word shared: the index holds no pair for them, meaning alone found it
+    assert (newer, older) not in {(n, o) for n, o, _ in links(settings)}
