@@ -17,7 +17,7 @@ import pytest
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import FileState, IndexedFile, text_key
 from sidecar.stores import pg_topk
-from sidecar.stores.pg_schema import LATEST, MIGRATIONS
+from sidecar.stores.pg_schema import BLOCK, LATEST, MIGRATIONS
 from sidecar.stores.pg_search import SEARCH_WORDS, norm, search_sql
 from sidecar.stores.postgres import DEFAULT_WEIGHTS, PostgresStore
 from tests.pg_server import namespace
@@ -49,10 +49,12 @@ def queries(rng: random.Random, n: int) -> list[str]:
     return out
 
 
-def exhaustive(url: str, ns: str, match: str, k: int) -> list[tuple[str, float]]:
+def exhaustive(
+    url: str, ns: str, match: str, k: int, context: float | None = None
+) -> list[tuple[str, float]]:
     """Every match scored by the exhaustive query, then the first ``k`` by score (to 9
     digits: the two paths sum in different orders) and id (one chunk per path)."""
-    query = search_sql(match, ns, 10**6, None)
+    query = search_sql(match, ns, 10**6, context)
     assert query is not None
     sql, params = query
     assert sql == SEARCH_WORDS
@@ -65,15 +67,15 @@ def exhaustive(url: str, ns: str, match: str, k: int) -> list[tuple[str, float]]
     return ranked[:k]
 
 
-def agree(store: PostgresStore, url: str, match: str, k: int) -> None:
-    got = [(h.path, h.score) for h in store.search(match, k)]
-    want = exhaustive(url, store.namespace, match, k)
+def agree(store: PostgresStore, url: str, match: str, k: int, context: float | None = None) -> None:
+    got = [(h.path, h.score) for h in store.search(match, k, context_weight=context)]
+    want = exhaustive(url, store.namespace, match, k, context)
     assert [p for p, _ in got] == [p for p, _ in want], (match, got, want)
     assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), match
 
 
-def took_top_k(url: str, ns: str, match: str) -> bool:
-    query = search_sql(match, ns, 10, None)
+def took_top_k(url: str, ns: str, match: str, context: float | None = None) -> bool:
+    query = search_sql(match, ns, 10, context)
     assert query is not None
     with psycopg.connect(url, autocommit=True) as conn:
         return pg_topk.search(conn, ns, query[1], DEFAULT_WEIGHTS, 10) is not None
@@ -99,18 +101,50 @@ def stats(url: str, ns: str) -> tuple[float | None, float]:
     return row[0], row[1]
 
 
+def live_postings(url: str, ns: str) -> dict[str, int]:
+    """Each term's postings in the blocks, the dead chunks' left out."""
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute(
+            "SELECT b.lexeme, count(*) FROM blocks AS b, unnest(b.chunk_ids) AS u(id) "
+            "WHERE b.namespace = %(ns)s AND NOT EXISTS (SELECT FROM dead AS d "
+            "WHERE d.namespace = %(ns)s AND d.chunk_id = u.id) GROUP BY b.lexeme",
+            {"ns": ns},
+        ).fetchall())  # fmt: skip
+
+
 def terms_agree(url: str, ns: str) -> None:
-    """The document frequencies kept by triggers are the postings' counts."""
+    """The document frequencies the writes keep are the live postings' counts, and every
+    chunk's postings and length are those of its tsvector."""
     with psycopg.connect(url) as conn:
         kept = dict(
             conn.execute(
                 "SELECT lexeme, df FROM terms WHERE namespace = %s AND df > 0", (ns,)
             ).fetchall()
         )
-        counted = dict(conn.execute(
-            "SELECT lexeme, count(*) FROM postings WHERE namespace = %s GROUP BY lexeme", (ns,)
+        assert conn.execute("SELECT count(*) FROM terms WHERE df < 0").fetchone() == (0,)
+        # a chunk's length is every position of its tsvector
+        assert conn.execute(
+            "SELECT count(*) FROM chunks WHERE namespace = %s AND doc_len <> "
+            "(SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(tsv))",
+            (ns,),
+        ).fetchone() == (0,)
+        from_chunks = dict(conn.execute(
+            "SELECT u.lexeme, count(*) FROM chunks AS c, unnest(c.tsv) AS u "
+            "WHERE c.namespace = %s GROUP BY 1", (ns,)
         ).fetchall())  # fmt: skip
-    assert kept == counted
+    assert kept == live_postings(url, ns) == from_chunks
+
+
+def blocks_of(url: str, ns: str) -> tuple[int, int, int]:
+    """(blocks, blocks short of a full one, dead chunks) in the namespace."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE n < %s), "
+            "(SELECT count(*) FROM dead WHERE namespace = %s) FROM blocks WHERE namespace = %s",
+            (BLOCK, ns, ns),
+        ).fetchone()
+    assert row is not None
+    return row
 
 
 @pytest.mark.parametrize("small_rounds", [False, True])
@@ -125,6 +159,11 @@ def test_top_k_equals_exhaustive_bm25_on_random_corpora(
     assert all(took_top_k(pg_url, store.namespace, q) for q in queries(rng, 5))
     for q in queries(rng, 40):
         agree(store, pg_url, q, rng.choice([1, 3, 10, 25]))
+    # other context weights than the impacts' (sparse search's 0.25; and above it, where
+    # the bounds are scaled up)
+    assert took_top_k(pg_url, store.namespace, '"w1x" OR "w2x"', 0.25)
+    for q in queries(rng, 20):
+        agree(store, pg_url, q, rng.choice([1, 10]), rng.choice([0.0, 0.25, 0.9, 3.0]))
     terms_agree(pg_url, store.namespace)
 
 
@@ -141,6 +180,7 @@ def test_writes_keep_top_k_exact_as_the_average_length_drifts(
     for i in rng.sample(range(60), 20):
         store.replace_file(note(rng, i))
     store.remove_files([f"n{i:05d}.md" for i in rng.sample(range(60), 15)])
+    assert blocks_of(pg_url, store.namespace)[2] > 0  # tombstones, the blocks kept
     store.add_files(note(rng, i, long=True) for i in range(60, 300))
     drifted, avgdl = stats(pg_url, store.namespace)
     assert drifted == a0 and avgdl > 1.5 * a0  # not yet recomputed: the bound carries it
@@ -150,6 +190,10 @@ def test_writes_keep_top_k_exact_as_the_average_length_drifts(
     store.optimize()  # the maintenance pass recomputes impacts past the drift limit
     fresh, avgdl = stats(pg_url, store.namespace)
     assert fresh == pytest.approx(avgdl)
+    # and packs the blocks: at most one short block per term, no dead chunk left
+    _, small, dead = blocks_of(pg_url, store.namespace)
+    assert dead == 0 and small <= len(live_postings(pg_url, store.namespace))
+    terms_agree(pg_url, store.namespace)
     for q in checks:
         agree(store, pg_url, q, 10)
     store.reset()
@@ -170,11 +214,11 @@ def test_queries_top_k_cannot_answer_are_answered_exhaustively(
         query = search_sql(match, store.namespace, 5, None)
         assert query is not None and "tsq" in query[1]
         assert store.search(match, 5)
-    query = search_sql('"w1x" OR "w2x"', store.namespace, 5, 0.9)  # other weights
+    # weight on a column the impacts leave out: no bound from them
+    query = search_sql('"w1x" OR "w2x"', store.namespace, 5, 0.9)
     assert query is not None
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert pg_topk.search(conn, store.namespace, query[1], DEFAULT_WEIGHTS, 5) is None
-    assert store.search('"w1x" OR "w2x"', 5, context_weight=0.9)
+        assert pg_topk.search(conn, store.namespace, query[1], (2.0, 1.0, 0.0), 5) is None
     # An impact average that is no length (a hand edit): answered exhaustively until
     # the maintenance pass recomputes impacts.
     with psycopg.connect(pg_url) as conn:
@@ -219,7 +263,11 @@ def old_insert(conn: psycopg.Connection[Any], ns: str, rng: random.Random, n: in
         )
 
 
-def test_migrating_from_the_schema_before_impacts_builds_them(pg_url: str) -> None:
+@pytest.mark.parametrize("since", [5, 6])
+def test_migrating_packs_the_postings_in_blocks(pg_url: str, since: int) -> None:
+    """From before impacts (5) and from one row per posting (6, after deletions the
+    triggers of that schema counted): the blocks hold exactly the live postings, packed,
+    and top-k answers as the exhaustive query does."""
     name = f"premigration_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
@@ -231,19 +279,29 @@ def test_migrating_from_the_schema_before_impacts_builds_them(pg_url: str) -> No
                 "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
                 " applied_at timestamptz NOT NULL DEFAULT now())"
             )
-            for version, title, sql in MIGRATIONS[:5]:
+            for version, title, sql in MIGRATIONS[:since]:
+                if version == 6:
+                    old_insert(conn, "old", rng, 300)
                 conn.execute(sql.encode())
                 conn.execute("INSERT INTO schema_migrations VALUES (%s, %s)", (version, title))
-            old_insert(conn, "old", rng, 120)
-        assert LATEST == 6
+            if since == 5:
+                old_insert(conn, "old", rng, 300)
+            else:  # a deletion as schema 6 made it: postings first, counted down by trigger
+                gone = rng.sample(range(1, 301), 40)
+                conn.execute("DELETE FROM postings WHERE chunk_id = ANY(%s)", (gone,))
+                conn.execute("DELETE FROM chunks WHERE id = ANY(%s)", (gone,))
+        assert LATEST == 7
+        before = stats(url, "old")[0] if since == 6 else None
         store = PostgresStore(url, "old")  # migrates
         try:
             a0, avgdl = stats(url, "old")
-            assert a0 == pytest.approx(avgdl)
+            # impacts computed by 6 are kept (the average since drifted by the deletions)
+            assert a0 == pytest.approx(avgdl if before is None else before)
             terms_agree(url, "old")
+            blocks, small, dead = blocks_of(url, "old")
+            assert dead == 0 and small <= len(live_postings(url, "old")) < blocks
             with psycopg.connect(url) as conn:
-                (zero,) = conn.execute("SELECT count(*) FROM postings WHERE impact <= 0").fetchone()  # type: ignore[misc]
-            assert zero == 0
+                assert conn.execute("SELECT to_regclass('postings')").fetchone() == (None,)
             assert took_top_k(url, "old", '"w0x"')
             for q in queries(rng, 15):
                 agree(store, url, q, rng.choice([1, 5, 10]))
@@ -255,3 +313,24 @@ def test_migrating_from_the_schema_before_impacts_builds_them(pg_url: str) -> No
     finally:
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_blocks_a_search_could_not_read_are_refused(store: PostgresStore, pg_url: str) -> None:
+    """A block whose arrays disagree, or whose bound is no number (a hand edit, another
+    program's row), is refused by the table: searches never meet one."""
+    rng = random.Random(38)
+    store.replace_all(note(rng, i) for i in range(30))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for edit in (
+            "chunk_ids = chunk_ids || 999999::bigint",
+            "tf_body = tf_body[2:]",
+            "n = n + 1",
+            "bound = 'NaN'",
+            "bound = -1",
+        ):
+            with pytest.raises(psycopg.errors.CheckViolation):
+                conn.execute(
+                    f"UPDATE blocks SET {edit} WHERE namespace = %s AND lexeme = 'w0x'",
+                    (store.namespace,),
+                )
+    agree(store, pg_url, '"w0x" OR "w3x"', 5)

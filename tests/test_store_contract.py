@@ -478,7 +478,7 @@ def test_every_index_leads_with_the_namespace(pg_url: str) -> None:
             "SELECT t.relname, i.relname, a.attname FROM pg_index x "
             "JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid "
             "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0] "
-            "WHERE t.relname IN ('files', 'chunks', 'postings', 'vectors', 'terms')"
+            "WHERE t.relname IN ('files', 'chunks', 'blocks', 'dead', 'vectors', 'terms')"
         ).fetchall()
     assert len(rows) >= 8
     assert {column for _, _, column in rows} == {"namespace"}, rows

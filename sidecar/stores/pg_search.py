@@ -1,7 +1,8 @@
 """How the PostgreSQL store searches: an FTS5 expression (parsed by ``fts5``) as SQL.
 
-Ranking is BM25 computed in SQL from an inverted index (``postings``: one row per
-lexeme and chunk with its count in the heading and in the body), with FTS5's
+Ranking is BM25 computed in SQL from an inverted index (``blocks``: each lexeme's
+chunks with their counts in the heading, body and context, packed in arrays; chunks
+deleted since the last merge listed in ``dead``), with FTS5's
 formula and column weights, so a tier scores the same whichever store holds it.
 An OR of words (what plain-language questions become) is answered from the postings
 alone; anything else also has to match the chunk's ``tsvector`` as a ``tsquery``.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from sidecar.stores import fts5, sqlite_schema
-from sidecar.stores.pg_schema import K1, TS_CONFIG, B, impact_sql
+from sidecar.stores.pg_schema import BLOCK_COLUMNS, K1, TS_CONFIG, B, pack_sql
 
 TOP = chr(0x10FFFF)  # sorts after every lexeme that starts with a given prefix
 # Each column's weight letter in a chunk's tsvector.
@@ -81,9 +82,12 @@ m AS MATERIALIZED (  -- one index range scan per term: never a scan of the table
     SELECT q.idx, p.chunk_id,
            q.wa * p.tf_heading + q.wb * p.tf_body + q.wc * p.tf_context AS f, p.doc_len
     FROM q CROSS JOIN LATERAL (
-        SELECT chunk_id, tf_heading, tf_body, tf_context, doc_len FROM postings
+        SELECT chunk_ids, tf_heading, tf_body, tf_context, doc_len FROM blocks
         WHERE namespace = %(ns)s AND lexeme >= q.lo AND lexeme <= q.hi
-    ) AS p
+    ) AS b
+    CROSS JOIN LATERAL unnest(b.chunk_ids, b.tf_heading, b.tf_body, b.tf_context, b.doc_len)
+        AS p(chunk_id, tf_heading, tf_body, tf_context, doc_len)
+    WHERE NOT EXISTS (SELECT FROM dead WHERE namespace = %(ns)s AND chunk_id = p.chunk_id)
 ),
 tf AS (  -- n: the term's document frequency, counted over the same groups
     SELECT idx, chunk_id, sum(f) AS f, max(doc_len)::float8 AS dl,
@@ -127,8 +131,9 @@ LIMIT %(limit)s
 """
 )
 
-# New chunks, their tsvector and token count, and their postings (each with its impact
-# against the namespace's ``impact_avgdl``, passed as ``a0``), in one statement; the rows
+# New chunks, their tsvector and token count, their postings packed in blocks (bounded by
+# impacts against the namespace's ``impact_avgdl``, passed as ``a0``) and the terms'
+# document frequencies, in one statement; the rows
 # come from arrays (a few chunks) or from a table COPY filled (a bulk build).
 _STAGED_COLUMNS = "path, start_line, end_line, heading, body, context, hash, hnorm, bnorm, cnorm"
 FROM_ARRAYS = f"""unnest(%(path)s::text[], %(start)s::int[], %(end)s::int[], %(heading)s::text[],
@@ -140,35 +145,47 @@ STAGE = """CREATE TEMP TABLE IF NOT EXISTS staged (
     k bigint, path text, start_line int, end_line int, heading text, body text, context text,
     hash text, hnorm text, bnorm text, cnorm text) ON COMMIT DELETE ROWS"""
 COPY_STAGED = f"COPY staged (k, {_STAGED_COLUMNS}) FROM STDIN"
+# Ids are drawn in the rows' order before the insert, so a chunk's postings (and from
+# them its token count: every position carries one of the weights A, B, C) come from
+# one reading of its tsvector, not a second pass over it per chunk.
 INSERT_CHUNKS = f"""
-WITH src AS (
-    SELECT s.*,
-           setweight(to_tsvector('{TS_CONFIG}', s.hnorm), 'A')
-           || setweight(to_tsvector('{TS_CONFIG}', s.bnorm), 'B')
-           || setweight(to_tsvector('{TS_CONFIG}', s.cnorm), 'C') AS tsv
-    FROM {{source}}
+WITH src AS MATERIALIZED (
+    SELECT nextval(pg_get_serial_sequence('chunks', 'id')) AS id, s.*
+    FROM (SELECT s.*,
+                 setweight(to_tsvector('{TS_CONFIG}', s.hnorm), 'A')
+                 || setweight(to_tsvector('{TS_CONFIG}', s.bnorm), 'B')
+                 || setweight(to_tsvector('{TS_CONFIG}', s.cnorm), 'C') AS tsv
+          FROM {{source}} ORDER BY s.k) AS s
 ),
-ins AS (
-    INSERT INTO chunks (namespace, path, start_line, end_line, heading, body, context, hash,
-                        tsv, doc_len)
-    SELECT %(ns)s, path, start_line, end_line, heading, body, context, hash, tsv,
-           (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(tsv) AS u)
-    FROM src ORDER BY k
-    RETURNING id, tsv, doc_len
-),
-tf AS (
-    SELECT u.lexeme, ins.id AS chunk_id,
+tf AS MATERIALIZED (
+    SELECT u.lexeme, src.id AS chunk_id,
            cardinality(array_positions(u.weights, 'A')) AS tf_heading,
            cardinality(array_positions(u.weights, 'B')) AS tf_body,
-           cardinality(array_positions(u.weights, 'C')) AS tf_context,
-           ins.doc_len
-    FROM ins, LATERAL unnest(ins.tsv) AS u
+           cardinality(array_positions(u.weights, 'C')) AS tf_context
+    FROM src, LATERAL unnest(src.tsv) AS u
+),
+dl AS (
+    SELECT chunk_id, sum(tf_heading + tf_body + tf_context)::int AS doc_len
+    FROM tf GROUP BY chunk_id
+),
+ins AS (
+    INSERT INTO chunks (namespace, id, path, start_line, end_line, heading, body, context,
+                        hash, tsv, doc_len) OVERRIDING SYSTEM VALUE
+    SELECT %(ns)s, src.id, path, start_line, end_line, heading, body, context, hash, tsv,
+           coalesce(dl.doc_len, 0)
+    FROM src LEFT JOIN dl ON dl.chunk_id = src.id ORDER BY src.id
+),
+posting AS (
+    SELECT tf.*, dl.doc_len FROM tf JOIN dl USING (chunk_id)
+),
+packed AS ({pack_sql("posting", "%(a0)s::float8")}),
+blk AS (
+    INSERT INTO blocks (namespace, {BLOCK_COLUMNS})
+    SELECT %(ns)s, * FROM packed ORDER BY 1  -- the term index's pages met in order
 )
-INSERT INTO postings (namespace, lexeme, chunk_id, tf_heading, tf_body, tf_context, doc_len,
-                      impact)
-SELECT %(ns)s, lexeme, chunk_id, tf_heading, tf_body, tf_context, doc_len,
-       {impact_sql("%(a0)s::float8")}
-FROM tf ORDER BY lexeme  -- the term index's pages are met in order, not at random
+INSERT INTO terms AS t (namespace, lexeme, df)
+SELECT %(ns)s, lexeme, sum(n) FROM packed GROUP BY lexeme ORDER BY lexeme
+ON CONFLICT (namespace, lexeme) DO UPDATE SET df = t.df + excluded.df
 """
 INSERT_FROM_ARRAYS = INSERT_CHUNKS.replace("{source}", FROM_ARRAYS)
 INSERT_FROM_STAGED = INSERT_CHUNKS.replace("{source}", FROM_STAGED)

@@ -1,21 +1,24 @@
 """Top-k BM25 without scoring every matching chunk: the threshold algorithm over
-impact-ordered postings.
+block postings.
 
-Each posting holds its term's BM25 contribution before the IDF (its *impact*, with
-the document length normalised against the namespace's ``impact_avgdl``), and an
-index orders a term's postings by it. A search walks every query term's postings from
-the highest impact down, a batch at a time; each chunk met for the first time is
-scored exactly (all its query terms, today's statistics: the same number the
-exhaustive query in ``pg_search`` gives), and the walk stops once the k-th best score
-beats the most any unseen chunk could still reach: the sum over terms of IDF times the
-next impact. Impacts computed against an older average length are corrected by a
-bound: a contribution grows by at most ``avgdl / impact_avgdl`` (when above 1), so the
-answer stays exact and only the walk gets longer as the average drifts (``pg_write``
-recomputes them past a limit).
+A term's postings are packed in ``blocks`` rows of up to ``BLOCK``, each bounded by
+its highest *impact* (a posting's BM25 contribution before the IDF, with the document
+length normalised against the namespace's ``impact_avgdl``); an index orders a term's
+blocks by bound. A search reads every query term's blocks from the highest bound down,
+a batch of rows at a time, each row a block of exact shares; a chunk met is scored
+exactly (its other terms probed from its tsvector, today's statistics: the same number
+the exhaustive query in ``pg_search`` gives), and the walk stops once the k-th best
+score beats the most any unseen chunk could still reach: the sum over terms of IDF
+times the bound of the last block read. Bounds computed against an older average length
+are corrected: a contribution grows by at most ``avgdl / impact_avgdl`` (when above 1),
+so the answer stays exact and only the walk gets longer as the average drifts
+(``pg_write`` recomputes them past a limit). Chunks deleted since the last merge
+(``dead``) are skipped.
 
-Only what impacts were computed for takes this path: an OR of plain words at the
-default column weights. Prefixes, phrases, column filters and other weights are
-answered exhaustively.
+Only what impacts bound takes this path: an OR of plain words, weighted alike (any
+weights over the columns the impacts count; sparse search weighs the context column
+less than the default the impacts were computed at). Prefixes, phrases and column
+filters are answered exhaustively.
 """
 
 from __future__ import annotations
@@ -25,13 +28,16 @@ import math
 from collections import Counter
 from typing import Any
 
-from sidecar.stores.pg_connect import Conn
-from sidecar.stores.pg_schema import K1, TS_CONFIG, B
+import numpy as np
 
-FIRST_BATCH = 64  # postings per term in the first round; doubled each round after
-MAX_BATCH = 8192
-PROBE_BATCH = 64  # chunks probed at once, the most promising first
-SLACK = 1 + 1e-5  # impacts are stored as float4: a bound a little above them
+from sidecar.stores.pg_connect import Conn
+from sidecar.stores.pg_schema import BLOCK, K1, TS_CONFIG, B
+
+FIRST_BATCH = 16  # blocks per term in the first round (2,048 postings); doubled after
+MAX_BATCH = 64
+PROBE_BATCH = 16  # chunks probed at once, the most promising first
+MAX_PROBES = 8192
+SLACK = 1 + 1e-5  # bounds are stored as float4: a bound a little above them
 
 LEXEMES = f"""
 SELECT t.idx, l.lexeme, coalesce(d.df, 0)
@@ -39,45 +45,59 @@ FROM unnest(%(words)s::text[]) WITH ORDINALITY AS t(word, idx)
      LEFT JOIN LATERAL unnest(to_tsvector('{TS_CONFIG}', t.word)) AS l ON true
      LEFT JOIN terms AS d ON d.namespace = %(ns)s AND d.lexeme = l.lexeme COLLATE "C"
 """
-STATS = "SELECT chunks, tokens, impact_avgdl FROM namespace_stats WHERE namespace = %s"
-# The next batch of each term's postings, by impact (then id) downwards from a cursor.
-WALK = """
-SELECT t.lexeme, p.chunk_id, p.impact, p.tf_heading, p.tf_body, p.tf_context, p.doc_len
-FROM unnest(%(lexemes)s::text[], %(impact)s::float4[], %(after)s::bigint[], %(n)s::int[])
-     AS t(lexeme, impact, after, n)
-CROSS JOIN LATERAL (
-    SELECT chunk_id, impact, tf_heading, tf_body, tf_context, doc_len FROM postings
-    WHERE namespace = %(ns)s AND lexeme = t.lexeme COLLATE "C"
-      AND (impact, chunk_id) < (t.impact, t.after)
-    ORDER BY impact DESC, chunk_id DESC LIMIT t.n
-) AS p
+# The length statistics, and the chunks deleted whose postings blocks still hold.
+STATS = """
+SELECT chunks, tokens, impact_avgdl,
+       (SELECT array_agg(chunk_id) FROM dead WHERE namespace = %(ns)s)
+FROM namespace_stats WHERE namespace = %(ns)s
 """
-# Every query term's counts in the given chunks (random access by the primary key,
-# chunk first).
+# The next blocks of each term, by bound (then id) downwards from a cursor.
+WALK = """
+SELECT t.lexeme, b.bound, b.id, b.chunk_ids, b.tf_heading, b.tf_body, b.tf_context, b.doc_len
+FROM unnest(%(lexemes)s::text[], %(bound)s::float4[], %(after)s::bigint[], %(n)s::int[])
+     AS t(lexeme, bound, after, n)
+CROSS JOIN LATERAL (
+    SELECT bound, id, chunk_ids, tf_heading, tf_body, tf_context, doc_len FROM blocks
+    WHERE namespace = %(ns)s AND lexeme = t.lexeme COLLATE "C"
+      AND (bound, id) < (t.bound, t.after)
+    ORDER BY bound DESC, id DESC LIMIT t.n
+) AS b
+"""
+# Every query term's counts in the given chunks, from their tsvectors (a chunk's row by
+# its primary key: the forward index).
 PROBE = """
-SELECT chunk_id, lexeme, tf_heading, tf_body, tf_context, doc_len FROM postings
-WHERE namespace = %(ns)s AND chunk_id = ANY(%(ids)s::bigint[])
-  AND lexeme = ANY(%(lexemes)s::text[] COLLATE "C")
-ORDER BY chunk_id, lexeme  -- each chunk's terms summed in one order: ties stay exact
+SELECT c.id, u.lexeme, cardinality(array_positions(u.weights, 'A')),
+       cardinality(array_positions(u.weights, 'B')),
+       cardinality(array_positions(u.weights, 'C')), c.doc_len
+FROM chunks AS c CROSS JOIN LATERAL unnest(c.tsv) AS u
+WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s::bigint[])
+  AND u.lexeme = ANY(%(lexemes)s::text[])
 """
 
 
 def plan(conn: Conn, namespace: str, params: dict[str, Any], weights: tuple[float, ...]) -> Any:
-    """The query's lexemes with their multiplicity and IDF, and the length statistics;
-    None where this path cannot answer (a prefix, other weights, a word that is several
-    lexemes, impacts never computed)."""
-    if any(params["prefix"]) or any(
-        (a, b, c) != weights
-        for a, b, c in zip(params["wa"], params["wb"], params["wc"], strict=True)
-    ):
+    """The query's lexemes with their multiplicity and IDF, its column weights, and the
+    length statistics; None where this path cannot answer (a prefix, words weighted
+    apart, weight on a column the impacts' ``weights`` leave out, a word that is
+    several lexemes, impacts never computed).
+
+    Other column weights than the impacts' are bounded too: a posting's weighted count
+    is at most ``scale`` times the one its impact was computed from, and an impact grows
+    by at most that factor (above 1) with it, as it is concave in the count."""
+    columns = set(zip(params["wa"], params["wb"], params["wc"], strict=True))
+    if any(params["prefix"]) or len(columns) != 1:
         return None
+    (query_weights,) = columns
+    if any(q > 0 and not w > 0 for q, w in zip(query_weights, weights, strict=True)):
+        return None
+    scale = max([1.0] + [q / w for q, w in zip(query_weights, weights, strict=True) if w > 0])
     rows = conn.execute(LEXEMES, {"words": params["words"], "ns": namespace}).fetchall()
     if len({idx for idx, _, _ in rows}) != len(rows):
         return None
-    stats = conn.execute(STATS, (namespace,)).fetchone()
+    stats = conn.execute(STATS, {"ns": namespace}).fetchone()
     if stats is None or stats[0] == 0:
-        return [], {}, 0.0, 1.0
-    total, tokens, a0 = stats
+        return [], {}, query_weights, 0.0, 1.0, set()
+    total, tokens, a0, dead = stats
     if a0 is None or not a0 > 0:  # never computed (or not a length): impacts unusable
         return None
     mult = Counter(lex for _, lex, df in rows if lex is not None and df > 0)
@@ -85,7 +105,8 @@ def plan(conn: Conn, namespace: str, params: dict[str, Any], weights: tuple[floa
     idf = {lex: max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) * mult[lex]
            for lex, n in dfs.items()}  # fmt: skip
     avgdl = tokens / total
-    return sorted(idf), idf, avgdl, max(1.0, avgdl / a0)
+    grow = max(1.0, avgdl / a0) * scale
+    return sorted(idf), idf, query_weights, avgdl, grow, set(dead or ())
 
 
 def search(
@@ -96,33 +117,25 @@ def search(
 
     A walked posting gives its chunk's exact share for that term; a chunk met is only
     probed for its other terms while the most it could score (what is known plus, per
-    term not met, IDF times that term's next impact) still reaches the k-th exact
-    score, best candidates first: most chunks met are never probed."""
+    term not met, IDF times the bound of that term's last block read) still reaches the
+    k-th exact score, best candidates first: most chunks met are never probed. The
+    bookkeeping is over arrays (numpy), recomputed from every posting read each round:
+    a round reads thousands of postings, and per-posting Python was most of a search."""
     planned = plan(conn, namespace, params, weights)
     if planned is None:
         return None
-    lexemes, idf, avgdl, grow = planned
+    lexemes, idf, (wa, wb, wc), avgdl, grow, dead = planned
     if not lexemes or k <= 0:
         return []
-    wa, wb, wc = weights
     norm = K1 * (1 - B)
     slope = K1 * B / max(avgdl, 1e-9)
-    # Terms by position in ``lexemes`` (sorted), a chunk's terms met as a bit mask: the
-    # bookkeeping per posting and per chunk is a few integer operations, not a dict.
     at = {lex: i for i, lex in enumerate(lexemes)}
     weight = [idf[x] for x in lexemes]
-
-    def share(i: int, th: int, tb: int, tc: int, dl: int) -> float:
-        f = wa * th + wb * tb + wc * tc
-        return weight[i] * f * (K1 + 1) / (f + norm + slope * dl) if f > 0 else 0.0
-
-    cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (impact, id) last read
-    met: dict[int, list[float]] = {}  # chunks met, not scored: each term's share (0 if not met)
-    mask: dict[int, int] = {}  # the terms each chunk in ``met`` was met in
-    known: dict[int, float] = {}  # and the sum of those shares
-    scores: dict[int, float] = {}
-    out: set[int] = set()  # chunks that cannot reach the top k, met again later
-    batch = max(FIRST_BATCH, k)
+    cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (bound, id) last read
+    read = _Read(len(lexemes))
+    scores: dict[int, float] = {}  # chunks probed: their exact scores
+    gone = np.fromiter(dead, np.int64, len(dead))
+    batch = max(FIRST_BATCH, -(-k // BLOCK))
     probes = max(PROBE_BATCH, 4 * k)
     walk = True
     while True:
@@ -130,70 +143,100 @@ def search(
             live = list(cursor)
             walked = conn.execute(WALK, {
                 "ns": namespace, "lexemes": [lexemes[i] for i in live],
-                "impact": [cursor[i][0] for i in live], "after": [cursor[i][1] for i in live],
+                "bound": [cursor[i][0] for i in live], "after": [cursor[i][1] for i in live],
                 "n": [batch] * len(live),
             }).fetchall()  # fmt: skip
-            read = Counter(row[0] for row in walked)
-            for lex, chunk_id, impact, th, tb, tc, dl in walked:
-                i = at[lex]
-                cursor[i] = (impact, chunk_id)  # rows come in walk order per term
-                if chunk_id in scores or chunk_id in out:
-                    continue
-                part = share(i, th, tb, tc, dl)
-                if chunk_id in met:
-                    met[chunk_id][i] = part
-                    mask[chunk_id] |= 1 << i
-                    known[chunk_id] += part
-                else:
-                    met[chunk_id] = [0.0] * len(lexemes)
-                    met[chunk_id][i] = part
-                    mask[chunk_id] = 1 << i
-                    known[chunk_id] = part
+            rows = Counter(row[0] for row in walked)
+            for lex, bound, block, *arrays in walked:
+                cursor[at[lex]] = min(cursor[at[lex]], (bound, block))
+                read.add(at[lex], *arrays)
             for i in live:
-                if read[lexemes[i]] < batch:
-                    del cursor[i]  # this term's postings are all read
+                if rows[lexemes[i]] < batch:
+                    del cursor[i]  # this term's blocks are all read
             batch = min(batch * 2, MAX_BATCH)
-        ahead = {i: weight[i] * cursor[i][0] * grow * SLACK for i in cursor}
-        pending = sum(1 << i for i in ahead)  # terms whose postings are not all read
-        for chunk_id in [c for c, m in mask.items() if not pending & ~m]:
-            scores[chunk_id] = sum(_forget(chunk_id, met, mask, known))  # every term met
-        kth = _kth(scores, k)
-        # per set of terms met: the most the others could add
-        rest = {m: sum(a for i, a in ahead.items() if not m & 1 << i) for m in set(mask.values())}
-        bounds = [(known[c] + rest[m], c) for c, m in mask.items()]
-        for bound, chunk_id in bounds:
-            if bound < kth:  # can never reach the top k: kth only rises
-                _forget(chunk_id, met, mask, known)
-                out.add(chunk_id)
-        probe = [c for _, c in heapq.nlargest(probes, (b for b in bounds if b[0] >= kth))]
-        if probe:
-            probes = min(probes * 2, MAX_BATCH)  # many close candidates: fewer rounds
+        # the most a term not met can still add: 0 once all its blocks are read
+        ahead = np.array([weight[i] * cursor[i][0] * grow * SLACK if i in cursor else 0.0
+                          for i in range(len(lexemes))])  # fmt: skip
+        ids, known, seen = read.tally(weight, (wa, wb, wc), norm, slope, gone, scores)
+        exact = (seen | (ahead == 0)).all(axis=1)  # every term met, or all read
+        kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
+        bound = known + (~seen).astype(float) @ ahead
+        open_ = np.flatnonzero(~exact & (bound >= kth))
+        if len(open_):
+            probe = ids[open_[np.argsort(-bound[open_], kind="stable")[:probes]]].tolist()
+            probes = min(probes * 2, MAX_PROBES)  # many close candidates: fewer rounds
             parts_of = {c: [0.0] * len(lexemes) for c in probe}
-            rows = conn.execute(
+            for chunk_id, lex, th, tb, tc, dl in conn.execute(
                 PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe}
-            ).fetchall()
-            for chunk_id, lex, th, tb, tc, dl in rows:
-                parts_of[chunk_id][at[lex]] = share(at[lex], th, tb, tc, dl)
+            ).fetchall():
+                f = wa * th + wb * tb + wc * tc
+                i = at[lex]
+                parts_of[chunk_id][i] = weight[i] * f * (K1 + 1) / (f + norm + slope * dl)
             for chunk_id, parts in parts_of.items():
-                scores[chunk_id] = sum(parts)
-                _forget(chunk_id, met, mask, known)
-            kth = _kth(scores, k)
-        walk = bool(cursor) and not kth > sum(ahead.values())
-        if not walk and not met:
+                scores[chunk_id] = _sum(parts)
+            kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
+        walk = bool(cursor) and not kth > ahead.sum()
+        if not walk and not len(open_):
             break
-    best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
-    return [(c, s) for c, s in best if s > 0]
+    best = dict(zip(ids[exact].tolist(), known[exact].tolist(), strict=True))
+    best.update(scores)
+    top = heapq.nsmallest(k, best.items(), key=lambda item: (-item[1], item[0]))
+    return [(c, s) for c, s in top if s > 0]
 
 
-def _forget(
-    chunk_id: int, met: dict[int, list[float]], mask: dict[int, int], known: dict[int, float]
-) -> list[float]:
-    """Drop a chunk met from the walk's bookkeeping; its shares, by term (in lexeme
-    order: summed left to right, equal chunks tie exactly)."""
-    del mask[chunk_id], known[chunk_id]
-    return met.pop(chunk_id)
+class _Read:
+    """Every posting the walk has read, by term, as flat lists grown a block at a time."""
+
+    def __init__(self, terms: int) -> None:
+        self.terms = terms
+        self.cols: list[list[int]] = [[] for _ in range(6)]  # term, id, tf a/b/c, length
+
+    def add(self, term: int, *arrays: list[int]) -> None:
+        ids = arrays[0]
+        self.cols[0].extend([term] * len(ids))
+        for col, values in zip(self.cols[1:], arrays, strict=True):
+            col.extend(values)
+
+    def tally(
+        self,
+        weight: list[float],
+        w: tuple[float, float, float],
+        norm: float,
+        slope: float,
+        gone: np.ndarray,
+        scores: dict[int, float],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chunks met (not dead, not probed): ids, the sum of their shares met (in
+        term order, as a probe sums: equal chunks tie exactly), and which terms met."""
+        term, ids, th, tb, tc, dl = (np.asarray(c) for c in self.cols)
+        if len(ids) == 0:
+            return np.zeros(0, np.int64), np.zeros(0), np.zeros((0, self.terms), bool)
+        keep = ~np.isin(ids, gone)
+        if scores:
+            keep &= ~np.isin(ids, np.fromiter(scores, np.int64, len(scores)))
+        term, ids, th, tb, tc, dl = (a[keep] for a in (term, ids, th, tb, tc, dl))
+        # the same operations, in the same order, as a probe's share: bit-identical
+        f = w[0] * th.astype(float) + w[1] * tb + w[2] * tc
+        share = np.asarray(weight)[term] * f * (K1 + 1) / (f + norm + slope * dl)
+        uniq, row = np.unique(ids, return_inverse=True)
+        parts = np.zeros((len(uniq), self.terms))
+        parts[row, term] = share
+        seen = np.zeros((len(uniq), self.terms), bool)
+        seen[row, term] = True
+        known = parts[:, 0].copy()
+        for t in range(1, self.terms):
+            known += parts[:, t]
+        return uniq, known, seen
 
 
-def _kth(scores: dict[int, float], k: int) -> float:
-    best = heapq.nlargest(k, scores.values())
-    return best[-1] if len(best) == k else 0.0
+def _sum(parts: list[float]) -> float:
+    total = parts[0]
+    for x in parts[1:]:
+        total += x
+    return total
+
+
+def _kth(scores: np.ndarray, k: int) -> float:
+    if len(scores) < k:
+        return 0.0
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k])

@@ -1,10 +1,14 @@
 """How the PostgreSQL store writes chunks: a few through arrays, a bulk build by COPY.
 
-Every posting carries its *impact* (``pg_schema.impact_sql``), computed against the
-namespace's ``impact_avgdl``: fixed when the namespace's first chunks arrive (from
-their own token counts), so postings written later agree with earlier ones. Top-k
-search corrects for the average drifting since (``pg_topk``), and ``reimpact``
-recomputes every impact once it has drifted far enough to cost searches time.
+A write appends its chunks' postings as rows of ``blocks``, each term's postings
+packed by *impact* (``pg_schema.impact_sql``) and bounded by the highest, computed
+against the namespace's ``impact_avgdl``: fixed when the namespace's first chunks
+arrive (from their own token counts), so blocks written later agree with earlier
+ones. Top-k search corrects for the average drifting since (``pg_topk``), and
+``reimpact`` recomputes every bound once it has drifted far enough to cost searches
+time. A deletion leaves its chunks' postings in their blocks and lists the chunks in
+``dead`` (rows are appended, not edited); ``merge``, in the maintenance pass, packs a
+term's small blocks together and rewrites the blocks holding dead chunks.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Sequence
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import text_key
 from sidecar.stores.pg_connect import Conn
-from sidecar.stores.pg_schema import impact_sql
+from sidecar.stores.pg_schema import BLOCK, BLOCK_COLUMNS, impact_sql, pack_sql
 from sidecar.stores.pg_search import (
     COPY_STAGED,
     INSERT_FROM_ARRAYS,
@@ -76,7 +80,7 @@ def insert_chunks(conn: Conn, namespace: str, files: Sequence[tuple[str, Sequenc
             INSERT_FROM_ARRAYS, {"ns": namespace, "a0": a0, **dict(zip(keys, cols, strict=True))}
         )
         return
-    conn.execute("SET LOCAL work_mem = '64MB'")  # sorts of a batch stay in memory
+    conn.execute("SET LOCAL work_mem = '256MB'")  # a batch's postings sorted in memory
     conn.execute(STAGE)
     with conn.cursor() as cur, cur.copy(COPY_STAGED) as copy:
         for k, row in enumerate(rows):
@@ -93,7 +97,7 @@ def drifted(a0: float | None, avgdl: float) -> bool:
 
 
 def reimpact(conn: Conn, namespace: str) -> bool:
-    """Recompute the namespace's impacts against today's average length, if it has
+    """Recompute the namespace's block bounds against today's average length, if it has
     drifted past ``DRIFT``; return whether it had."""
     row = conn.execute(
         "SELECT impact_avgdl, tokens::float8 / nullif(chunks, 0) FROM namespace_stats "
@@ -103,10 +107,77 @@ def reimpact(conn: Conn, namespace: str) -> bool:
     if row is None or row[1] is None or not drifted(row[0], row[1]):
         return False
     conn.execute(
-        f"UPDATE postings SET impact = {impact_sql('%(a)s::float8')} WHERE namespace = %(ns)s",
+        f"UPDATE blocks SET bound = (SELECT max({impact_sql('%(a)s::float8', 'p.')}) FROM "
+        "unnest(tf_heading, tf_body, tf_context, doc_len) "
+        "AS p(tf_heading, tf_body, tf_context, doc_len)) WHERE namespace = %(ns)s",
         {"a": row[1], "ns": namespace},
     )
     conn.execute(
         "UPDATE namespace_stats SET impact_avgdl = %s WHERE namespace = %s", (row[1], namespace)
     )
     return True
+
+
+# Chunks deleted: their document frequencies taken back, their postings left in the
+# blocks holding them and the chunks listed in ``dead`` with their terms.
+DELETE = """
+WITH gone AS (
+    DELETE FROM chunks WHERE namespace = %(ns)s AND id = ANY(%(ids)s::bigint[])
+    RETURNING id, tsv
+),
+tomb AS (
+    INSERT INTO dead (namespace, chunk_id, lexemes)
+    SELECT %(ns)s, gone.id, array(SELECT u.lexeme FROM unnest(gone.tsv) AS u)
+    FROM gone WHERE length(gone.tsv) > 0
+)
+UPDATE terms AS t SET df = t.df - d.n
+FROM (SELECT u.lexeme, count(*) AS n FROM gone, unnest(gone.tsv) AS u GROUP BY 1) AS d
+WHERE t.namespace = %(ns)s AND t.lexeme = d.lexeme COLLATE "C"
+"""
+
+
+def delete_chunks(conn: Conn, namespace: str, ids: list[int]) -> None:
+    if ids:
+        conn.execute(DELETE, {"ns": namespace, "ids": ids})
+
+
+# The blocks ``merge`` rewrites: a term's blocks short of ``BLOCK`` where it has more
+# than one, and the blocks of a dead chunk's terms that hold a dead chunk.
+MERGE = f"""
+WITH doomed AS (SELECT coalesce(array_agg(chunk_id), '{{}}') AS ids FROM dead
+                WHERE namespace = %(ns)s),
+small AS (
+    SELECT lexeme FROM blocks WHERE namespace = %(ns)s AND n < {BLOCK}
+    GROUP BY lexeme HAVING count(*) > 1
+),
+old AS (
+    DELETE FROM blocks AS b
+    WHERE b.namespace = %(ns)s
+      AND ((b.n < {BLOCK} AND b.lexeme IN (SELECT lexeme FROM small))
+           OR (b.lexeme IN (SELECT DISTINCT unnest(lexemes) FROM dead
+                            WHERE namespace = %(ns)s)
+               AND b.chunk_ids && (SELECT ids FROM doomed)))
+    RETURNING b.lexeme, b.chunk_ids, b.tf_heading, b.tf_body, b.tf_context, b.doc_len
+),
+live AS (
+    SELECT o.lexeme, p.* FROM old AS o
+    CROSS JOIN LATERAL unnest(o.chunk_ids, o.tf_heading, o.tf_body, o.tf_context, o.doc_len)
+        AS p(chunk_id, tf_heading, tf_body, tf_context, doc_len)
+    WHERE NOT EXISTS (SELECT FROM dead WHERE namespace = %(ns)s AND chunk_id = p.chunk_id)
+)
+INSERT INTO blocks (namespace, {BLOCK_COLUMNS})
+SELECT %(ns)s, * FROM ({pack_sql("live", "%(a0)s::float8")}) AS packed ORDER BY 1
+"""
+
+
+def merge(conn: Conn, namespace: str) -> int:
+    """Pack each term's small blocks together and drop dead chunks' postings from their
+    blocks, then forget the dead; return how many blocks were written."""
+    row = conn.execute(
+        "SELECT impact_avgdl FROM namespace_stats WHERE namespace = %s", (namespace,)
+    ).fetchone()
+    if row is None or row[0] is None:
+        return 0  # nothing indexed yet
+    written = conn.execute(MERGE, {"ns": namespace, "a0": row[0]}).rowcount
+    conn.execute("DELETE FROM dead WHERE namespace = %s", (namespace,))
+    return written

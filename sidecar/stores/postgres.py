@@ -41,7 +41,7 @@ from sidecar.stores.pg_connect import Conn, Connections, StoreUnavailable, descr
 from sidecar.stores.pg_lease import NotWriter, WriterLease, lead_absent
 from sidecar.stores.pg_search import search_sql
 from sidecar.stores.pg_vectors import Vectors
-from sidecar.stores.pg_write import insert_chunks, reimpact
+from sidecar.stores.pg_write import delete_chunks, insert_chunks, merge, reimpact
 from sidecar.stores.sqlite_schema import BODY_WEIGHT, CONTEXT_WEIGHT, HEADING_WEIGHT
 
 __all__ = ["NotWriter", "PostgresStore", "StoreUnavailable"]
@@ -288,16 +288,6 @@ class PostgresStore:
 
     # -- writes ------------------------------------------------------------
 
-    def _delete_chunks(self, conn: Conn, ids: list[int]) -> None:
-        if ids:
-            conn.execute(
-                "DELETE FROM postings WHERE namespace = %s AND chunk_id = ANY(%s)",
-                (self.namespace, ids),
-            )
-            conn.execute(
-                "DELETE FROM chunks WHERE namespace = %s AND id = ANY(%s)", (self.namespace, ids)
-            )
-
     def _upsert_files(
         self, conn: Conn, items: Sequence[BuildFile], now: float, state: FileState | None = None
     ) -> None:
@@ -334,7 +324,7 @@ class PostgresStore:
                 (self.namespace, item.path),
             ).fetchall()
             fresh, stale, moved = diff_chunks(rows, [c for c in item.chunks if c.text])
-            self._delete_chunks(conn, [row_id for row_id, *_ in stale])
+            delete_chunks(conn, self.namespace, [row_id for row_id, *_ in stale])
             if moved:
                 with conn.cursor() as cur:
                     cur.executemany(
@@ -364,7 +354,7 @@ class PostgresStore:
                     (self.namespace, wanted),
                 )
             ]
-            self._delete_chunks(conn, ids)
+            delete_chunks(conn, self.namespace, ids)
             cur = conn.execute(
                 "DELETE FROM files WHERE namespace = %s AND path = ANY(%s)",
                 (self.namespace, wanted),
@@ -385,10 +375,11 @@ class PostgresStore:
                     pending, size = [], 0
             self._insert_files(conn, pending, now)
             reimpact(conn, self.namespace)
+            merge(conn, self.namespace)
 
     def _empty(self, conn: Conn, *more: str) -> None:
         """Delete the namespace's index rows; the next chunks fix its impact average."""
-        for table in ("postings", "chunks", "files", *more):
+        for table in ("blocks", "dead", "terms", "chunks", "files", *more):
             conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
         conn.execute(
             "UPDATE namespace_stats SET impact_avgdl = NULL WHERE namespace = %s",
@@ -453,14 +444,15 @@ class PostgresStore:
         self._vectors.prune(model_id)
 
     def optimize(self) -> None:
-        """Refresh the planner's statistics and the visibility map (postings grow and shrink
-        with every write), so a search's term lookups read the covering index alone."""
+        """Pack the blocks writes appended and drop deleted chunks' postings (``merge``),
+        recompute bounds past the drift limit, and refresh the planner's statistics."""
         if self._read_only:
             return  # the writer's job
         with self._transaction() as conn:
             reimpact(conn, self.namespace)
+            merge(conn, self.namespace)
         with self._db.conn() as conn:
-            conn.execute("VACUUM (ANALYZE) postings, chunks, terms")
+            conn.execute("VACUUM (ANALYZE) blocks, dead, chunks, terms")
 
     def close(self) -> None:
         if self._lease is not None:
