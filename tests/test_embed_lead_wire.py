@@ -153,6 +153,28 @@ async def test_a_busy_members_long_body_is_refused_before_it_is_read(
     assert status == 200
 
 
+async def test_a_busy_members_query_of_escaped_astral_text_is_still_a_query(
+    crew_port: tuple[TestClient, OllamaStub],  # noqa: F811
+) -> None:
+    """A query's texts written as JSON clients write them (``ensure_ascii``): a character
+    outside the BMP is a surrogate pair, 12 bytes. Such a query, within every text and
+    length bound, is longer than 6 bytes a character; with the member's batch slot taken
+    it must still be served as a query, not refused from its length as a batch."""
+    client, stub = crew_port
+    stub.mode = "hang"
+    first = asyncio.create_task(_embed(client, {"input": BATCH}))
+    await asyncio.to_thread(stub.hanging.wait, 10)
+    stub.mode = "ok"  # the next request is answered; the batch still hangs
+    query = {"input": ["\U0001f600" * 8192] * 4}
+    assert len(json.dumps(query).encode()) > 4 * 8192 * 6 + 4096  # longer than 6 a char
+    status, answered = await _embed(client, query)
+    assert status == 200, answered
+    assert len(answered["data"]) == 4
+    stub.release.set()
+    status, _ = await first
+    assert status == 200
+
+
 def test_a_member_told_to_wait_searches_by_words_meanwhile_and_comes_back_as_asked(
     tmp_path: Path,
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -198,3 +199,40 @@ async def test_with_vectors_an_update_sharing_no_rare_word_is_found_by_meaning(
     assert body["hits"][order.index(newer)]["update_of"]["by"] == "meaning"
     # no rare word shared: the index holds no pair for them, meaning alone found it
     assert (newer, older) not in {(n, o) for n, o, _ in links(settings)}
+
+
+async def test_an_event_naming_itself_or_a_cycle_in_supersedes_is_recalled_once(
+    settings: Settings,
+) -> None:
+    """Lines another program wrote weeks ago: one event says it supersedes itself, two say
+    they supersede each other. Each is recalled once, and none is an update of itself."""
+    when = datetime.now(UTC) - timedelta(days=20)
+    self_id, a_id, b_id = (str(uuid.uuid4()) for _ in range(3))
+
+    def line(event_id: str, days: float, summary: str, supersedes: str) -> str:
+        ts = (when + timedelta(days=days)).isoformat().replace("+00:00", "Z")
+        return json.dumps({"id": event_id, "ts": ts, "recorded_at": ts,
+                           "type": "agent.observation", "summary": summary, "payload": {},
+                           "refs": {"episodic": True}, "supersedes": supersedes})  # fmt: skip
+
+    journal = settings.agent_dir / "journal"
+    journal.mkdir(parents=True, exist_ok=True)
+    (journal / f"{when.date().isoformat()}.jsonl").write_text(
+        "\n".join([
+            line(self_id, 0, "Quillfeather vault code is 4471.", self_id),
+            line(a_id, 0.1, "Marrowgate ferry leaves at 07:10.", b_id),
+            line(b_id, 0.2, "Marrowgate ferry leaves at 07:40.", a_id),
+        ]) + "\n"
+    )  # fmt: skip
+    svc = await started(settings)
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            for query, wanted in (("Quillfeather vault code", {self_id}),
+                                  ("Marrowgate ferry", {a_id, b_id})):  # fmt: skip
+                hits = (await recall(client, query, include_superseded=True, mark=False))["hits"]
+                found = ids(hits)
+                assert wanted <= set(found)
+                assert len(found) == len(set(found)), found
+                assert all(h.get("update_of", {}).get("id") != h["id"] for h in hits)
+    finally:
+        await svc.stop()

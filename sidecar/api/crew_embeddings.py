@@ -30,10 +30,10 @@ ENCODINGS = ("float", "base64")  # base64: each row's little-endian float32 byte
 MEMBER_BATCHES = 1  # indexing batches one member may have in flight
 MEMBER_QUERIES = 4  # queries (a few texts) one member may have in flight
 RETRY_AFTER_S = 1  # whole seconds, as the header wants; a batch takes about that
-# The largest body a query (MEMBER_BATCH texts) can be: every character escaped as \uXXXX,
-# and room for the other fields. A longer body is a batch, refused before it is read
-# when the member's batch slot is taken.
-QUERY_BODY_BYTES = MEMBER_BATCH * MAX_INPUT_CHARS * 6 + 4096
+# The largest body a query (MEMBER_BATCH texts) can be: every character escaped, one
+# outside the BMP as a surrogate pair (12 bytes), and room for the other fields. A longer
+# body is a batch, refused before it is read when the member's batch slot is taken.
+QUERY_BODY_BYTES = MEMBER_BATCH * MAX_INPUT_CHARS * 12 + 4096
 
 
 class MemberLimits:

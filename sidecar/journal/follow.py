@@ -64,7 +64,8 @@ def updates_of(
     qualifies (``qualifies``): a later event close to many earlier ones updates one at most."""
     assert tj.index is not None
     olders = {h.row.id: h.row for h in hits}
-    explicit = {h.row.superseded_by: h.row.id for h in hits if h.row.superseded_by}
+    explicit = {h.row.superseded_by: h.row.id for h in hits  # (a line naming itself: none)
+                if h.row.superseded_by not in (None, h.row.id)}  # fmt: skip
     found = _pairs(tj.index.updates_of(list(olders), WORDS_CHANGE), near(list(olders)))
     wanted = {n for pairs in found.values() for n in pairs} | set(explicit)
     rows = {r.id: r for r in tj.index.fetch("id", wanted, filters, now)}
