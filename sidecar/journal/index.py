@@ -400,26 +400,20 @@ class JournalIndex:
     def updates_of(self, ids: list[str], least: float) -> list[tuple[str, str, float]]:
         """(older, newer, words) of the pairs found for these earlier events (``links``)
         sharing at least ``least``."""
-        out: list[tuple[str, str, float]] = []
-        conn = self.reader()
-        for i in range(0, len(ids), BATCH):
-            part = ids[i : i + BATCH]
-            out += conn.execute(
-                f"SELECT older, newer, words FROM updates WHERE older IN "
-                f"({','.join('?' * len(part))}) AND words >= ?",
-                [*part, least],
-            ).fetchall()
-        return out
+        return self._pairs("older", ids, least)
 
     def partners_of(self, newer: list[str], least: float) -> list[tuple[str, str, float]]:
         """(older, newer, words) of the pairs found for these later events."""
+        return self._pairs("newer", newer, least)
+
+    def _pairs(self, side: str, ids: list[str], least: float) -> list[tuple[str, str, float]]:
         out: list[tuple[str, str, float]] = []
         conn = self.reader()
-        wanted = list(dict.fromkeys(newer))
+        wanted = list(dict.fromkeys(ids))
         for i in range(0, len(wanted), BATCH):
             part = wanted[i : i + BATCH]
             out += conn.execute(
-                f"SELECT older, newer, words FROM updates WHERE newer IN "
+                f"SELECT older, newer, words FROM updates WHERE {side} IN "
                 f"({','.join('?' * len(part))}) AND words >= ?",
                 [*part, least],
             ).fetchall()
