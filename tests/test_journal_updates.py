@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.journal.index import FILENAME, JournalIndex
-from sidecar.journal.links import reports_change
+from sidecar.journal.links import kept_pairs, reports_change
 from tests.conftest import eventually
 from tests.test_journal import recall, record, started, status
 
@@ -169,7 +169,8 @@ def test_an_index_of_schema_6_gains_the_links_and_keeps_its_history(tmp_path: Pa
         assert index.rebuild(root) == len(texts)
         assert index.snapshots(30) == [{"day": "2026-11-01", "score": 80.0}]
         older, newer = f"e{len(FILLER)}", f"e{len(FILLER) + 1}"
-        assert [(o, n) for o, n, _ in index.updates_of([older], 0.0)] == [(older, newer)]
+        found = kept_pairs(index.reader(), "older", [older], 0.0)
+        assert [(o, n) for o, n, _ in found] == [(older, newer)]
     finally:
         index.close()
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sidecar.journal.events import payload_text
-from sidecar.journal.links import reports_change
+from sidecar.journal.links import kept_pairs, reports_change
 
 if TYPE_CHECKING:
     from sidecar.journal.index import Filters, Row
@@ -66,14 +66,15 @@ def updates_of(
     olders = {h.row.id: h.row for h in hits}
     explicit = {h.row.superseded_by: h.row.id for h in hits  # (a line naming itself: none)
                 if h.row.superseded_by not in (None, h.row.id)}  # fmt: skip
-    found = _pairs(tj.index.updates_of(list(olders), WORDS_CHANGE), near(list(olders)))
+    conn = tj.index.reader()
+    found = _pairs(kept_pairs(conn, "older", list(olders), WORDS_CHANGE), near(list(olders)))
     wanted = {n for pairs in found.values() for n in pairs} | set(explicit)
     rows = {r.id: r for r in tj.index.fetch("id", wanted, filters, now)}
     later = {o: {n: f for n, f in pairs.items() if n in rows and rows[n].ts > olders[o].ts}
              for o, pairs in found.items() if o in olders}  # fmt: skip
     candidates = [n for pairs in later.values() for n in pairs]
     theirs = _pairs(
-        [(o, n, w) for o, n, w in tj.index.partners_of(candidates, WORDS_CHANGE)],
+        [(o, n, w) for o, n, w in kept_pairs(conn, "newer", candidates, WORDS_CHANGE)],
         near(candidates),
         reverse=True,
     )

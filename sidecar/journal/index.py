@@ -397,28 +397,6 @@ class JournalIndex:
                 out[dst].append((src, relation, weight))
         return out
 
-    def updates_of(self, ids: list[str], least: float) -> list[tuple[str, str, float]]:
-        """(older, newer, words) of the pairs found for these earlier events (``links``)
-        sharing at least ``least``."""
-        return self._pairs("older", ids, least)
-
-    def partners_of(self, newer: list[str], least: float) -> list[tuple[str, str, float]]:
-        """(older, newer, words) of the pairs found for these later events."""
-        return self._pairs("newer", newer, least)
-
-    def _pairs(self, side: str, ids: list[str], least: float) -> list[tuple[str, str, float]]:
-        out: list[tuple[str, str, float]] = []
-        conn = self.reader()
-        wanted = list(dict.fromkeys(ids))
-        for i in range(0, len(wanted), BATCH):
-            part = wanted[i : i + BATCH]
-            out += conn.execute(
-                f"SELECT older, newer, words FROM updates WHERE {side} IN "
-                f"({','.join('?' * len(part))}) AND words >= ?",
-                [*part, least],
-            ).fetchall()
-        return out
-
     def relations_of(self, event_id: str) -> list[tuple[str, str, str, float]]:
         """Every relation touching the event, which way it points said:
         [(relation, "out" | "in", other id, weight)], its own links first."""

@@ -26,6 +26,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from sidecar.index.sqlite import TOKENIZER
 
@@ -38,6 +39,7 @@ PARTNERS = 40  # events compared with a new one at most, rarest shared words fir
 # events any word two of them share looks common, and its weight would swing with each event.
 SMALL = 100
 _CACHE = 8192
+_IDS = 500  # ids per IN (...) list, well under SQLite's variable limit
 
 _tokenizers = threading.local()
 _stemmed: OrderedDict[str, frozenset[str]] = OrderedDict()
@@ -126,6 +128,23 @@ def link_new(conn: sqlite3.Connection, first_seq: int) -> int:
             kept.append((later, earlier, round(score, 4)))
     conn.executemany("INSERT OR REPLACE INTO updates VALUES (?, ?, ?)", kept)
     return len(kept)
+
+
+def kept_pairs(
+    conn: sqlite3.Connection, side: Literal["older", "newer"], ids: Sequence[str], least: float
+) -> list[tuple[str, str, float]]:
+    """(older, newer, words) of the kept pairs sharing at least ``least`` whose ``side``
+    (``older`` or ``newer``) is one of ``ids``."""
+    out: list[tuple[str, str, float]] = []
+    wanted = list(dict.fromkeys(ids))
+    for i in range(0, len(wanted), _IDS):
+        part = wanted[i : i + _IDS]
+        out += conn.execute(
+            f"SELECT older, newer, words FROM updates WHERE {side} IN "
+            f"({','.join('?' * len(part))}) AND words >= ?",
+            [*part, least],
+        ).fetchall()
+    return out
 
 
 def _doc_counts(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, int]:
