@@ -140,9 +140,9 @@ def search(
     at = {lex: i for i, lex in enumerate(lexemes)}
     weight = [idf[x] for x in lexemes]
     cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (bound, id) last read
-    read = _Read(len(lexemes))
     scores: dict[int, float] = {}  # chunks probed: their exact scores
     gone = np.fromiter(dead, np.int64, len(dead))
+    read = _Read(weight, (wa, wb, wc), norm, slope, gone)
     batch = max(FIRST_BATCH, -(-k // BLOCK))
     probes = max(PROBE_BATCH, 4 * k)
     walk = True
@@ -165,7 +165,7 @@ def search(
         # the most a term not met can still add: 0 once all its blocks are read
         ahead = np.array([weight[i] * cursor[i][0] * grow * SLACK if i in cursor else 0.0
                           for i in range(len(lexemes))])  # fmt: skip
-        ids, known, seen = read.tally(weight, (wa, wb, wc), norm, slope, gone, scores)
+        ids, known, seen = read.tally()
         exact = (seen | (ahead == 0)).all(axis=1)  # every term met, or all read
         kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
         bound = known + (~seen).astype(float) @ ahead
@@ -184,6 +184,7 @@ def search(
                 parts_of[chunk_id][i] = weight[i] * f * (K1 + 1) / (f + norm + slope * dl)
             for chunk_id, parts in parts_of.items():
                 scores[chunk_id] = _sum(parts)
+            read.mark(probe)
             kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
         walk = bool(cursor) and (deferred or not kth > ahead.sum())
         if not walk and not len(open_):
@@ -210,15 +211,29 @@ _ELEMENTS = [np.dtype([("n", ">i4"), ("v", t)]) for t in (">i8", ">i2", ">i2", "
 
 
 class _Read:
-    """Every posting the walk has read, by term: the blocks' arrays as read, decoded
-    into flat numpy columns once per round."""
+    """The chunks the walk has met, kept sorted by id with their share of each term met:
+    a round's blocks are merged into them, so a round costs what it read, not what
+    every round before it read (re-tallying every posting each round was most of a
+    search that read thousands of blocks)."""
 
-    def __init__(self, terms: int) -> None:
-        self.terms = terms
+    def __init__(
+        self,
+        weight: list[float],
+        w: tuple[float, float, float],
+        norm: float,
+        slope: float,
+        gone: np.ndarray,
+    ) -> None:
+        self.weight = np.asarray(weight)
+        self.w, self.norm, self.slope, self.gone = w, norm, slope, gone
+        self.terms = len(weight)
         self.raw: list[list[bytes]] = [[] for _ in range(5)]  # id, tf a/b/c, length
         self.sizes: list[int] = []
         self.owner: list[int] = []
-        self.cols: list[np.ndarray] = [np.zeros(0, np.int64) for _ in range(6)]
+        self.ids = np.zeros(0, np.int64)
+        self.parts = np.zeros((0, self.terms))
+        self.seen = np.zeros((0, self.terms), bool)
+        self.probed = np.zeros(0, bool)
 
     def add(self, term: int, *arrays: bytes) -> None:
         self.owner.append(term)
@@ -226,50 +241,53 @@ class _Read:
         for raw, array in zip(self.raw, arrays, strict=True):
             raw.append(array[_HEADER:])
 
-    def _columns(self) -> list[np.ndarray]:
-        """Term, id, tf a/b/c, length of every posting read (the new blocks decoded)."""
-        if self.owner:
-            fresh = [np.repeat(np.array(self.owner, np.int64), self.sizes)] + [
-                np.frombuffer(b"".join(raw), dtype)["v"].astype(np.int64)
-                for raw, dtype in zip(self.raw, _ELEMENTS, strict=True)
-            ]
-            self.cols = [
-                np.concatenate([old, new]) for old, new in zip(self.cols, fresh, strict=True)
-            ]
-            self.raw = [[] for _ in range(5)]
-            self.sizes, self.owner = [], []
-        return self.cols
-
-    def tally(
-        self,
-        weight: list[float],
-        w: tuple[float, float, float],
-        norm: float,
-        slope: float,
-        gone: np.ndarray,
-        scores: dict[int, float],
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The chunks met (not dead, not probed): ids, the sum of their shares met (in
-        term order, as a probe sums: equal chunks tie exactly), and which terms met."""
-        term, ids, th, tb, tc, dl = self._columns()
-        if len(ids) == 0:
-            return np.zeros(0, np.int64), np.zeros(0), np.zeros((0, self.terms), bool)
-        keep = ~np.isin(ids, gone)
-        if scores:
-            keep &= ~np.isin(ids, np.fromiter(scores, np.int64, len(scores)))
+    def _merge(self) -> None:
+        """Decode the blocks added since the last round and merge their shares in."""
+        if not self.owner:
+            return
+        term = np.repeat(np.array(self.owner, np.int64), self.sizes)
+        ids, th, tb, tc, dl = (
+            np.frombuffer(b"".join(raw), dtype)["v"].astype(np.int64)
+            for raw, dtype in zip(self.raw, _ELEMENTS, strict=True)
+        )
+        self.raw = [[] for _ in range(5)]
+        self.sizes, self.owner = [], []
+        keep = ~np.isin(ids, self.gone)
         term, ids, th, tb, tc, dl = (a[keep] for a in (term, ids, th, tb, tc, dl))
         # the same operations, in the same order, as a probe's share: bit-identical
-        f = w[0] * th.astype(float) + w[1] * tb + w[2] * tc
-        share = np.asarray(weight)[term] * f * (K1 + 1) / (f + norm + slope * dl)
-        uniq, row = np.unique(ids, return_inverse=True)
-        parts = np.zeros((len(uniq), self.terms))
-        parts[row, term] = share
-        seen = np.zeros((len(uniq), self.terms), bool)
-        seen[row, term] = True
+        f = self.w[0] * th.astype(float) + self.w[1] * tb + self.w[2] * tc
+        share = self.weight[term] * f * (K1 + 1) / (f + self.norm + self.slope * dl)
+        fresh, row = np.unique(ids, return_inverse=True)
+        merged = np.concatenate([self.ids, fresh])
+        merged.sort()  # (np.union1d's hashing unique was slower than the whole round)
+        merged = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
+        old, new = np.searchsorted(merged, self.ids), np.searchsorted(merged, fresh)
+        parts = np.zeros((len(merged), self.terms))
+        parts[old] = self.parts
+        seen = np.zeros((len(merged), self.terms), bool)
+        seen[old] = self.seen
+        probed = np.zeros(len(merged), bool)
+        probed[old] = self.probed
+        # a chunk has one posting per term: each cell is written once, share or zero
+        parts[new[row], term] = share
+        seen[new[row], term] = True
+        self.ids, self.parts, self.seen, self.probed = merged, parts, seen, probed
+
+    def mark(self, probed: list[int]) -> None:
+        """Chunks probed: their exact scores are known, they are no longer candidates."""
+        at = np.searchsorted(self.ids, probed)
+        self.probed[at[self.ids[np.minimum(at, len(self.ids) - 1)] == probed]] = True
+
+    def tally(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chunks met (not dead, not probed): ids, the sum of their shares met (in
+        term order, as a probe sums: equal chunks tie exactly), and which terms met."""
+        self._merge()
+        keep = ~self.probed
+        parts, seen = self.parts[keep], self.seen[keep]
         known = parts[:, 0].copy()
         for t in range(1, self.terms):
             known += parts[:, t]
-        return uniq, known, seen
+        return self.ids[keep], known, seen
 
 
 def _sum(parts: list[float]) -> float:
