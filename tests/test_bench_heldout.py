@@ -237,3 +237,17 @@ def test_later_smoke_slice_is_small_and_keeps_every_kind(updates: Path, lessons:
     assert len(events) == 3 * 2 + 1 + 20 and len(where) == 3 * 2 + 1
     names = (heldout2.NAME, heldout3.NAME, heldout4.NAME)
     assert names == ("heldout2", "heldout3", "heldout4")
+
+
+def test_v4_sanity_questions_are_many_and_each_has_later_events_on_its_subject() -> None:
+    """v4 weighs sanity as much as updates: at least ten questions whose older answer stays
+    right, each followed by two or more events on the same subject that do not replace it."""
+    data = heldout.load(heldout.UPDATES4)
+    assert len(data["sanity"]) >= 10
+    for s in data["sanity"]:
+        after = [
+            d
+            for d in data["distractors"]
+            if d["about"] == s["key"] and d["ts"] > s["event"]["ts"] and d["role"] == "same subject"
+        ]
+        assert len(after) >= 2, s["key"]
