@@ -19,6 +19,7 @@ from sidecar.index.store import FileState, IndexedFile, text_key
 from sidecar.stores import pg_topk
 from sidecar.stores.pg_schema import BLOCK, LATEST, MIGRATIONS
 from sidecar.stores.pg_search import SEARCH_WORDS, norm, search_sql
+from sidecar.stores.pg_topk import _sum as sum_
 from sidecar.stores.postgres import DEFAULT_WEIGHTS, PostgresStore
 from tests.pg_server import namespace
 
@@ -147,13 +148,17 @@ def blocks_of(url: str, ns: str) -> tuple[int, int, int]:
     return row
 
 
-@pytest.mark.parametrize("small_rounds", [False, True])
+@pytest.mark.parametrize("rounds", ["whole", "probing", "walking"])
 def test_top_k_equals_exhaustive_bm25_on_random_corpora(
-    store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch, small_rounds: bool
+    store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch, rounds: str
 ) -> None:
-    if small_rounds:  # many short rounds: walks and probes stop part way through
+    probed = []
+    monkeypatch.setattr(pg_topk, "_sum", lambda parts: probed.append(1) or sum_(parts))
+    if rounds != "whole":  # many short rounds: walks and probes stop part way through
         monkeypatch.setattr(pg_topk, "FIRST_BATCH", 2)
         monkeypatch.setattr(pg_topk, "PROBE_BATCH", 1)
+        # probing every open candidate at once, or leaving most to the walk
+        monkeypatch.setattr(pg_topk, "WALK_BEFORE_PROBING", 10**9 if rounds == "probing" else 8)
     rng = random.Random(34)
     store.replace_all(note(rng, i) for i in range(400))  # a bulk build: COPY
     assert all(took_top_k(pg_url, store.namespace, q) for q in queries(rng, 5))
@@ -165,6 +170,10 @@ def test_top_k_equals_exhaustive_bm25_on_random_corpora(
     for q in queries(rng, 20):
         agree(store, pg_url, q, rng.choice([1, 10]), rng.choice([0.0, 0.25, 0.9, 3.0]))
     terms_agree(pg_url, store.namespace)
+    # each way ran: no probe when every block is read in one round, some when the walk
+    # settles most candidates, many more when every open candidate is probed
+    n = len(probed)
+    assert {"whole": n == 0, "walking": 0 < n <= 100, "probing": n > 100}[rounds], n
 
 
 def test_writes_keep_top_k_exact_as_the_average_length_drifts(

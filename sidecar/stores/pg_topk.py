@@ -23,7 +23,6 @@ filters are answered exhaustively.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from typing import Any
@@ -33,10 +32,14 @@ import numpy as np
 from sidecar.stores.pg_connect import Conn
 from sidecar.stores.pg_schema import BLOCK, K1, TS_CONFIG, B
 
-FIRST_BATCH = 16  # blocks per term in the first round (2,048 postings); doubled after
-MAX_BATCH = 64
+FIRST_BATCH = 32  # blocks per term in the first round (4,096 postings); doubled after
+MAX_BATCH = 512
 PROBE_BATCH = 16  # chunks probed at once, the most promising first
-MAX_PROBES = 8192
+MAX_PROBES = 1024
+# A probe costs about as much as reading a few blocks (it unnests the chunk's whole
+# tsvector): while a term's blocks remain, more candidates than this are left to the
+# walk to settle, which lowers their bounds far more cheaply than probing them.
+WALK_BEFORE_PROBING = 256
 SLACK = 1 + 1e-5  # bounds are stored as float4: a bound a little above them
 
 LEXEMES = f"""
@@ -51,9 +54,11 @@ SELECT chunks, tokens, impact_avgdl,
        (SELECT array_agg(chunk_id) FROM dead WHERE namespace = %(ns)s)
 FROM namespace_stats WHERE namespace = %(ns)s
 """
-# The next blocks of each term, by bound (then id) downwards from a cursor.
+# The next blocks of each term, by bound (then id) downwards from a cursor; the arrays
+# in PostgreSQL's binary form (``array_send``), which numpy reads without parsing.
 WALK = """
-SELECT t.lexeme, b.bound, b.id, b.chunk_ids, b.tf_heading, b.tf_body, b.tf_context, b.doc_len
+SELECT t.lexeme, b.bound, b.id, array_send(b.chunk_ids), array_send(b.tf_heading),
+       array_send(b.tf_body), array_send(b.tf_context), array_send(b.doc_len)
 FROM unnest(%(lexemes)s::text[], %(bound)s::float4[], %(after)s::bigint[], %(n)s::int[])
      AS t(lexeme, bound, after, n)
 CROSS JOIN LATERAL (
@@ -118,7 +123,10 @@ def search(
     A walked posting gives its chunk's exact share for that term; a chunk met is only
     probed for its other terms while the most it could score (what is known plus, per
     term not met, IDF times the bound of that term's last block read) still reaches the
-    k-th exact score, best candidates first: most chunks met are never probed. The
+    k-th exact score, best candidates first: most chunks met are never probed. While
+    more than ``WALK_BEFORE_PROBING`` are open and blocks remain, the walk goes on
+    instead: a probe unnests a whole tsvector, a block read is 128 postings for about
+    the price of one probe, and probing thousands was most of the slowest searches. The
     bookkeeping is over arrays (numpy), recomputed from every posting read each round:
     a round reads thousands of postings, and per-posting Python was most of a search."""
     planned = plan(conn, namespace, params, weights)
@@ -132,9 +140,9 @@ def search(
     at = {lex: i for i, lex in enumerate(lexemes)}
     weight = [idf[x] for x in lexemes]
     cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (bound, id) last read
-    read = _Read(len(lexemes))
     scores: dict[int, float] = {}  # chunks probed: their exact scores
     gone = np.fromiter(dead, np.int64, len(dead))
+    read = _Read(weight, (wa, wb, wc), norm, slope, gone)
     batch = max(FIRST_BATCH, -(-k // BLOCK))
     probes = max(PROBE_BATCH, 4 * k)
     walk = True
@@ -145,7 +153,7 @@ def search(
                 "ns": namespace, "lexemes": [lexemes[i] for i in live],
                 "bound": [cursor[i][0] for i in live], "after": [cursor[i][1] for i in live],
                 "n": [batch] * len(live),
-            }).fetchall()  # fmt: skip
+            }, binary=True).fetchall()  # fmt: skip
             rows = Counter(row[0] for row in walked)
             for lex, bound, block, *arrays in walked:
                 cursor[at[lex]] = min(cursor[at[lex]], (bound, block))
@@ -157,12 +165,14 @@ def search(
         # the most a term not met can still add: 0 once all its blocks are read
         ahead = np.array([weight[i] * cursor[i][0] * grow * SLACK if i in cursor else 0.0
                           for i in range(len(lexemes))])  # fmt: skip
-        ids, known, seen = read.tally(weight, (wa, wb, wc), norm, slope, gone, scores)
+        ids, known, seen = read.tally()
         exact = (seen | (ahead == 0)).all(axis=1)  # every term met, or all read
         kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
         bound = known + (~seen).astype(float) @ ahead
         open_ = np.flatnonzero(~exact & (bound >= kth))
-        if len(open_):
+        # many candidates open while blocks remain: walking on settles them for less
+        deferred = bool(cursor) and len(open_) > WALK_BEFORE_PROBING
+        if len(open_) and not deferred:
             probe = ids[open_[np.argsort(-bound[open_], kind="stable")[:probes]]].tolist()
             probes = min(probes * 2, MAX_PROBES)  # many close candidates: fewer rounds
             parts_of = {c: [0.0] * len(lexemes) for c in probe}
@@ -174,59 +184,110 @@ def search(
                 parts_of[chunk_id][i] = weight[i] * f * (K1 + 1) / (f + norm + slope * dl)
             for chunk_id, parts in parts_of.items():
                 scores[chunk_id] = _sum(parts)
+            read.mark(probe)
             kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
-        walk = bool(cursor) and not kth > ahead.sum()
+        walk = bool(cursor) and (deferred or not kth > ahead.sum())
         if not walk and not len(open_):
             break
-    best = dict(zip(ids[exact].tolist(), known[exact].tolist(), strict=True))
-    best.update(scores)
-    top = heapq.nsmallest(k, best.items(), key=lambda item: (-item[1], item[0]))
-    return [(c, s) for c, s in top if s > 0]
+    return _top(ids[exact], known[exact], scores, k)
+
+
+def _top(
+    ids: np.ndarray, known: np.ndarray, scores: dict[int, float], k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` best of the chunks scored, by score then id, without the zeros."""
+    ids = np.concatenate([ids, np.fromiter(scores, np.int64, len(scores))])
+    values = np.concatenate([known, np.fromiter(scores.values(), float, len(scores))])
+    order = np.lexsort((ids, -values))[:k]
+    return [
+        (c, s) for c, s in zip(ids[order].tolist(), values[order].tolist(), strict=True) if s > 0
+    ]
+
+
+# ``array_send`` of a one-dimensional array without nulls: a 20-byte header, then each
+# element as its length (4 bytes) and its big-endian value.
+_HEADER = 20
+_ELEMENTS = [np.dtype([("n", ">i4"), ("v", t)]) for t in (">i8", ">i2", ">i2", ">i2", ">i4")]
 
 
 class _Read:
-    """Every posting the walk has read, by term, as flat lists grown a block at a time."""
+    """The chunks the walk has met, kept sorted by id with their share of each term met:
+    a round's blocks are merged into them, so a round costs what it read, not what
+    every round before it read (re-tallying every posting each round was most of a
+    search that read thousands of blocks)."""
 
-    def __init__(self, terms: int) -> None:
-        self.terms = terms
-        self.cols: list[list[int]] = [[] for _ in range(6)]  # term, id, tf a/b/c, length
-
-    def add(self, term: int, *arrays: list[int]) -> None:
-        ids = arrays[0]
-        self.cols[0].extend([term] * len(ids))
-        for col, values in zip(self.cols[1:], arrays, strict=True):
-            col.extend(values)
-
-    def tally(
+    def __init__(
         self,
         weight: list[float],
         w: tuple[float, float, float],
         norm: float,
         slope: float,
         gone: np.ndarray,
-        scores: dict[int, float],
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The chunks met (not dead, not probed): ids, the sum of their shares met (in
-        term order, as a probe sums: equal chunks tie exactly), and which terms met."""
-        term, ids, th, tb, tc, dl = (np.asarray(c) for c in self.cols)
-        if len(ids) == 0:
-            return np.zeros(0, np.int64), np.zeros(0), np.zeros((0, self.terms), bool)
-        keep = ~np.isin(ids, gone)
-        if scores:
-            keep &= ~np.isin(ids, np.fromiter(scores, np.int64, len(scores)))
+    ) -> None:
+        self.weight = np.asarray(weight)
+        self.w, self.norm, self.slope, self.gone = w, norm, slope, gone
+        self.terms = len(weight)
+        self.raw: list[list[bytes]] = [[] for _ in range(5)]  # id, tf a/b/c, length
+        self.sizes: list[int] = []
+        self.owner: list[int] = []
+        self.ids = np.zeros(0, np.int64)
+        self.parts = np.zeros((0, self.terms))
+        self.seen = np.zeros((0, self.terms), bool)
+        self.probed = np.zeros(0, bool)
+
+    def add(self, term: int, *arrays: bytes) -> None:
+        self.owner.append(term)
+        self.sizes.append((len(arrays[0]) - _HEADER) // _ELEMENTS[0].itemsize)
+        for raw, array in zip(self.raw, arrays, strict=True):
+            raw.append(array[_HEADER:])
+
+    def _merge(self) -> None:
+        """Decode the blocks added since the last round and merge their shares in."""
+        if not self.owner:
+            return
+        term = np.repeat(np.array(self.owner, np.int64), self.sizes)
+        ids, th, tb, tc, dl = (
+            np.frombuffer(b"".join(raw), dtype)["v"].astype(np.int64)
+            for raw, dtype in zip(self.raw, _ELEMENTS, strict=True)
+        )
+        self.raw = [[] for _ in range(5)]
+        self.sizes, self.owner = [], []
+        keep = ~np.isin(ids, self.gone)
         term, ids, th, tb, tc, dl = (a[keep] for a in (term, ids, th, tb, tc, dl))
         # the same operations, in the same order, as a probe's share: bit-identical
-        f = w[0] * th.astype(float) + w[1] * tb + w[2] * tc
-        share = np.asarray(weight)[term] * f * (K1 + 1) / (f + norm + slope * dl)
-        uniq, row = np.unique(ids, return_inverse=True)
-        parts = np.zeros((len(uniq), self.terms))
-        parts[row, term] = share
-        seen = np.zeros((len(uniq), self.terms), bool)
-        seen[row, term] = True
+        f = self.w[0] * th.astype(float) + self.w[1] * tb + self.w[2] * tc
+        share = self.weight[term] * f * (K1 + 1) / (f + self.norm + self.slope * dl)
+        fresh, row = np.unique(ids, return_inverse=True)
+        merged = np.concatenate([self.ids, fresh])
+        merged.sort()  # (np.union1d's hashing unique was slower than the whole round)
+        merged = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
+        old, new = np.searchsorted(merged, self.ids), np.searchsorted(merged, fresh)
+        parts = np.zeros((len(merged), self.terms))
+        parts[old] = self.parts
+        seen = np.zeros((len(merged), self.terms), bool)
+        seen[old] = self.seen
+        probed = np.zeros(len(merged), bool)
+        probed[old] = self.probed
+        # a chunk has one posting per term: each cell is written once, share or zero
+        parts[new[row], term] = share
+        seen[new[row], term] = True
+        self.ids, self.parts, self.seen, self.probed = merged, parts, seen, probed
+
+    def mark(self, probed: list[int]) -> None:
+        """Chunks probed: their exact scores are known, they are no longer candidates."""
+        at = np.searchsorted(self.ids, probed)
+        self.probed[at[self.ids[np.minimum(at, len(self.ids) - 1)] == probed]] = True
+
+    def tally(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chunks met (not dead, not probed): ids, the sum of their shares met (in
+        term order, as a probe sums: equal chunks tie exactly), and which terms met."""
+        self._merge()
+        keep = ~self.probed
+        parts, seen = self.parts[keep], self.seen[keep]
         known = parts[:, 0].copy()
         for t in range(1, self.terms):
             known += parts[:, t]
-        return uniq, known, seen
+        return self.ids[keep], known, seen
 
 
 def _sum(parts: list[float]) -> float:
