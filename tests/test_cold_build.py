@@ -527,21 +527,23 @@ def test_a_forked_worker_leaves_what_it_inherited_out_of_its_collections() -> No
     """A worker forked from the daemon moves the objects it inherited to the collector's
     permanent generation (its collections never write to the daemon's pages, which would
     copy them), and runs nicer than the daemon."""
-    assert gc.get_freeze_count() == 0  # this process's objects are all collectable
     reply_r, reply_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         try:
+            before = gc.get_freeze_count()
             parse_pool._settle_forked()
+            oldest = len(gc.get_objects(generation=2))
             nice = os.getpriority(os.PRIO_PROCESS, 0)
-            os.write(reply_w, f"{gc.get_freeze_count()} {nice}".encode())
+            os.write(reply_w, f"{before} {gc.get_freeze_count()} {oldest} {nice}".encode())
         finally:
             os._exit(0)
     os.close(reply_w)
     with os.fdopen(reply_r, "rb") as reply:
-        frozen, nice = map(int, reply.read().split())
+        before, frozen, oldest, nice = map(int, reply.read().split())
     os.waitpid(pid, 0)
-    assert frozen > 10_000  # every module, function and object the parent had made
+    assert frozen - before > 10_000  # every module, function and object the parent had made
+    assert oldest == 0  # none is left for a full collection to go through
     assert nice == min(19, os.getpriority(os.PRIO_PROCESS, 0) + parse_pool.WORKER_NICE)
 
 
