@@ -12,7 +12,9 @@ separate background stage that starts once the text is searchable.
 CPU beside it: the daemon's and its parser workers' (Linux ``/proc``) when the build is
 done, less the same of an empty start, against the bare loop's. On a machine other work
 shares, the workers (at nice 10) wait longest, and the wall-clock ratio says more about the
-neighbours than about the build; the CPU ratio does not.
+neighbours than about the build; the CPU ratio does not. The daemon's own CPU (its writer
+inserting and tokenizing, the event loop, taking the workers' answers) is also given
+apart from its workers' (parsing): the writer's is the part no added core shortens.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class SizeRuns:
     bare_cpu_s: list[float] = field(default_factory=list)
     empty_cpu_s: list[float] = field(default_factory=list)
     full_cpu_s: list[float] = field(default_factory=list)
+    # the daemon process's own part of the CPU above, without its parser workers
+    empty_own_cpu_s: list[float] = field(default_factory=list)
+    full_own_cpu_s: list[float] = field(default_factory=list)
 
     @property
     def bare(self) -> float:
@@ -81,6 +86,14 @@ class SizeRuns:
         build = statistics.median(self.full_cpu_s) - statistics.median(self.empty_cpu_s)
         return build / statistics.median(self.bare_cpu_s)
 
+    @property
+    def own_cpu_ratio(self) -> float | None:
+        """The daemon process's own CPU for the build (no workers) against the bare loop's."""
+        if not self.full_own_cpu_s or not self.empty_own_cpu_s or not self.bare_cpu_s:
+            return None
+        own = statistics.median(self.full_own_cpu_s) - statistics.median(self.empty_own_cpu_s)
+        return own / statistics.median(self.bare_cpu_s)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "files": self.files,
@@ -93,6 +106,8 @@ class SizeRuns:
             "bare_cpu_s": [round(s, 4) for s in self.bare_cpu_s],
             "empty_start_cpu_s": [round(s, 4) for s in self.empty_cpu_s],
             "full_start_cpu_s": [round(s, 4) for s in self.full_cpu_s],
+            "empty_start_own_cpu_s": [round(s, 4) for s in self.empty_own_cpu_s],
+            "full_start_own_cpu_s": [round(s, 4) for s in self.full_own_cpu_s],
         }
 
 
@@ -101,9 +116,9 @@ def _drop_index(agent: Path) -> None:
         os.unlink(path)
 
 
-def _cpu_s(pid: int) -> float | None:
-    """CPU seconds of a process, its threads, the children it reaped and those still
-    running (the parser workers); None off Linux."""
+def _cpu_s(pid: int) -> tuple[float, float] | None:
+    """CPU seconds of a process and its threads, and of the children it reaped and those
+    still running (the parser workers); None off Linux."""
     tick = os.sysconf("SC_CLK_TCK")
 
     def fields(p: int | str) -> list[str]:
@@ -111,21 +126,22 @@ def _cpu_s(pid: int) -> float | None:
 
     try:
         own = fields(pid)
-        total = sum(int(x) for x in own[11:15])  # utime, stime, cutime, cstime
+        itself = sum(int(x) for x in own[11:13])  # utime, stime
+        children = sum(int(x) for x in own[13:15])  # cutime, cstime
         for task in Path(f"/proc/{pid}/task").iterdir():
             for child in (task / "children").read_text().split():
                 with contextlib.suppress(FileNotFoundError):
-                    total += sum(int(x) for x in fields(child)[11:13])
+                    children += sum(int(x) for x in fields(child)[11:13])
     except (OSError, ValueError):
         return None
-    return total / tick
+    return itself / tick, children / tick
 
 
 def time_to_searchable(
     agent: Path, crew: Path, log: Path, files: int, timeout: float
-) -> tuple[float, float | None]:
+) -> tuple[float, tuple[float, float] | None]:
     """Seconds from spawning the daemon until its agent tier is indexed in full, and the
-    CPU seconds it (and its workers) had used by then.
+    CPU seconds it and its workers had used by then (``_cpu_s``).
 
     Watched in the daemon's log: it says when it listens and when a build is done; one
     status request then confirms every file is there. Polling ``/memory/status`` every
@@ -186,15 +202,16 @@ def measure(tmp: Path, files: int, rounds: int) -> SizeRuns:
         wall, cpu = time_bare(notes, tmp / f"bare-{files}-{i}.sqlite")
         runs.bare_s.append(wall)
         runs.bare_cpu_s.append(cpu)
-        for tier, wanted, walls, cpus in (
-            (empty, 0, runs.empty_s, runs.empty_cpu_s),
-            (notes, files, runs.full_s, runs.full_cpu_s),
+        for tier, wanted, walls, cpus, own_cpus in (
+            (empty, 0, runs.empty_s, runs.empty_cpu_s, runs.empty_own_cpu_s),
+            (notes, files, runs.full_s, runs.full_cpu_s, runs.full_own_cpu_s),
         ):
             _drop_index(tier)
             wall, daemon_cpu = time_to_searchable(tier, crew, tmp / "daemon.log", wanted, timeout)
             walls.append(wall)
             if daemon_cpu is not None:
-                cpus.append(daemon_cpu)
+                cpus.append(sum(daemon_cpu))
+                own_cpus.append(daemon_cpu[0])
         os.unlink(tmp / f"bare-{files}-{i}.sqlite")
     _drop_index(notes)
     return runs
@@ -217,6 +234,10 @@ def run(ctx: Context) -> BenchResult:
         result.figures.append(Figure(f"{label}: bare FTS5 loop", runs.bare, "s", 3))
         if runs.cpu_ratio is not None:
             result.figures.append(Figure(f"{label}: CPU sidecar / bare", runs.cpu_ratio, "x", 2))
+        if runs.own_cpu_ratio is not None:
+            result.figures.append(
+                Figure(f"{label}: CPU daemon without workers / bare", runs.own_cpu_ratio, "x", 2)
+            )
         rows.append([
             label, f"{runs.corpus_bytes / 1e6:.1f}", f"{runs.bare:.3f}",
             f"{statistics.median(runs.empty_s):.3f}", f"{statistics.median(runs.full_s):.3f}",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import gc
 import io
 import json
 import os
@@ -520,6 +521,30 @@ def test_worker_pipes_hold_a_head_start_and_whole_answers(tmp_path: Path) -> Non
             os.close(answers)
     finally:
         pool.close()
+
+
+def test_a_forked_worker_leaves_what_it_inherited_out_of_its_collections() -> None:
+    """A worker forked from the daemon moves the objects it inherited to the collector's
+    permanent generation (its collections never write to the daemon's pages, which would
+    copy them), and runs nicer than the daemon."""
+    reply_r, reply_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        try:
+            before = gc.get_freeze_count()
+            parse_pool._settle_forked()
+            oldest = len(gc.get_objects(generation=2))
+            nice = os.getpriority(os.PRIO_PROCESS, 0)
+            os.write(reply_w, f"{before} {gc.get_freeze_count()} {oldest} {nice}".encode())
+        finally:
+            os._exit(0)
+    os.close(reply_w)
+    with os.fdopen(reply_r, "rb") as reply:
+        before, frozen, oldest, nice = map(int, reply.read().split())
+    os.waitpid(pid, 0)
+    assert frozen - before > 10_000  # every module, function and object the parent had made
+    assert oldest == 0  # none is left for a full collection to go through
+    assert nice == min(19, os.getpriority(os.PRIO_PROCESS, 0) + parse_pool.WORKER_NICE)
 
 
 def test_a_small_build_commits_in_quarters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
