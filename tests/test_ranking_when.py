@@ -30,6 +30,10 @@ from sidecar.stores import open_store
         "I started in 2019, on a Tuesday.",
         "The launch was on 3 May, the review on 2024-06-01.",
         "I've been playing for about four months now.",
+        "We met on the 3rd of May.",  # forms the LoCoMo dev half does not use
+        "Paid on 03/05/2023, shipped 3.5.2023.",
+        "I ran into her the other day.",
+        "We hiked over the weekend, and moved a few weeks back.",
     ],
 )
 def test_lines_that_say_when(text: str) -> None:
@@ -43,6 +47,7 @@ def test_lines_that_say_when(text: str) -> None:
         "The weekly report and a monthly plan.",
         "## Session 3 (1:56 pm on 8 May, 2023)\nI love painting sunsets.",  # heading's date
         "I have known them for ages.",
+        "Version 1.2.3 fixed 3/4 of the bugs.",  # a version and a fraction, no date
     ],
 )
 def test_lines_that_do_not(text: str) -> None:

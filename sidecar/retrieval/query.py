@@ -86,7 +86,8 @@ def or_of_terms(words: list[str]) -> str:
 
 def plan(text: str) -> PlannedQuery | None:
     """None when the text holds no searchable word at all. Dates written in another form
-    than notes' headings use ("Aug 15th", "2023-05-03") are searched in that form too."""
+    than notes' headings use ("Aug 15th", "2023-05-03") are searched in that form too, and
+    a day with its year also by its one word (``dates.day_word``)."""
     fallback = or_of_terms(terms(f"{text} {canonical_dates(text)}"))
     if not fallback:
         return None
