@@ -66,6 +66,10 @@ def test_lines_that_do_not(text: str) -> None:
         ("When Jon has lost his job as a banker?", True),
         ("what to do when the build fails", False),
         ("When the build fails, retry once.", False),
+        ("What was the date of the wedding?", True),  # forms the LoCoMo dev half lacks
+        ("How recently did Ada run?", True),
+        ("What was the month like?", False),
+        ("What is the year-end plan?", False),
     ],
 )
 def test_questions_that_ask_when(question: str, asks: bool) -> None:
