@@ -23,10 +23,10 @@ MAY_8 = date(2023, 5, 8)  # a Monday
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("I went to a support group yesterday.", "May 2023"),
+        ("I went to a support group yesterday.", "May 2023 20230507"),
         ("We moved last month, and two weeks ago the boxes came.", "April 2023"),
-        ("Back from Lisbon last Friday, and this Monday off.", "May 2023"),
-        ("I started running 9 days ago; next month is the race.", "April 2023 June 2023"),
+        ("Back from Lisbon last Friday, and this Monday off.", "May 2023 20230505 20230508"),
+        ("I started running 9 days ago; next month is the race.", "April 2023 June 2023 20230429"),
         ("Last year was hard.", "2022"),
         ("No relative words: the weekly report, a monthly plan, yesterdays.", ""),
     ],
@@ -59,12 +59,12 @@ def test_a_chunk_is_found_by_the_date_its_relative_words_mean() -> None:
     ("text", "expected"),
     [
         ("What did John's teammates give him on Aug 15th?", "15 August"),
-        ("Which book did Tim finish on 8th December, 2023?", "8 December 2023"),
+        ("Which book did Tim finish on 8th December, 2023?", "8 December 2023 20231208"),
         ("the 3rd of May", "3 May"),
-        ("Sept. 3, 2022", "3 September 2022"),
-        ("standup 2023-05-03, plan for 2023-06", "3 May 2023 June 2023"),
+        ("Sept. 3, 2022", "3 September 2022 20220903"),
+        ("standup 2023-05-03, plan for 2023-06", "3 May 2023 June 2023 20230503"),
         ("2023-13-01 and 2023-02-30", ""),  # no month 13, no 30 February: nothing
-        ("on 8 May, 2023 and May 9", ""),  # already in the headings' words
+        ("on 8 May, 2023 and May 9", "20230508"),  # words there already; May 9 of no year
         ("I may 5 times; my 18th birthday; jan", ""),  # the verb, an ordinal, a name
     ],
 )
@@ -137,11 +137,11 @@ def test_a_question_finds_a_heading_by_a_date_it_writes_another_way() -> None:
 def test_a_daily_log_and_an_iso_heading_are_found_by_their_month() -> None:
     log = "- 10:02 moved the backups to the new bucket\n- 11:40 rotated the keys\n"
     (only,) = chunk_markdown(log, 400, day=date(2026, 11, 21)).chunks
-    assert only.context == "November 2026"  # one chunk, no neighbours: its month still
+    assert only.context == "November 2026 20261121"  # no neighbours: its month, its day
     iso = chunk_markdown("## 2023-05-08 standup\nShipped the importer last week.\n", 400)
-    assert iso.chunks[0].context == "May 2023"  # "last week" and the heading: one month
+    assert iso.chunks[0].context == "May 2023 20230508"  # "last week", the heading: one month
     spelled = chunk_markdown("## Session 1 (8 May, 2023)\nShipped it. Next: Aug 15th.\n", 400)
-    assert spelled.chunks[0].context == "15 August"  # the heading spells its month already
+    assert spelled.chunks[0].context == "20230508 15 August 20230815"  # no second "May 2023"
     assert chunk_markdown(log, 400).chunks[0].context == ""  # no date: nothing added
 
 
@@ -157,5 +157,63 @@ def test_a_daily_log_is_searched_by_the_month_its_name_says(tmp_path: Path) -> N
         assert planned is not None
         hits, _ = search_store(store, planned, 10)
         assert [h.path for h in hits] == ["daily/2026-11-21.md", "daily/notes.md"]
+    finally:
+        store.close()
+
+
+MAY_10 = "## Session 2 (10:00 am on 10 May, 2023)"  # a Wednesday
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["on the 3rd of May", "on May 3", "on 3 May", "on 03/05/2023", "on 5/3/2023", "on 3.5.2023",
+     "on 2023-05-03", "last Wednesday", "7 days ago", "on Wednesday, May 3rd"],
+)  # fmt: skip
+def test_a_day_written_any_way_is_indexed_as_one_word(said: str) -> None:
+    """Forms the LoCoMo dev half does not use are normalised the same as those it does: each
+    gives the chunk the day's one word (and the section's own day word, 10 May)."""
+    (chunk,) = chunk_markdown(f"{MAY_10}\nAda: we signed the lease {said}.\n", 400).chunks
+    words = chunk.context.split()
+    assert "20230503" in words and "20230510" in words
+    assert not any(w.isdigit() and len(w) == 8 and w not in ("20230503", "20230510")
+                   for w in words)  # fmt: skip
+
+
+def test_a_day_without_its_year_is_taken_nearest_the_section() -> None:
+    dec_28 = "## Session 9 (6:00 pm on 28 December, 2023)"
+    (chunk,) = chunk_markdown(f"{dec_28}\nAda: the move is on the 3rd of January.\n", 400).chunks
+    assert "20240103" in chunk.context.split()  # the coming January, not the past one
+    assert canonical_dates("on the 3rd of January") == "3 January"  # no section: no day word
+
+
+def test_a_day_and_month_in_either_order() -> None:
+    assert canonical_dates("25/12/2023") == "25 December 2023 20231225"  # one reading only
+    both = canonical_dates("03/05/2023")  # day first or month first: both, without a section
+    assert both == "3 May 2023 5 March 2023 20230503 20230305"
+    assert canonical_dates("03/05/2023", date(2023, 3, 9)) == "5 March 2023 20230305"
+    assert canonical_dates("version 1.2.3 and 3/4 of 31/02/2023") == ""  # none is a day
+
+
+def test_a_question_naming_a_day_finds_what_was_said_relative_to_it(tmp_path: Path) -> None:
+    """ "last Wednesday" under a heading dated 10 May 2023 is 3 May 2023: a question naming
+    that day, in any form, finds it above a line with more of the question's words on
+    another day of the same month."""
+    memory = tmp_path / "memory" / "daily"
+    memory.mkdir(parents=True)
+    (memory / "2023-05-10.md").write_text(f"{MAY_10}\nAda: we signed the lease last Wednesday.\n")
+    (memory / "2023-05-20.md").write_text(
+        "## Session 3 (9:00 am on 20 May, 2023)\nAda: the lease, the lease! Signed the lease.\n"
+    )
+    store = open_store(tmp_path / "index.sqlite", "agent")
+    try:
+        store.replace_all(indexer.load_tree(tmp_path / "memory", 400))
+        for asked in ("3 May, 2023", "May 3rd, 2023", "2023-05-03", "05/03/2023"):
+            planned = plan(f"Which lease did Ada sign on {asked}?")
+            assert planned is not None
+            hits, _ = search_store(store, planned, 10)
+            assert hits[0].path == "daily/2023-05-10.md", asked
+        planned = plan("Which lease did Ada sign in May 2023?")  # no day: the words decide
+        assert planned is not None
+        assert search_store(store, planned, 10)[0][0].path == "daily/2023-05-20.md"
     finally:
         store.close()

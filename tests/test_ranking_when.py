@@ -30,6 +30,10 @@ from sidecar.stores import open_store
         "I started in 2019, on a Tuesday.",
         "The launch was on 3 May, the review on 2024-06-01.",
         "I've been playing for about four months now.",
+        "We met on the 3rd of May.",  # forms the LoCoMo dev half does not use
+        "Paid on 03/05/2023, shipped 3.5.2023.",
+        "I ran into her the other day.",
+        "We hiked over the weekend, and moved a few weeks back.",
     ],
 )
 def test_lines_that_say_when(text: str) -> None:
@@ -43,6 +47,7 @@ def test_lines_that_say_when(text: str) -> None:
         "The weekly report and a monthly plan.",
         "## Session 3 (1:56 pm on 8 May, 2023)\nI love painting sunsets.",  # heading's date
         "I have known them for ages.",
+        "Version 1.2.3 fixed 3/4 of the bugs.",  # a version and a fraction, no date
     ],
 )
 def test_lines_that_do_not(text: str) -> None:
@@ -61,6 +66,10 @@ def test_lines_that_do_not(text: str) -> None:
         ("When Jon has lost his job as a banker?", True),
         ("what to do when the build fails", False),
         ("When the build fails, retry once.", False),
+        ("What was the date of the wedding?", True),  # forms the LoCoMo dev half lacks
+        ("How recently did Ada run?", True),
+        ("What was the month like?", False),
+        ("What is the year-end plan?", False),
     ],
 )
 def test_questions_that_ask_when(question: str, asks: bool) -> None:

@@ -14,7 +14,7 @@ from datetime import date
 from itertools import accumulate
 from typing import Any, NamedTuple
 
-from sidecar.index.dates import canonical_dates, found_date, resolved
+from sidecar.index.dates import canonical_dates, day_word, found_date, resolved
 from sidecar.index.front_matter import parse_front_matter
 from sidecar.index.packing import pack, split_long_line
 
@@ -163,7 +163,7 @@ def _with_context(
     out: list[Chunk] = []
     # The chunks of a section share its heading, and what its date gives them is found
     # once a heading, not once a chunk.
-    by_heading: dict[str, tuple[date | None, str]] = {}
+    by_heading: dict[str, tuple[date | None, str, str]] = {}
     for c in chunks:
         first, last = max(c.start_line - 1, body_start), c.end_line - 1
         if not c.text or first > last:
@@ -184,29 +184,33 @@ def _with_context(
     return out
 
 
-def _heading_dates(heading: str, day: date | None) -> tuple[date | None, str]:
+def _heading_dates(heading: str, day: date | None) -> tuple[date | None, str, str]:
     """The date a section's chunks are about (its heading's, else ``day``, the file's), and
-    the month to add to each ("May 2023"), empty when the heading spells it already."""
+    the words to add to each: its month ("May 2023") unless the heading spells it, and its
+    ``day_word``, the word a question naming that day in any form is searched with."""
     # every date ``found_date`` reads has a four-digit year: most headings have none
     when = found_date(heading) if _YEAR.search(heading) else None
     spelled = when is not None and when.strftime("%B").lower() in heading.lower()
     when = when or day
     month = f"{when.strftime('%B')} {when.year}" if when is not None and not spelled else ""
-    return when, month
+    return when, month, day_word(when) if when is not None else ""
 
 
-def _dates(text: str, when: date | None, month: str) -> str:
+def _dates(text: str, when: date | None, month: str, day: str) -> str:
     """A chunk's dates as words a question uses: "last month" under a heading dated 8 May
     2023 as "April 2023"; its section's ``month`` when the heading writes it without one
     ("2023-05-08 standup", or no date under a daily log's name) as "May 2023"; a date the
-    text writes another way ("Aug 15th", "2023-05-03") as "15 August", "3 May 2023".
+    text writes another way ("Aug 15th", "2023-05-03") as "15 August", "3 May 2023"; and
+    the ``day_word`` of its section's ``day`` and of each day it names.
     ``when``: the date the chunk is about (``_heading_dates``)."""
     parts = [resolved(text, when)] if when is not None else []
     if month and month not in parts[0]:
         parts.append(month)
+    if day and day not in parts[0]:
+        parts.append(day)
     body = text if "#" not in text else "\n".join(
         line for line in text.split("\n") if not line.lstrip().startswith("#"))  # fmt: skip
-    parts.append(canonical_dates(body))
+    parts.append(canonical_dates(body, when))
     return " ".join(p for p in parts if p)
 
 

@@ -48,6 +48,13 @@ def hit_date(path: str, heading: str) -> str | None:
     return when.isoformat() if when else None
 
 
+def day_word(day: date) -> str:
+    """The one index word for a day ("20230503"), whatever form wrote it: "3rd of May",
+    "May 3", "03/05/2023" or "last Wednesday" under a heading dated 10 May 2023. The day's
+    number alone would match every other small number in text; this word matches the day."""
+    return f"{day.year:04d}{day.month:02d}{day.day:02d}"
+
+
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _RELATIVE = re.compile(
@@ -97,7 +104,7 @@ def _resolve(phrase: str, count: str | None, unit: str | None, when: date) -> tu
     if what == "year":
         return date(when.year + sign, 1, 1), True
     target = _WEEKDAYS.index(what)  # last friday: the friday before
-    back = (when.weekday() - target) % 7 or 7
+    back = (when.weekday() - target) % 7 or (0 if sign == 0 else 7)  # this monday, on one
     if sign <= 0:
         return when - timedelta(days=back), False
     return when + timedelta(days=(7 - back) or 7), False
@@ -105,23 +112,35 @@ def _resolve(phrase: str, count: str | None, unit: str | None, when: date) -> tu
 
 def resolved(text: str, when: date) -> str:
     """Each relative expression of ``text`` ("yesterday", "last month", "two weeks ago")
-    written as the month it falls in from ``when`` ("April 2023"), or the year ("2022").
+    written as the month it falls in from ``when`` ("April 2023"), or the year ("2022"),
+    and, for one that names a day, that day's ``day_word``.
 
-    Month and year, not the day: questions name months ("in March 2023"), and a day's
-    number matches every other small number. Cross-validated on LoCoMo dev (README,
-    "Validated on conversations a choice was not made on")."""
+    Month and year in words, not the day's number: questions name months ("in March
+    2023"), and a day's number matches every other small number. Cross-validated on
+    LoCoMo dev (README, "Validated on conversations a choice was not made on")."""
     if text.isascii():  # lower case then means what ``re.I`` does: the cheap test is exact
         low = text.lower()
         if not any(word in low for word in _RELATIVE_WORDS):
             return ""
     out: list[str] = []
+    days: list[str] = []
     for m in _RELATIVE.finditer(text):
         try:
             day, year_only = _resolve(m[1], m[2], m[3], when)
         except (ValueError, OverflowError):
             continue
         out.append(str(day.year) if year_only else f"{day.strftime('%B')} {day.year}")
-    return " ".join(dict.fromkeys(out))
+        if _to_the_day(m[1], m[3]):
+            days.append(day_word(day))
+    return " ".join(dict.fromkeys(out + days))
+
+
+def _to_the_day(phrase: str, unit: str | None) -> bool:
+    """Whether a relative expression names one day ("yesterday", "last Friday", "3 days
+    ago"), not a week, month or year."""
+    if unit:
+        return unit.lower() == "day"
+    return not phrase.lower().endswith(("week", "weekend", "month", "year"))
 
 
 _COUNT = (
@@ -134,9 +153,10 @@ _WHEN_SAID = re.compile(
     r"|(?:last|next|this|past|coming|on) (?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)"
     rf"|(?:last|next|this|past|coming|for|about|over|under|nearly|almost) {_COUNT}? ?{_UNIT}"
     r"|(?:last|this) (?:night|morning|evening|summer|winter|spring|fall|autumn)"
-    rf"|{_COUNT} {_UNIT} (?:now|ago|later|earlier|before|after)"
-    r"|the \d{1,2}(?:st|nd|rd|th))\b"
-    rf"|\bmay\s+\d|\d\s+may\b|(?<!\d)\d{{4}}-\d{{2}}-\d{{2}}(?!\d)",
+    rf"|{_COUNT} {_UNIT} (?:now|ago|back|later|earlier|before|after)"
+    r"|the \d{1,2}(?:st|nd|rd|th)|the other day|(?:over|on|at) the weekend)\b"
+    rf"|\bmay\s+\d|\d\s+may\b|(?<!\d)\d{{4}}-\d{{2}}-\d{{2}}(?!\d)"
+    r"|\b\d{1,2}(?:st|nd|rd|th)? of may\b|(?<![\d/.])\d{1,2}([/.])\d{1,2}\1\d{4}(?!\d)",
     re.I,
 )
 
@@ -177,30 +197,37 @@ def _month_name(word: str) -> str | None:
     return name.capitalize() if name else None
 
 
-def canonical_dates(text: str) -> str:
+def canonical_dates(text: str, when: date | None = None) -> str:
     """The dates of ``text`` in the one form notes' headings use ("15 August", "3 May 2023",
     "May 2023"), for what a question writes another way: "Aug 15th", "the 8th of December",
-    "2023-05-03", "2023-05". Empty when it writes none other way. The caller adds these to
-    its own words rather than replacing them, so a word like "15th" still finds itself."""
-    written = numeric = True
+    "2023-05-03", "2023-05", "03/05/2023"; and each day it names as its ``day_word``, in
+    whatever form, the spelled ones included. A day written without its year is taken in
+    the year that puts it nearest ``when`` (the date of the section it is in), and without
+    ``when`` gets no day word. Empty when it writes no date. The caller adds these to its
+    own words rather than replacing them, so a word like "15th" still finds itself."""
+    written = numeric = slashed = True
     if text.isascii():  # exact cheap tests first: lower case then means what ``re.I`` does
         if not any(d in text for d in _ASCII_DIGITS):  # every form has a number
             return ""
         low = text.lower()
         written = any(stem in low for stem in _MONTH_STEMS) and bool(_MONTH_START.search(low))
         numeric = "-" in text
+        slashed = "/" in text or "." in text
     elif _DIGIT.search(text) is None:
         return ""
     out: list[str] = []
+    days: list[date] = []
     for m in _WRITTEN.finditer(text) if written else ():
-        if _SPELLED.fullmatch(m[0]):
-            continue  # "8 May, 2023", "May 8": the words are there already
         day, month = (m[1], m[2]) if m[1] else (m[4], m[3])
         name = _month_name(month)
         if name == "May" and not month.startswith("M"):
             continue  # "I may 5 times": the verb
-        if name and 1 <= int(day) <= 31:
+        if not name or not 1 <= int(day) <= 31:
+            continue
+        if not _SPELLED.fullmatch(m[0]):  # "8 May, 2023", "May 8": the words are there
             out.append(" ".join(filter(None, (str(int(day)), name, m[5]))))
+        found = _in_year(int(m[5]) if m[5] else None, _MONTHS[name.lower()], int(day), when)
+        days += [found] if found else []
     for m in _NUMERIC.finditer(text) if numeric else ():
         month = int(m[2])
         if not 1 <= month <= 12:
@@ -210,4 +237,35 @@ def canonical_dates(text: str) -> str:
         if m[3] and day is None:
             continue
         out.append(f"{day.day} {name} {m[1]}" if day else f"{name} {m[1]}")
-    return " ".join(dict.fromkeys(out))
+        days += [day] if day else []
+    for m in _SLASHED.finditer(text) if slashed else ():
+        for day in _readings(int(m[1]), int(m[3]), int(m[4]), when):
+            out.append(f"{day.day} {day.strftime('%B')} {day.year}")
+            days.append(day)
+    return " ".join(dict.fromkeys(out + [day_word(d) for d in days]))
+
+
+# "03/05/2023", "3.5.2023": day and month in either order, a four-digit year.
+_SLASHED = re.compile(r"(?<![\d/.])(\d{1,2})([/.])(\d{1,2})\2(\d{4})(?![\d/]|\.\d)")
+
+
+def _in_year(year: int | None, month: int, day: int, when: date | None) -> date | None:
+    """The day, in ``year``, or without one in the year that puts it nearest ``when``."""
+    if year is not None:
+        return _day(str(year), month, str(day))
+    if when is None:
+        return None
+    near = [d for y in (when.year - 1, when.year, when.year + 1)
+            if (d := _day(str(y), month, str(day))) is not None]  # fmt: skip
+    return min(near, key=lambda d: abs(d - when), default=None)
+
+
+def _readings(first: int, second: int, year: int, when: date | None) -> list[date]:
+    """The days "first/second/year" can be: day first (most of the world) or month first
+    (the US). When both are real days, the one nearer ``when``; without ``when``, both."""
+    found = [d for d in (_day(str(year), second, str(first)), _day(str(year), first, str(second)))
+             if d is not None]  # fmt: skip
+    found = list(dict.fromkeys(found))
+    if len(found) == 2 and when is not None:
+        return [min(found, key=lambda d: abs(d - when))]
+    return found

@@ -86,7 +86,8 @@ def or_of_terms(words: list[str]) -> str:
 
 def plan(text: str) -> PlannedQuery | None:
     """None when the text holds no searchable word at all. Dates written in another form
-    than notes' headings use ("Aug 15th", "2023-05-03") are searched in that form too."""
+    than notes' headings use ("Aug 15th", "2023-05-03") are searched in that form too, and
+    a day with its year also by its one word (``dates.day_word``)."""
     fallback = or_of_terms(terms(f"{text} {canonical_dates(text)}"))
     if not fallback:
         return None
@@ -97,7 +98,9 @@ def plan(text: str) -> PlannedQuery | None:
 
 _ASKS_WHEN = re.compile(
     r"\b(?:when (?:did|do|does|is|was|were|will|would|are|has|have|had|can|could|should)"
-    r"|since when|how long|(?:what|which) (?:year|month|day|date|week|weekend|time|season)"
+    r"|since when|how long|how recently"
+    r"|(?:what|which) (?:year|month|day|date|week|weekend|time|season)"
+    r"|(?:what|which) (?:is|was|were|will be) the (?:date|year|month) (?:of|when|that)"
     r"|how many (?:days|weeks|months|years))\b",
     re.I,
 )
@@ -105,9 +108,9 @@ _ASKS_WHEN = re.compile(
 
 def asks_when(text: str) -> bool:
     """Whether a plain-language question asks for a time ("when did", "how long", "which
-    month", or a question that starts with "when"): its answer is a line that places
-    something in time (``dates.says_when``). "When" as a conjunction ("what to do when the
-    build fails") does not ask."""
+    month", "what was the date of", or a question that starts with "when"): its answer is
+    a line that places something in time (``dates.says_when``). "When" as a conjunction
+    ("what to do when the build fails") does not ask."""
     t = text.strip()
     return _ASKS_WHEN.search(t) is not None or (t[:5].lower() == "when " and t.endswith("?"))
 
