@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.index.dates import hit_date
+from sidecar.journal.links import reports_change
 from sidecar.journal.recall import usual_closeness
 from sidecar.journal.tier import EventVectors
 from sidecar.retrieval.updates import later_first, stems, usual_overlap
@@ -78,6 +79,26 @@ def test_without_vectors_a_shared_word_the_query_lacks_makes_two_hits_one_subjec
     # Unless the candidates usually share that much beyond the query (every turn of a
     # conversation names its speakers).
     assert order([older, moved], [60, 2], query, usual_words=lambda: 0.5) == [0, 1]
+
+
+FLUSHING = "Hydrant flushing for the north zone happens every April and October, overnight."
+FOLLOW_UP = ("Brown water complaints on Birch Rd after the north zone flushing run; crews "
+             "advised customers to run cold taps.")  # fmt: skip
+MOVED = "North zone hydrant flushing moves to May and November from next year."
+
+
+def test_without_vectors_a_later_hit_restating_no_value_of_the_earlier_stays_below() -> None:
+    """Shared words say two hits share a topic; only a value given differently (the months
+    here) says the later replaces the earlier. A follow-up keeps its relevance place."""
+    texts = [FLUSHING, FOLLOW_UP, MOVED]
+    query = "When does north zone hydrant flushing happen?"
+
+    def replaces(i: int, j: int) -> bool:
+        return reports_change(texts[i], texts[j])
+
+    assert order(texts[:2], [300, 30], query) == [1, 0]  # words alone: one subject
+    assert order(texts[:2], [300, 30], query, replaces=replaces) == [0, 1]
+    assert order(texts, [300, 30, 10], query, replaces=replaces) == [2, 1, 0]
 
 
 def test_usual_overlap_is_what_candidates_share_beyond_the_query() -> None:
@@ -209,6 +230,21 @@ async def test_an_old_answer_never_updated_stays_first_above_later_chatter(
     assert hits[0]["importance"] < hits[1]["importance"]  # decayed, shown, not ranked by
     reference = await recall(client, query, ranking="importance")
     assert [h["id"] for h in reference][-1] == answer
+
+
+async def test_a_later_follow_up_sharing_the_answers_words_stays_below_it(
+    client: TestClient,
+) -> None:
+    """Sparse recall: the follow-up is about the answer's subject and later, but states
+    no value of its own for the answer's slot, so the old answer keeps first place."""
+    for i, chatter in enumerate(BACKGROUND):
+        await record(client, chatter, 40 + i)
+    answer = await record(client, FLUSHING, 300)
+    later = await record(client, FOLLOW_UP, 30)
+    query = "When does north zone hydrant flushing happen?"
+    by_relevance = [h["id"] for h in await recall(client, query, ranking="relevance")]
+    assert by_relevance[:2] == [answer, later]
+    assert [h["id"] for h in await recall(client, query)][:2] == [answer, later]
 
 
 async def test_recall_with_vectors_puts_a_reworded_update_first(settings: Settings) -> None:
