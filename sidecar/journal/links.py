@@ -230,15 +230,13 @@ def _shape(figure: str) -> str:
 
 
 def reports_change(older: str, newer: str) -> bool:
-    """The later statement fills a slot the earlier one filled, differently: a figure of
-    the same shape or a month or day name it did not give ("April 18" -> "April 25",
-    "every 180 days" -> "every 90 days"), or a name in place of one it drops ("Priya" ->
-    "Tomasz"; only adding a name is not replacing one)."""
+    """The later statement fills a slot the earlier one filled, differently: a value of a
+    kind the earlier gives that the earlier does not give, a figure of the same shape, a
+    month or day name, or a name ("April 18" -> "April 25", "every 180 days" -> "every 90
+    days", "Priya" -> "Tomasz"). A name counts even when the old one is repeated beside
+    it ("we cancelled PagerDuty; pages go out from Opsgenie"): requiring the old name to
+    be dropped missed 5 of 134 held-out updates and spared none of 44 later follow-ups."""
     before, after = values(older), values(newer)
-    for kind, was in before.items():
-        new = after.get(kind, frozenset()) - was
-        if not was or not new:
-            continue
-        if kind != "name" or was - after.get(kind, frozenset()):
-            return True
-    return False
+    return any(
+        now - before.get(kind, frozenset()) and before.get(kind) for kind, now in after.items()
+    )
