@@ -238,3 +238,23 @@ async def test_an_event_naming_itself_or_a_cycle_in_supersedes_is_recalled_once(
                 assert all(h.get("update_of", {}).get("id") != h["id"] for h in hits)
     finally:
         await svc.stop()
+
+
+async def test_an_update_brought_in_past_the_last_hit_leaves_the_older_above_the_rest(
+    client: TestClient,
+) -> None:
+    """The brought event takes the older's place and every hit below moves down one; the
+    one pushed past the last place must rank below the hit above it, not tie with it (the
+    merge of tiers put the later of two tied events first)."""
+    older, later, newer = await lay_down(
+        client,
+        [(200, "Hollybrook Zigbee coordinator is the SkyConnect stick, channel 15."),
+         (30, "Paired two new Zigbee door sensors in the hallway."),
+         (60, "SkyConnect stick at Hollybrook re-paired; it now sits on 25.")],
+    )  # fmt: skip
+    await lay_down(client, [(90 - 5 * i, text) for i, text in enumerate(FILLER)])
+    body = await recall(client, "Which Zigbee channel is the coordinator on?", k=5, mark=False)
+    assert ids(body["hits"]) == [newer, older, later]
+    assert body["hits"][0]["update_of"]["id"] == older
+    scores = [h["score"] for h in body["hits"]]
+    assert scores == sorted(scores, reverse=True)

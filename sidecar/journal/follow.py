@@ -17,6 +17,7 @@ cost 0.035 recall@10 on LoCoMo's conversations, where turns sharing rare words a
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -177,6 +178,7 @@ def follow(
         placed.add(hit.row.id)
     scores = [h.score for h in hits]
     out = out[:k]
-    for slot, hit in enumerate(out):  # a brought event past the last hit: the last score
-        hit.score = scores[min(slot, len(scores) - 1)]
+    for slot, hit in enumerate(out):  # a hit pushed past the last place: just below the last
+        # (a tie would let the merge of tiers, later first, put it back above)
+        hit.score = scores[slot] if slot < len(scores) else math.nextafter(out[slot - 1].score, 0)
     return out
