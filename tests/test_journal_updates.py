@@ -142,6 +142,8 @@ def test_a_change_is_a_slot_filled_differently() -> None:
     assert reports_change("Rotate keys every 180 days.", "Keys now rotate every 90 days.")
     assert reports_change("Questions go to Priya in People Ops.", "Priya left; ask Tomasz.")
     assert reports_change("Pages go through PagerDuty.", "We cancelled PagerDuty for Opsgenie.")
+    assert reports_change("Cache TTL is 5 minutes.", "Cache entries now live for an hour.")
+    assert reports_change("Staging is refreshed weekly.", "Staging refresh runs every night.")
     # a name where the earlier named none, a figure of another shape, no value: no change
     assert not reports_change("Ravi has a shellfish allergy.", "Then Ravi flew to Austin.")
     assert not reports_change("Mugs reorder at 120 units.", "Mug sales up 40% this week.")

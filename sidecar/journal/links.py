@@ -190,13 +190,32 @@ _MONTHS = frozenset(
     "jan feb mar apr jun jul aug sep sept oct nov dec".split()
 )
 _DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+# Lengths of time and how often, by the period they name: "5 minutes" -> "an hour",
+# "weekly" -> "every night".
+_PERIODS = {
+    word: period
+    for period, words in {
+        "second": "second seconds",
+        "minute": "minute minutes min mins",
+        "hour": "hour hours hourly",
+        "day": "day days daily",
+        "night": "night nights nightly overnight",
+        "week": "week weeks weekly",
+        "fortnight": "fortnight fortnightly biweekly",
+        "month": "month months monthly",
+        "quarter": "quarter quarters quarterly",
+        "year": "year years yearly annual annually",
+    }.items()
+    for word in words.split()
+}
 _TOKEN = re.compile(r"[\w$€£%][\w.,%$€£:/'+-]*|[.;:!?\u2014]")
 
 
 def values(text: str) -> dict[str, frozenset[str]]:
     """The values a statement gives, by kind: figures by their shape (a percentage, an
     amount, a time of day, a number with a unit, a plain number or ordinal), month and day
-    names, and names (a capitalised word that does not open a sentence)."""
+    names, periods ("minutes", "weekly", "every night"), and names (a capitalised word
+    that does not open a sentence)."""
     found: dict[str, set[str]] = {"name": set()}
     opening = True
     for match in _TOKEN.finditer(text):
@@ -209,6 +228,8 @@ def values(text: str) -> dict[str, frozenset[str]]:
             found.setdefault(f"figure:{_shape(low)}", set()).add(low)
         elif low in _MONTHS:
             found.setdefault("month", set()).add(low[:3])
+        elif low in _PERIODS:
+            found.setdefault("period", set()).add(_PERIODS[low])
         elif low in _DAYS:
             found.setdefault("day", set()).add(low)
         elif token[0].isupper() and not opening:
