@@ -14,8 +14,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
+from sidecar.journal.follow import WORDS_CHANGE
 from sidecar.journal.index import FILENAME, JournalIndex
-from sidecar.journal.links import kept_pairs, reports_change
+from sidecar.journal.links import CANDIDATE, kept_pairs, reports_change, shares_a_name
 from tests.conftest import eventually
 from tests.test_journal import recall, record, started, status
 
@@ -260,3 +261,29 @@ async def test_an_update_brought_in_past_the_last_hit_leaves_the_older_above_the
     assert body["hits"][0]["update_of"]["id"] == older
     scores = [h["score"] for h in body["hits"]]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_name_of_the_earlier_written_in_the_later_is_shared() -> None:
+    older = "Standby pool for the Malaga base managed by duty officer Carla Ruiz."
+    assert shares_a_name(older, "Carla handed it to Jorge as of today.")  # opening the line
+    assert not shares_a_name(older, "Standby crew called out before 7am.")  # not a name there
+    assert not shares_a_name("The stick is on the Home Assistant box.", "Flying home today.")
+
+
+async def test_a_terse_update_naming_the_older_s_name_comes_above_it(
+    client: TestClient, settings: Settings
+) -> None:
+    """It shares one rare word with the older (under the bar a pair needs otherwise), and it
+    names it: the update is brought in above the older."""
+    events = [(90 - 5 * i, text) for i, text in enumerate(FILLER)]
+    older, newer = (await lay_down(client, [
+        (60, "Standby pool for the Malaga base managed by duty officer Carla Ruiz."),
+        (40, "Carla Ruiz handed it to Jorge as of today."),
+        *events,
+    ]))[:2]  # fmt: skip
+    (words,) = [w for n, o, w in links(settings) if (n, o) == (newer, older)]
+    assert CANDIDATE <= words < WORDS_CHANGE  # the name is what lets the pair count
+    body = await recall(client, "Who manages the standby pool at Malaga?", k=5, mark=False)
+    order = ids(body["hits"])
+    assert order.index(newer) == order.index(older) - 1
+    assert body["hits"][order.index(newer)]["update_of"]["id"] == older

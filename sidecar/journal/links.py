@@ -250,6 +250,15 @@ def _shape(figure: str) -> str:
     return "other"
 
 
+def shares_a_name(older: str, newer: str) -> bool:
+    """A name the earlier statement gives is written with its capital in the later one,
+    where it may open the sentence ("... duty officer Carla Ruiz" -> "Carla handed it to
+    Jorge"): the one word a terse update keeps of its subject."""
+    names = values(older).get("name", frozenset())
+    written = (m.group().rstrip(".,:'").removesuffix("'s") for m in _TOKEN.finditer(newer))
+    return any(w[:1].isupper() and w.lower() in names for w in written)
+
+
 def reports_change(older: str, newer: str) -> bool:
     """The later statement fills a slot the earlier one filled, differently: a value of a
     kind the earlier gives that the earlier does not give, a figure of the same shape, a
