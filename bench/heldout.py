@@ -24,7 +24,9 @@ The first sets (v1) have been scored and are now development data; so has the se
 (``updates_heldout2.json``, ``lessons_heldout2.json``, written later by someone else, on
 other topics, same format), scored by the ``heldout2`` part (``bench/heldout2.py``). The
 third (``*_heldout3.json``, ``bench/heldout3.py``) was written blind to both and to the
-ranking, on other domains again. Each later version runs through ``run_version``.
+ranking, on other domains again; the fourth (``*_heldout4.json``, ``bench/heldout4.py``) blind
+to all three and to the ranking, on fourteen further domains. Each later version runs through
+``run_version``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ UPDATES2 = REPO / "bench" / "data" / "updates_heldout2.json"
 LESSONS2 = REPO / "bench" / "data" / "lessons_heldout2.json"
 UPDATES3 = REPO / "bench" / "data" / "updates_heldout3.json"
 LESSONS3 = REPO / "bench" / "data" / "lessons_heldout3.json"
+UPDATES4 = REPO / "bench" / "data" / "updates_heldout4.json"
+LESSONS4 = REPO / "bench" / "data" / "lessons_heldout4.json"
 MODES = {"sparse": "none", "hybrid": "minilm"}
 RECALL_RANKINGS = ("default", "relevance")
 LESSON_RANKINGS = ("default", "relevance")

@@ -13,21 +13,25 @@ from pathlib import Path
 
 import pytest
 
-from bench import heldout, heldout2, heldout3
+from bench import heldout, heldout2, heldout3, heldout4
 from bench.restated_pairs import _words as words
 
 UPDATE_SETS = pytest.mark.parametrize(
-    "path", [heldout.UPDATES, heldout.UPDATES2, heldout.UPDATES3], ids=["v1", "v2", "v3"]
+    "path",
+    [heldout.UPDATES, heldout.UPDATES2, heldout.UPDATES3, heldout.UPDATES4],
+    ids=["v1", "v2", "v3", "v4"],
 )
 LESSON_SETS = pytest.mark.parametrize(
-    "path", [heldout.LESSONS, heldout.LESSONS2, heldout.LESSONS3], ids=["v1", "v2", "v3"]
+    "path",
+    [heldout.LESSONS, heldout.LESSONS2, heldout.LESSONS3, heldout.LESSONS4],
+    ids=["v1", "v2", "v3", "v4"],
 )
 # The later sets (v2 on) hold the data checks below as well.
 LATER_UPDATES = pytest.mark.parametrize(
-    "path", [heldout.UPDATES2, heldout.UPDATES3], ids=["v2", "v3"]
+    "path", [heldout.UPDATES2, heldout.UPDATES3, heldout.UPDATES4], ids=["v2", "v3", "v4"]
 )
 LATER_LESSONS = pytest.mark.parametrize(
-    "path", [heldout.LESSONS2, heldout.LESSONS3], ids=["v2", "v3"]
+    "path", [heldout.LESSONS2, heldout.LESSONS3, heldout.LESSONS4], ids=["v2", "v3", "v4"]
 )
 
 
@@ -134,7 +138,7 @@ def test_bare_bm25_ranks_by_the_query_words() -> None:
     assert heldout.bare_bm25(texts, ["nightly load"], 5) == {"nightly load": [2, 0]}
 
 
-# -- the later sets (v2, v3): checks of the data itself, beyond the composition above -----
+# -- the later sets (v2 on): checks of the data itself, beyond the composition above -----
 
 
 @LATER_UPDATES
@@ -218,8 +222,12 @@ def test_later_lessons_roles_are_what_the_issue_describes(path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("updates", "lessons"),
-    [(heldout.UPDATES2, heldout.LESSONS2), (heldout.UPDATES3, heldout.LESSONS3)],
-    ids=["v2", "v3"],
+    [
+        (heldout.UPDATES2, heldout.LESSONS2),
+        (heldout.UPDATES3, heldout.LESSONS3),
+        (heldout.UPDATES4, heldout.LESSONS4),
+    ],
+    ids=["v2", "v3", "v4"],
 )
 def test_later_smoke_slice_is_small_and_keeps_every_kind(updates: Path, lessons: Path) -> None:
     upd, les = heldout.smoke(heldout.load(updates), heldout.load(lessons))
@@ -227,4 +235,19 @@ def test_later_smoke_slice_is_small_and_keeps_every_kind(updates: Path, lessons:
     assert [q["kind"] for q in les["queries"]] == ["prominent", "prominent", "exact"]
     events, where = heldout.update_events(upd)
     assert len(events) == 3 * 2 + 1 + 20 and len(where) == 3 * 2 + 1
-    assert (heldout2.NAME, heldout3.NAME) == ("heldout2", "heldout3")
+    names = (heldout2.NAME, heldout3.NAME, heldout4.NAME)
+    assert names == ("heldout2", "heldout3", "heldout4")
+
+
+def test_v4_sanity_questions_are_many_and_each_has_later_events_on_its_subject() -> None:
+    """v4 weighs sanity as much as updates: at least ten questions whose older answer stays
+    right, each followed by two or more events on the same subject that do not replace it."""
+    data = heldout.load(heldout.UPDATES4)
+    assert len(data["sanity"]) >= 10
+    for s in data["sanity"]:
+        after = [
+            d
+            for d in data["distractors"]
+            if d["about"] == s["key"] and d["ts"] > s["event"]["ts"] and d["role"] == "same subject"
+        ]
+        assert len(after) >= 2, s["key"]

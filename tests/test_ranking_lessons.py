@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.learnings import ranking
+from sidecar.learnings.hits import order
 from sidecar.learnings.ranking import ScoredLearning, answering, fits
 from sidecar.service import MemoryService
 from tests.conftest import eventually
@@ -119,7 +120,7 @@ def test_with_vectors_the_match_mixes_meaning_and_words() -> None:
     paraphrase = candidate("paraphrase", "directive", 0.2, 9.0, cosine=0.8)
     wordy = candidate("wordy", "directive", 0.6, 9.0, cosine=0.1)
     # Missing words lower the match; words beyond what the meaning bears out add nothing.
-    assert paraphrase.match == pytest.approx(0.5) and wordy.match == pytest.approx(0.1)
+    assert paraphrase.match == pytest.approx(0.65) and wordy.match == pytest.approx(0.1)
     assert answering([wordy, paraphrase], 0.5, 0.75) == [paraphrase]
     assert candidate("no vector", "directive", 0.6, 1.0).match == 0.6
     assert candidate("opposed", "directive", 0.6, 1.0, cosine=-0.3).match == 0.0
@@ -130,16 +131,32 @@ def test_with_vectors_a_note_holding_every_word_does_not_shut_out_the_lesson() -
     """Held-out lessons v2's shape: a low-importance instruction for a neighbouring step
     holds every word of the task (cosine 0.64), the reinforced lesson two of five in other
     words (cosine 0.6). Counting the note's words past its meaning set a bar of 0.82 the
-    lesson's 0.5 missed by far; by its meaning the bar is 0.64, and the lesson answers."""
+    lesson missed by far; by its meaning the bar is 0.64, and the lesson's 0.55 answers."""
     note = candidate("note", "procedural", 1.0, 0.3, cosine=0.64)
     lesson = candidate("lesson", "directive", 0.4, 9.6, cosine=0.6)
-    assert note.match == pytest.approx(0.64) and lesson.match == pytest.approx(0.5)
+    assert note.match == pytest.approx(0.64) and lesson.match == pytest.approx(0.55)
     assert answering([note, lesson], 0.5, 0.75) == [note, lesson]
     # The exact answer still shuts out a prominent entry on a neighbouring task that holds
     # a third of the words (as the exact-answer topics have it).
     exact = candidate("exact", "procedural", 1.0, 0.2, cosine=0.86)
     neighbour = candidate("neighbour", "corrective", 0.33, 10.9, cosine=0.5)
     assert answering([exact, neighbour], 0.5, 0.75) == [exact]
+
+
+def test_with_vectors_meaning_outweighs_the_words_a_neighbouring_note_repeats() -> None:
+    """Held-out lessons v3's shape: the note for a neighbouring step holds four of the
+    task's five words (cosine 0.6), the reinforced lesson one (cosine 0.58). Meaning at
+    half the match left the lesson at 0.39 against a bar of 0.45; at three quarters its
+    0.49 clears it and prominence puts it first. The exact answer of the opposite topics
+    (every word, cosine 0.77) still shuts out the prominent rule for a neighbouring task
+    (three words of five, cosine 0.48)."""
+    note = candidate("note", "corrective", 0.8, 0.19, cosine=0.6)
+    lesson = candidate("lesson", "corrective", 0.2, 7.8, cosine=0.58)
+    assert lesson.match == pytest.approx(0.485)
+    assert [c.meta["id"] for c in order([note, lesson], "default")] == ["lesson", "note"]
+    exact = candidate("exact", "corrective", 1.0, 0.22, cosine=0.77)
+    neighbour = candidate("neighbour", "procedural", 0.6, 9.85, cosine=0.48)
+    assert [c.meta["id"] for c in order([exact, neighbour], "default")] == ["exact", "neighbour"]
 
 
 async def test_typed_lessons_sparse_the_lesson_over_a_note_and_the_exact_answer_over_a_rule(
