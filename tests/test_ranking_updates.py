@@ -69,9 +69,10 @@ def test_a_hit_without_a_date_or_without_the_querys_words_never_moves() -> None:
 def test_without_vectors_a_shared_word_the_query_lacks_makes_two_hits_one_subject() -> None:
     older = "Nightly backups run at two in the morning from the storage cluster."
     query = "when do nightly backups run"
-    # Both share two words with the older statement (2 in 15), but the dashboard's are the
-    # question's own words, which every hit shares; the move names the same cluster.
-    moved = "Backups now start at half past four, after the cluster batch jobs finish."
+    # Both share the question's words with the older statement, which every hit does; the
+    # move also names the same cluster (3 words in 21), the dashboard nothing else.
+    moved = ("Nightly backups now start at half past four, once the cluster batch jobs and "
+             "the weekly reindex of archive tables finish, Omar says.")  # fmt: skip
     chatter = ("Nightly backup dashboard redesign drafted by Omar with fresh colours and "
                "several charts.")  # fmt: skip
     assert order([older, moved], [60, 2], query) == [1, 0]
@@ -81,10 +82,19 @@ def test_without_vectors_a_shared_word_the_query_lacks_makes_two_hits_one_subjec
     assert order([older, moved], [60, 2], query, usual_words=lambda: 0.5) == [0, 1]
 
 
+def test_without_vectors_a_later_hit_sharing_less_of_the_earlier_than_the_question_stays() -> None:
+    """A restatement is as near the earlier as the question is: the question names three
+    of its words, a later hit naming two of them (and one more) is not its restatement."""
+    older = "Nightly backups run at two in the morning from the storage cluster."
+    later = "Backups now start at half past four, after the cluster batch jobs finish."
+    assert order([older, later], [60, 2], "when do nightly backups run") == [0, 1]
+    assert order([older, later], [60, 2], "when do backups run") == [1, 0]
+
+
 FLUSHING = "Hydrant flushing for the north zone happens every April and October, overnight."
-FOLLOW_UP = ("Brown water complaints on Birch Rd after the north zone flushing run; crews "
-             "advised customers to run cold taps.")  # fmt: skip
-MOVED = "North zone hydrant flushing moves to May and November from next year."
+FOLLOW_UP = ("North zone hydrant flushing overnight left brown water on Birch Rd; crews "
+             "advised running cold taps.")  # fmt: skip
+MOVED = "North zone hydrant flushing now happens every May and November, overnight."
 
 
 def test_without_vectors_a_later_hit_restating_no_value_of_the_earlier_stays_below() -> None:

@@ -29,7 +29,9 @@ Sameness is what they have in common *beyond* the question:
   and the later states a different value for a slot the earlier filled (``replaces``).
   Words alone find a topic, not a replacement: without that test a later follow-up on the
   topic (a complaint after the flushing run, an amendment to the trial) moved above an
-  answer never updated in 8 of 8 held-out questions of v3 (sanity), 3 of 8 of v2.
+  answer never updated in 8 of 8 held-out questions of v3 (sanity), 3 of 8 of v2. And,
+  as with vectors, the later must be as near the earlier as the question is: it shares
+  at least as many of the earlier's words as the question does.
 
 A hit far less relevant than the one it would displace (under ``MIN_RELEVANCE_SHARE`` of
 it) is not taken for its update: it would jump many places on a loose likeness. A group
@@ -118,6 +120,8 @@ def later_first(
         if not alike_in_words(subject[i] & subject[j], asked, words[i], words[j], usual_outside):
             return False
         earlier, later = (i, j) if (when[i] or 0.0) <= (when[j] or 0.0) else (j, i)
+        if len(words[earlier] & words[later]) < len(subject[earlier]):
+            return False  # the question restates the earlier better than the later does
         return replaces is None or replaces(earlier, later)
 
     dated = [i for i in range(n) if when[i] is not None]
