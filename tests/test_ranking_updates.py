@@ -141,17 +141,6 @@ def test_closeness_the_query_explains_is_not_one_subject() -> None:
     assert order(texts, [300, 20], "passport", cos, to_query=[0.5, 0.5]) == [1, 0]
 
 
-def test_a_later_hit_further_from_the_answer_than_the_question_is_no_restatement() -> None:
-    """A follow-up on the answer's topic can be alike enough (0.6, 0.4 beyond the query)
-    and still further from the answer than the question is (0.75): it keeps its place."""
-    texts = ["Crew report sickness by calling crew control 4 hours before duty.",
-             "Crew newsletter is out on the first Monday; this month on fatigue."]  # fmt: skip
-    query = "how do crew report sick"
-    cos = lambda i, j: 0.6  # noqa: E731
-    assert order(texts, [300, 10], query, cos, to_query=[0.75, 0.45]) == [0, 1]
-    assert order(texts, [300, 10], query, cos, to_query=[0.55, 0.45]) == [1, 0]
-
-
 def test_hits_no_closer_than_the_querys_candidates_usually_are_stay_apart() -> None:
     # Turns of one conversation are all alike: 0.66 means one subject only where the
     # candidates are usually further apart than that.

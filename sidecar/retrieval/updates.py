@@ -18,10 +18,7 @@ Sameness is what they have in common *beyond* the question:
   mean pairwise cosine plus one standard deviation). Turns of one conversation are all
   alike (a LoCoMo question's 20 best turns average 0.50-0.60 by conversation; the
   held-out updates' candidates 0.24), so there an absolute threshold would call many of
-  them restatements and reorder the list by date; and at least as close to the earlier
-  as the earlier is to the query: a restatement of an answer is nearer to it than the
-  question is, a follow-up on its topic is not (none of the 8 later events that moved
-  above a held-out answer never updated was; 37 of 61 true updates among the hits were);
+  them restatements and reorder the list by date;
 - without: both mention one of the query's words and their content words overlap by
   ``SAME_WORDS``, or by ``SAME_WORDS_SHARED`` when their words outside the query also
   overlap more than the candidates' usually do (``usual_words``: a name, the old value, a
@@ -114,8 +111,6 @@ def later_first(
         if sim is not None and qi is not None and qj is not None:
             if sim < SAME_COSINE or beyond_query(sim, qi, qj) < SAME_BEYOND_QUERY:
                 return False
-            if sim < (qi if (when[i] or 0.0) <= (when[j] or 0.0) else qj):
-                return False  # the later is further from the earlier than the question is
             return sim >= (usual_cosine() or 0.0)
         if not alike_in_words(subject[i] & subject[j], asked, words[i], words[j], usual_outside):
             return False
