@@ -14,8 +14,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
+from sidecar.journal.follow import WORDS_CHANGE
 from sidecar.journal.index import FILENAME, JournalIndex
-from sidecar.journal.links import kept_pairs, reports_change
+from sidecar.journal.links import CANDIDATE, kept_pairs, reports_change, shares_a_name
 from tests.conftest import eventually
 from tests.test_journal import recall, record, started, status
 
@@ -141,7 +142,10 @@ def test_a_change_is_a_slot_filled_differently() -> None:
     assert reports_change("Deadline is April 18.", "The deadline moved to April 25.")
     assert reports_change("Rotate keys every 180 days.", "Keys now rotate every 90 days.")
     assert reports_change("Questions go to Priya in People Ops.", "Priya left; ask Tomasz.")
-    # a name added beside the old one, a figure of another shape, no value at all: no change
+    assert reports_change("Pages go through PagerDuty.", "We cancelled PagerDuty for Opsgenie.")
+    assert reports_change("Cache TTL is 5 minutes.", "Cache entries now live for an hour.")
+    assert reports_change("Staging is refreshed weekly.", "Staging refresh runs every night.")
+    # a name where the earlier named none, a figure of another shape, no value: no change
     assert not reports_change("Ravi has a shellfish allergy.", "Then Ravi flew to Austin.")
     assert not reports_change("Mugs reorder at 120 units.", "Mug sales up 40% this week.")
     assert not reports_change("The hold notice went to custodians.", "Mediation is scheduled.")
@@ -237,3 +241,49 @@ async def test_an_event_naming_itself_or_a_cycle_in_supersedes_is_recalled_once(
                 assert all(h.get("update_of", {}).get("id") != h["id"] for h in hits)
     finally:
         await svc.stop()
+
+
+async def test_an_update_brought_in_past_the_last_hit_leaves_the_older_above_the_rest(
+    client: TestClient,
+) -> None:
+    """The brought event takes the older's place and every hit below moves down one; the
+    one pushed past the last place must rank below the hit above it, not tie with it (the
+    merge of tiers put the later of two tied events first)."""
+    older, later, newer = await lay_down(
+        client,
+        [(200, "Hollybrook Zigbee coordinator is the SkyConnect stick, channel 15."),
+         (30, "Paired two new Zigbee door sensors in the hallway."),
+         (60, "SkyConnect stick at Hollybrook re-paired; it now sits on 25.")],
+    )  # fmt: skip
+    await lay_down(client, [(90 - 5 * i, text) for i, text in enumerate(FILLER)])
+    body = await recall(client, "Which Zigbee channel is the coordinator on?", k=5, mark=False)
+    assert ids(body["hits"]) == [newer, older, later]
+    assert body["hits"][0]["update_of"]["id"] == older
+    scores = [h["score"] for h in body["hits"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_a_name_of_the_earlier_written_in_the_later_is_shared() -> None:
+    older = "Standby pool for the Malaga base managed by duty officer Carla Ruiz."
+    assert shares_a_name(older, "Carla handed it to Jorge as of today.")  # opening the line
+    assert not shares_a_name(older, "Standby crew called out before 7am.")  # not a name there
+    assert not shares_a_name("The stick is on the Home Assistant box.", "Flying home today.")
+
+
+async def test_a_terse_update_naming_the_older_s_name_comes_above_it(
+    client: TestClient, settings: Settings
+) -> None:
+    """It shares one rare word with the older (under the bar a pair needs otherwise), and it
+    names it: the update is brought in above the older."""
+    events = [(90 - 5 * i, text) for i, text in enumerate(FILLER)]
+    older, newer = (await lay_down(client, [
+        (60, "Standby pool for the Malaga base managed by duty officer Carla Ruiz."),
+        (40, "Carla Ruiz handed it to Jorge as of today."),
+        *events,
+    ]))[:2]  # fmt: skip
+    (words,) = [w for n, o, w in links(settings) if (n, o) == (newer, older)]
+    assert CANDIDATE <= words < WORDS_CHANGE  # the name is what lets the pair count
+    body = await recall(client, "Who manages the standby pool at Malaga?", k=5, mark=False)
+    order = ids(body["hits"])
+    assert order.index(newer) == order.index(older) - 1
+    assert body["hits"][order.index(newer)]["update_of"]["id"] == older

@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.index.dates import hit_date
+from sidecar.journal.links import reports_change
 from sidecar.journal.recall import usual_closeness
 from sidecar.journal.tier import EventVectors
 from sidecar.retrieval.updates import later_first, stems, usual_overlap
@@ -68,9 +69,10 @@ def test_a_hit_without_a_date_or_without_the_querys_words_never_moves() -> None:
 def test_without_vectors_a_shared_word_the_query_lacks_makes_two_hits_one_subject() -> None:
     older = "Nightly backups run at two in the morning from the storage cluster."
     query = "when do nightly backups run"
-    # Both share two words with the older statement (2 in 15), but the dashboard's are the
-    # question's own words, which every hit shares; the move names the same cluster.
-    moved = "Backups now start at half past four, after the cluster batch jobs finish."
+    # Both share the question's words with the older statement, which every hit does; the
+    # move also names the same cluster (3 words in 21), the dashboard nothing else.
+    moved = ("Nightly backups now start at half past four, once the cluster batch jobs and "
+             "the weekly reindex of archive tables finish, Omar says.")  # fmt: skip
     chatter = ("Nightly backup dashboard redesign drafted by Omar with fresh colours and "
                "several charts.")  # fmt: skip
     assert order([older, moved], [60, 2], query) == [1, 0]
@@ -78,6 +80,35 @@ def test_without_vectors_a_shared_word_the_query_lacks_makes_two_hits_one_subjec
     # Unless the candidates usually share that much beyond the query (every turn of a
     # conversation names its speakers).
     assert order([older, moved], [60, 2], query, usual_words=lambda: 0.5) == [0, 1]
+
+
+def test_without_vectors_a_later_hit_sharing_less_of_the_earlier_than_the_question_stays() -> None:
+    """A restatement is as near the earlier as the question is: the question names three
+    of its words, a later hit naming two of them (and one more) is not its restatement."""
+    older = "Nightly backups run at two in the morning from the storage cluster."
+    later = "Backups now start at half past four, after the cluster batch jobs finish."
+    assert order([older, later], [60, 2], "when do nightly backups run") == [0, 1]
+    assert order([older, later], [60, 2], "when do backups run") == [1, 0]
+
+
+FLUSHING = "Hydrant flushing for the north zone happens every April and October, overnight."
+FOLLOW_UP = ("North zone hydrant flushing overnight left brown water on Birch Rd; crews "
+             "advised running cold taps.")  # fmt: skip
+MOVED = "North zone hydrant flushing now happens every May and November, overnight."
+
+
+def test_without_vectors_a_later_hit_restating_no_value_of_the_earlier_stays_below() -> None:
+    """Shared words say two hits share a topic; only a value given differently (the months
+    here) says the later replaces the earlier. A follow-up keeps its relevance place."""
+    texts = [FLUSHING, FOLLOW_UP, MOVED]
+    query = "When does north zone hydrant flushing happen?"
+
+    def replaces(i: int, j: int) -> bool:
+        return reports_change(texts[i], texts[j])
+
+    assert order(texts[:2], [300, 30], query) == [1, 0]  # words alone: one subject
+    assert order(texts[:2], [300, 30], query, replaces=replaces) == [0, 1]
+    assert order(texts, [300, 30, 10], query, replaces=replaces) == [2, 1, 0]
 
 
 def test_usual_overlap_is_what_candidates_share_beyond_the_query() -> None:
@@ -209,6 +240,21 @@ async def test_an_old_answer_never_updated_stays_first_above_later_chatter(
     assert hits[0]["importance"] < hits[1]["importance"]  # decayed, shown, not ranked by
     reference = await recall(client, query, ranking="importance")
     assert [h["id"] for h in reference][-1] == answer
+
+
+async def test_a_later_follow_up_sharing_the_answers_words_stays_below_it(
+    client: TestClient,
+) -> None:
+    """Sparse recall: the follow-up is about the answer's subject and later, but states
+    no value of its own for the answer's slot, so the old answer keeps first place."""
+    for i, chatter in enumerate(BACKGROUND):
+        await record(client, chatter, 40 + i)
+    answer = await record(client, FLUSHING, 300)
+    later = await record(client, FOLLOW_UP, 30)
+    query = "When does north zone hydrant flushing happen?"
+    by_relevance = [h["id"] for h in await recall(client, query, ranking="relevance")]
+    assert by_relevance[:2] == [answer, later]
+    assert [h["id"] for h in await recall(client, query)][:2] == [answer, later]
 
 
 async def test_recall_with_vectors_puts_a_reworded_update_first(settings: Settings) -> None:

