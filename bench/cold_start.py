@@ -81,18 +81,19 @@ class SizeRuns:
     @property
     def cpu_ratio(self) -> float | None:
         """The build's CPU against the bare loop's; None where ``/proc`` cannot say."""
-        if not self.full_cpu_s or not self.empty_cpu_s or not self.bare_cpu_s:
-            return None
-        build = statistics.median(self.full_cpu_s) - statistics.median(self.empty_cpu_s)
-        return build / statistics.median(self.bare_cpu_s)
+        return self._against_bare(self.full_cpu_s, self.empty_cpu_s)
 
     @property
     def own_cpu_ratio(self) -> float | None:
         """The daemon process's own CPU for the build (no workers) against the bare loop's."""
-        if not self.full_own_cpu_s or not self.empty_own_cpu_s or not self.bare_cpu_s:
+        return self._against_bare(self.full_own_cpu_s, self.empty_own_cpu_s)
+
+    def _against_bare(self, full: list[float], empty: list[float]) -> float | None:
+        """CPU of a build (a full start less an empty one) against the bare loop's."""
+        if not full or not empty or not self.bare_cpu_s:
             return None
-        own = statistics.median(self.full_own_cpu_s) - statistics.median(self.empty_own_cpu_s)
-        return own / statistics.median(self.bare_cpu_s)
+        build = statistics.median(full) - statistics.median(empty)
+        return build / statistics.median(self.bare_cpu_s)
 
     def to_json(self) -> dict[str, Any]:
         return {
