@@ -35,6 +35,7 @@ from sidecar.stores.pg_schema import BLOCK, K1, TS_CONFIG, B
 
 FIRST_BATCH = 32  # blocks per term in the first round (4,096 postings); doubled after
 MAX_BATCH = 512
+MIN_BATCH = 4
 PROBE_BATCH = 16  # chunks probed at once, the most promising first
 MAX_PROBES = 1024
 # A probe costs about as much as reading a few blocks (it unnests the chunk's whole
@@ -145,29 +146,46 @@ def search(
     at = {lex: i for i, lex in enumerate(lexemes)}
     weight = [idf[x] for x in lexemes]
     cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (bound, id) last read
+    # each term's next read, doubled as it is walked; at first in proportion to its IDF (a
+    # common term's blocks add little to any score, and MaxScore mostly never reads on)
     first = max(FIRST_BATCH, -(-k // BLOCK))
-    batch = dict.fromkeys(cursor, first)  # each term's next read, doubled as it is walked
+    batch = {i: max(MIN_BATCH, round(first * weight[i] / max(weight))) for i in cursor}
     scores: dict[int, float] = {}  # chunks probed: their exact scores
     gone = np.fromiter(dead, np.int64, len(dead))
     read = _Read(weight, (wa, wb, wc), norm, slope, gone)
     probes = max(PROBE_BATCH, 4 * k)
-    walking = list(cursor)
-    while True:
-        if walking:
+    walking, probe = list(cursor), []
+    while walking or probe:
+        # a round's walk and probes are decided together, so they go in one round trip
+        with conn.pipeline():
             walked = conn.execute(WALK, {
                 "ns": namespace, "lexemes": [lexemes[i] for i in walking],
                 "bound": [cursor[i][0] for i in walking],
                 "after": [cursor[i][1] for i in walking], "n": [batch[i] for i in walking],
-            }, binary=True).fetchall()  # fmt: skip
-            rows = Counter(row[0] for row in walked)
-            for lex, bound, block, *arrays in walked:
+            }, binary=True) if walking else None  # fmt: skip
+            probed = conn.execute(
+                PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe}
+            ) if probe else None  # fmt: skip
+        if walked is not None:
+            rows = walked.fetchall()
+            got = Counter(row[0] for row in rows)
+            for lex, bound, block, *arrays in rows:
                 cursor[at[lex]] = min(cursor[at[lex]], (bound, block))
                 read.add(at[lex], *arrays)
             for i in walking:
-                if rows[lexemes[i]] < batch[i]:
+                if got[lexemes[i]] < batch[i]:
                     del cursor[i]  # this term's blocks are all read
                 else:
                     batch[i] = min(batch[i] * 2, MAX_BATCH)
+        if probed is not None:
+            parts_of = {c: [0.0] * len(lexemes) for c in probe}
+            for chunk_id, lex, th, tb, tc, dl in probed.fetchall():
+                f = wa * th + wb * tb + wc * tc
+                i = at[lex]
+                parts_of[chunk_id][i] = weight[i] * f * (K1 + 1) / (f + norm + slope * dl)
+            for chunk_id, parts in parts_of.items():
+                scores[chunk_id] = _sum(parts)
+            read.mark(probe)
         # the most a term not met can still add: 0 once all its blocks are read
         ahead = np.array([weight[i] * cursor[i][0] * grow * SLACK if i in cursor else 0.0
                           for i in range(len(lexemes))])  # fmt: skip
@@ -177,32 +195,18 @@ def search(
         floor = _kth(np.concatenate([known, done]), k)  # k chunks score at least this
         bound = known + (~seen).astype(float) @ ahead
         open_ = np.flatnonzero(~exact & (bound >= floor))
+        probe = []
+        if bool(cursor) and len(open_) > WALK_BEFORE_PROBING:
+            # many candidates open while blocks remain: walking on settles them for less
+            walking = [i for i in cursor if (~seen[open_, i]).any()]
+            continue
+        if len(open_):
+            probe = ids[open_[np.argsort(-bound[open_], kind="stable")[:probes]]].tolist()
+            probes = min(probes * 2, MAX_PROBES)  # many close candidates: fewer rounds
         # a chunk never met scores at most the sum of the bounds of its terms: the lowest
         # bounds summing below the floor cannot make one an answer, the rest can
         order = np.argsort(ahead, kind="stable")
-        essential = [i for i in order[np.cumsum(ahead[order]) >= floor].tolist() if i in cursor]
-        # many candidates open while blocks remain: walking on settles them for less
-        deferred = bool(cursor) and len(open_) > WALK_BEFORE_PROBING
-        if len(open_) and not deferred:
-            probe = ids[open_[np.argsort(-bound[open_], kind="stable")[:probes]]].tolist()
-            probes = min(probes * 2, MAX_PROBES)  # many close candidates: fewer rounds
-            parts_of = {c: [0.0] * len(lexemes) for c in probe}
-            for chunk_id, lex, th, tb, tc, dl in conn.execute(
-                PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe}
-            ).fetchall():
-                f = wa * th + wb * tb + wc * tc
-                i = at[lex]
-                parts_of[chunk_id][i] = weight[i] * f * (K1 + 1) / (f + norm + slope * dl)
-            for chunk_id, parts in parts_of.items():
-                scores[chunk_id] = _sum(parts)
-            read.mark(probe)
-        if deferred:  # the terms the open candidates still lack
-            lacking = (~seen[open_]).any(axis=0)
-            walking = [i for i in cursor if lacking[i]]
-        else:
-            walking = essential
-        if not walking and not len(open_):
-            break
+        walking = [i for i in order[np.cumsum(ahead[order]) >= floor].tolist() if i in cursor]
     # every chunk that can still reach the floor is exact (met in every term, or probed)
     return _top(ids[exact], known[exact], scores, k)
 
