@@ -195,6 +195,7 @@ def search(
         floor = _kth(np.concatenate([known, done]), k)  # k chunks score at least this
         bound = known + (~seen).astype(float) @ ahead
         open_ = np.flatnonzero(~exact & (bound >= floor))
+        read.forget(bound < floor)
         probe = []
         if bool(cursor) and len(open_) > WALK_BEFORE_PROBING:
             # many candidates open while blocks remain: walking on settles them for less
@@ -300,6 +301,18 @@ class _Read:
         """Chunks probed: their exact scores are known, they are no longer candidates."""
         at = np.searchsorted(self.ids, probed)
         self.probed[at[self.ids[np.minimum(at, len(self.ids) - 1)] == probed]] = True
+
+    def forget(self, low: np.ndarray) -> None:
+        """Drop the chunks of the last tally that cannot reach the floor (it only rises,
+        their bounds only fall), so a round costs what it read, not every chunk met before
+        it. One met again later comes back with only that round's shares: still a floor
+        under its score, which stays below the floor, so it never enters the answer."""
+        drop = np.zeros(len(self.ids), bool)
+        drop[~self.probed] = low
+        if drop.any():
+            keep = ~drop
+            self.ids, self.parts = self.ids[keep], self.parts[keep]
+            self.seen, self.probed = self.seen[keep], self.probed[keep]
 
     def tally(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunks met (not dead, not probed): ids, the sum of their shares met (in
