@@ -14,9 +14,10 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
+from sidecar.journal.change import reports_change, shares_a_name
 from sidecar.journal.follow import WORDS_CHANGE
 from sidecar.journal.index import FILENAME, JournalIndex
-from sidecar.journal.links import CANDIDATE, kept_pairs, reports_change, shares_a_name
+from sidecar.journal.links import CANDIDATE, kept_pairs
 from tests.conftest import eventually
 from tests.test_journal import recall, record, started, status
 

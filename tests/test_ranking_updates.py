@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.index.dates import hit_date
-from sidecar.journal.links import reports_change
+from sidecar.journal.change import reports_change
 from sidecar.journal.recall import usual_closeness
 from sidecar.journal.tier import EventVectors
 from sidecar.retrieval.updates import later_first, stems, usual_overlap

@@ -2,7 +2,7 @@
 
 The pairs come from the index (``links``: found when the later event was folded, by the
 rare words the two share); here, with both texts in hand, a pair counts as an update
-when the later *reports a change* (``links.reports_change``) and they share at least
+when the later *reports a change* (``change.reports_change``) and they share at least
 ``WORDS_CHANGE`` (any kept pair when the later names a name of the earlier), or they
 share ``WORDS_ALONE`` whatever they say. An explicit ``supersedes`` from the writer is
 the strongest link (its older is shown only when superseded events are asked for).
@@ -21,8 +21,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from sidecar.journal.change import reports_change, shares_a_name
 from sidecar.journal.events import payload_text
-from sidecar.journal.links import CANDIDATE, kept_pairs, reports_change, shares_a_name
+from sidecar.journal.links import CANDIDATE, kept_pairs
 
 if TYPE_CHECKING:
     from sidecar.journal.index import Filters, Row

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import follow, ranking
+from sidecar.journal.change import reports_change
 from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
-from sidecar.journal.links import reports_change
 from sidecar.journal.ranking import Candidate
 from sidecar.retrieval import query as planner
 from sidecar.retrieval import updates
