@@ -288,3 +288,25 @@ async def test_a_terse_update_naming_the_older_s_name_comes_above_it(
     order = ids(body["hits"])
     assert order.index(newer) == order.index(older) - 1
     assert body["hits"][order.index(newer)]["update_of"]["id"] == older
+
+
+async def test_a_later_event_giving_no_value_of_the_kind_asked_stays_below_the_answer(
+    client: TestClient,
+) -> None:
+    """The question asks when; the follow-up is later, on the answer's subject, and states
+    other figures (a count), so it does not replace the date and stays below; an update
+    naming a new date, recorded later still, comes first."""
+    answer, follow_up = await lay_down(
+        client,
+        [(80, "Harbourside rooftop bar closes for the season on 31 October each year."),
+         (20, "Harbourside rooftop bar season: 14 private events booked, 3 pending.")],
+    )  # fmt: skip
+    await lay_down(client, [(70 - 5 * i, text) for i, text in enumerate(FILLER)])
+    query = "When does the Harbourside rooftop bar close for the season?"
+    hits = (await recall(client, query, k=5, mark=False))["hits"]
+    assert ids(hits)[:2] == [answer, follow_up]
+    assert all("update_of" not in h for h in hits)
+    (update,) = await lay_down(
+        client, [(10, "Harbourside rooftop bar now closes on 15 November this year.")]
+    )
+    assert ids((await recall(client, query, k=5, mark=False))["hits"])[0] == update
