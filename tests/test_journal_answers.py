@@ -13,6 +13,7 @@ from sidecar.journal.answers import asks, gives
         ("When is the board meeting on branch closures?", "date"),
         ("What date is the release freeze?", "date"),
         ("What time are the nightly backups?", "clock"),
+        ("What is the kick-off time on Saturdays?", "clock"),
         ("How often is the staging database refreshed?", "period"),
         ("How long are logs retained?", "length"),
         ("How much notice is needed for a declaration?", "length"),

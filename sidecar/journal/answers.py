@@ -29,7 +29,7 @@ _ASKS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.I))
     for kind, pattern in (
         ("person", r"^\s*who\b|\bwho(?:'s| is| are| owns| runs| manages| handles| does)\b"),
-        ("clock", r"\bwhat time\b|\bat what hour\b"),
+        ("clock", r"\bwhat time\b|\bat what hour\b|\bwhat(?:'s| is| was) the [\w' -]*\btime\b"),
         ("period", r"\bhow (?:often|frequently|regularly)\b"),
         ("length", r"\bhow long\b|\bhow much (?:notice|time|warning|lead time)\b"),
         (
