@@ -150,6 +150,12 @@ def test_a_change_is_a_slot_filled_differently() -> None:
     assert not reports_change("Ravi has a shellfish allergy.", "Then Ravi flew to Austin.")
     assert not reports_change("Mugs reorder at 120 units.", "Mug sales up 40% this week.")
     assert not reports_change("The hold notice went to custodians.", "Mediation is scheduled.")
+    # called off, or back on: a change with no value
+    assert reports_change("Pilot starts in June.", "The council scrapped the pilot.")
+    assert reports_change("Taproom closes on Mondays.", "Reversing the Monday closure.")
+    assert reports_change("The fee stays at $75.", "Committee voted to waive it entirely.")
+    assert reports_change("Sunday calls suspended.", "Sunday calls are back on.")
+    assert not reports_change("Pilot starts in June.", "Union wants more drivers for the pilot.")
 
 
 def test_an_index_of_schema_6_gains_the_links_and_keeps_its_history(tmp_path: Path) -> None:
@@ -310,3 +316,19 @@ async def test_a_later_event_giving_no_value_of_the_kind_asked_stays_below_the_a
         client, [(10, "Harbourside rooftop bar now closes on 15 November this year.")]
     )
     assert ids((await recall(client, query, k=5, mark=False))["hits"])[0] == update
+
+
+async def test_a_later_event_calling_the_subject_off_comes_above_it(client: TestClient) -> None:
+    """No value of its own, but linked by the pilot's rare words and calling it off: the
+    later replaces the earlier."""
+    older, newer = await lay_down(
+        client,
+        [(80, "Fare-free Saturdays pilot on the Kestrel line to start in June on all buses."),
+         (15, "Council scrapped the Kestrel pilot in the budget round.")],
+    )  # fmt: skip
+    await lay_down(client, [(70 - 5 * i, text) for i, text in enumerate(FILLER)])
+    query = "Will fare-free Saturdays start on all Kestrel buses in June?"
+    by_relevance = ids((await recall(client, query, k=5, ranking="relevance"))["hits"])
+    assert by_relevance.index(older) < by_relevance.index(newer)
+    order = ids((await recall(client, query, k=5, mark=False))["hits"])
+    assert order.index(newer) == order.index(older) - 1

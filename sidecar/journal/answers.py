@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from sidecar.journal.change import values
+from sidecar.journal.change import calls_off, values
 
 Kind = str
 
@@ -69,14 +69,6 @@ _NUMBER_WORDS = re.compile(
     r"hundred|half|double|triple|none)\b",
     re.I,
 )
-# A later event that calls the thing off answers any question about it, with no value.
-_CALLED_OFF = re.compile(
-    r"\b(?:cancel(?:l?ed|s)?|scrap(?:ped|s)?|call(?:ed|s)? (?:it |that |this )?off|"
-    r"no longer|any ?more|abolish(?:ed|es)?|suspend(?:ed|s)?|withdr[ae]wn?|"
-    r"(?:is|are|'s) off|pulled)\b",
-    re.I,
-)
-
 _OPENING_NAME = re.compile(r"\s*[A-Z][a-z]+(?:'s)? (?!the\b)[a-z]+")
 
 
@@ -90,7 +82,7 @@ def asks(question: str) -> Kind | None:
 
 def gives(kind: Kind, text: str) -> bool:
     """Whether the statement gives a value of ``kind``, or calls its subject off."""
-    if _CALLED_OFF.search(text):
+    if calls_off(text):
         return True
     found = values(text)
     figures = any(k.startswith("figure:") for k in found)

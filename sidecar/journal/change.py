@@ -84,13 +84,33 @@ def shares_a_name(older: str, newer: str) -> bool:
     return any(w[:1].isupper() and w.lower() in names for w in written)
 
 
+# Calling a thing off, or back on, states no value: "the council scrapped the pilot",
+# "that conversion is off", "reversing the Monday closure", "waive it entirely".
+_CALLED_OFF = re.compile(
+    r"\b(?:cancel(?:l?ed|s)?|scrap(?:ped|s)?|call(?:ed|s)? (?:it |that |this )?off|"
+    r"no longer|any ?more|abolish(?:ed|es)?|suspend(?:ed|s)?|withdr[ae]wn?|pulled|"
+    r"(?:is|are|'s) off|back on|revers(?:e|ed|es|ing)|scratch|waive[ds]?)\b",
+    re.IGNORECASE,
+)
+
+
+def calls_off(text: str) -> bool:
+    """The statement calls its subject off, or back on."""
+    return _CALLED_OFF.search(text) is not None
+
+
 def reports_change(older: str, newer: str) -> bool:
     """The later statement fills a slot the earlier one filled, differently: a value of a
     kind the earlier gives that the earlier does not give, a figure of the same shape, a
     month or day name, or a name ("April 18" -> "April 25", "every 180 days" -> "every 90
     days", "Priya" -> "Tomasz"). A name counts even when the old one is repeated beside
     it ("we cancelled PagerDuty; pages go out from Opsgenie"): requiring the old name to
-    be dropped missed 5 of 134 held-out updates and spared none of 44 later follow-ups."""
+    be dropped missed 5 of 134 held-out updates and spared none of 44 later follow-ups.
+    A statement calling the subject off or back on (``calls_off``) reports a change with
+    no value: on the four dev sets, 11 of the 34 updates giving no new value say so, and 4
+    of 323 later follow-ups giving none."""
+    if calls_off(newer):
+        return True
     before, after = values(older), values(newer)
     return any(
         now - before.get(kind, frozenset()) and before.get(kind) for kind, now in after.items()
