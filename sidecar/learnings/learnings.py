@@ -25,7 +25,7 @@ from sidecar.config import Settings
 from sidecar.crew.client import LeadClient
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes, TierState
-from sidecar.learnings import entries, hits
+from sidecar.learnings import beyond, entries, hits
 from sidecar.learnings.index import FOLDER, Change, LearningsIndex, is_learnings
 from sidecar.learnings.listing import list_tier, sort_key
 from sidecar.learnings.ranking import (
@@ -264,6 +264,8 @@ class Learnings(Capability):
             await asyncio.get_running_loop().run_in_executor(None, _fits, q.text, lead)
             candidates += lead
         lend_fits(candidates)
+        if vector is not None:
+            await self._beyond(q.text, mode, vector, candidates)
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
@@ -324,6 +326,23 @@ class Learnings(Capability):
                 if key in blobs:  # else still waiting for its vector: judged by words
                     c.cosine = dense_score(vector, blobs[key])
         return out
+
+    async def _beyond(
+        self, text: str, mode: str, vector: Any, candidates: list[ScoredLearning]
+    ) -> None:
+        """The best-matching entries' rests (``beyond``): each without the task's words,
+        embedded on the query thread; one whose rest could not be embedded keeps its whole
+        cosine (the embedder going down mid-search is said by the next query's check)."""
+        checked = beyond.to_check(candidates)
+        if not checked:
+            return
+        rests = await asyncio.get_running_loop().run_in_executor(
+            None, beyond.without_words, text, [c.text for c in checked]
+        )
+        for c, rest in zip(checked, rests, strict=True):
+            rest_vector, _ = await self.embeddings.query_vector(rest, mode)
+            if rest_vector is not None:
+                c.beyond = float(rest_vector @ vector)
 
     async def _from_lead(self, q: SearchQuery, degraded: list[str]) -> list[ScoredLearning]:
         assert self.lead is not None
