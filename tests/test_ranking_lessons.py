@@ -17,6 +17,7 @@ from sidecar.config import Settings
 from sidecar.learnings import beyond, ranking
 from sidecar.learnings.hits import order
 from sidecar.learnings.ranking import ScoredLearning, answering, fits
+from sidecar.retrieval.embedders.base import EmbedderError
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 
@@ -380,14 +381,18 @@ async def test_with_vectors_a_note_close_only_by_the_task_words_does_not_set_the
             task = "Renew the TLS certificate for the payments gateway"
             assert await first(task) == ["lesson", "note"]
             assert (await first("Rotate the API keys of the reporting service"))[0] == "exact"
-            whole = svc.embeddings.query_vector
+            embedder = vectors.embedder
+            whole = embedder.embed
 
-            async def rests_fail(text: str, mode: str) -> Any:
-                return await whole(text, mode) if text == task else (None, "went down")
+            def refuse_rests(texts: list[str]) -> Any:
+                if texts != [task]:
+                    raise EmbedderError("refused")
+                return whole(texts)
 
-            monkeypatch.setattr(svc.embeddings, "query_vector", rests_fail)
-            assert await first(task) == ["note", "lesson"]
-            monkeypatch.setattr(svc.embeddings, "query_vector", whole)
+            monkeypatch.setattr(embedder, "embed", refuse_rests)
+            assert await first(task) == ["note", "lesson"]  # answered, by whole cosines
+            assert svc.embeddings.retrieval() == "hybrid"
+            monkeypatch.undo()
             monkeypatch.setattr(beyond, "CHECKED", 0)
             assert await first(task) == ["note", "lesson"]
     finally:

@@ -29,6 +29,8 @@ from sidecar.learnings import beyond, entries, hits
 from sidecar.learnings.index import FOLDER, Change, LearningsIndex, is_learnings
 from sidecar.learnings.listing import list_tier, sort_key
 from sidecar.learnings.ranking import (
+    REFERENCE,
+    RELEVANCE,
     SCOPE_FACTORS,
     ScoredLearning,
     fits,
@@ -264,8 +266,8 @@ class Learnings(Capability):
             await asyncio.get_running_loop().run_in_executor(None, _fits, q.text, lead)
             candidates += lead
         lend_fits(candidates)
-        if vector is not None:
-            await self._beyond(q.text, mode, vector, candidates)
+        if vector is not None and q.ranking not in (RELEVANCE, REFERENCE):  # they use no match
+            await self._beyond(q.text, vector, candidates)
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
@@ -327,22 +329,20 @@ class Learnings(Capability):
                     c.cosine = dense_score(vector, blobs[key])
         return out
 
-    async def _beyond(
-        self, text: str, mode: str, vector: Any, candidates: list[ScoredLearning]
-    ) -> None:
+    async def _beyond(self, text: str, vector: Any, candidates: list[ScoredLearning]) -> None:
         """The best-matching entries' rests (``beyond``): each without the task's words,
-        embedded on the query thread; one whose rest could not be embedded keeps its whole
-        cosine (the embedder going down mid-search is said by the next query's check)."""
+        embedded together on the query thread; if they cannot be, the entries keep their
+        whole cosine."""
         checked = beyond.to_check(candidates)
         if not checked:
             return
         rests = await asyncio.get_running_loop().run_in_executor(
             None, beyond.without_words, text, [c.text for c in checked]
         )
-        for c, rest in zip(checked, rests, strict=True):
-            rest_vector, _ = await self.embeddings.query_vector(rest, mode)
-            if rest_vector is not None:
-                c.beyond = float(rest_vector @ vector)
+        found = await self.embeddings.query_vectors(rests)
+        if found is not None:
+            for c, row in zip(checked, found @ vector, strict=True):
+                c.beyond = float(row)
 
     async def _from_lead(self, q: SearchQuery, degraded: list[str]) -> list[ScoredLearning]:
         assert self.lead is not None
