@@ -299,6 +299,7 @@ def test_without_words_leaves_what_an_entry_says_beyond_the_task() -> None:
         "Check the intermediate chain is bundled.",
     ]) == ["are logged once they", "Check the intermediate chain is bundled."]  # fmt: skip
     assert beyond.without_words("the of", ["the of it"]) == ["it"]  # stopwords only asked
+    assert beyond.without_words("deploy staging", ["Staging deploy: deploying."]) == [""]
 
 
 def test_a_cosine_counts_at_most_words_lift_above_what_the_rest_says() -> None:

@@ -332,17 +332,20 @@ class Learnings(Capability):
     async def _beyond(self, text: str, vector: Any, candidates: list[ScoredLearning]) -> None:
         """The best-matching entries' rests (``beyond``): each without the task's words,
         embedded together on the query thread; if they cannot be, the entries keep their
-        whole cosine."""
+        whole cosine. An entry made only of the task's words has nothing beyond them (and
+        an empty text is not sent to an embedder that may refuse it)."""
         checked = beyond.to_check(candidates)
         if not checked:
             return
         rests = await asyncio.get_running_loop().run_in_executor(
             None, beyond.without_words, text, [c.text for c in checked]
         )
-        found = await self.embeddings.query_vectors(rests)
-        if found is not None:
-            for c, row in zip(checked, found @ vector, strict=True):
-                c.beyond = float(row)
+        said = [(c, rest) for c, rest in zip(checked, rests, strict=True) if rest.strip()]
+        for c in checked:
+            c.beyond = 0.0  # unless it says more, below
+        found = await self.embeddings.query_vectors([rest for _, rest in said]) if said else None
+        for i, (c, _) in enumerate(said):
+            c.beyond = float(found[i] @ vector) if found is not None else None
 
     async def _from_lead(self, q: SearchQuery, degraded: list[str]) -> list[ScoredLearning]:
         assert self.lead is not None
