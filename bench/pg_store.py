@@ -460,7 +460,8 @@ def _report_scale(result: BenchResult, scales: list[Scale]) -> None:
         "once the file is on disk and its changed chunks indexed",
         "PostgreSQL computes FTS5's BM25 (same k1, b, column weights) from a postings "
         "table (each term's postings packed 128 to a row, by impact); an OR of words walks "
-        "them by block bound and stops once no unseen chunk can enter the top k (exact); "
+        "them by block bound, reading on only the terms the k-th best floor cannot leave "
+        "out (MaxScore), and stops once no unseen chunk can enter the top k (exact); "
         "its stems are Snowball English where SQLite's are Porter",
     ]
 
