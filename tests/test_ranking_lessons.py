@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +18,10 @@ from sidecar.config import Settings
 from sidecar.learnings import beyond, ranking
 from sidecar.learnings.hits import order
 from sidecar.learnings.ranking import ScoredLearning, answering, fits
-from sidecar.retrieval.embedders.base import EmbedderError
+from sidecar.retrieval.embedders.base import EmbedderRefused
 from sidecar.service import MemoryService
 from tests.conftest import eventually
+from tests.ollama_stub import OllamaStub
 
 
 def block(key: str, importance: float, count: int, days: int, text: str, status: str = "active"
@@ -387,14 +389,46 @@ async def test_with_vectors_a_note_close_only_by_the_task_words_does_not_set_the
 
             def refuse_rests(texts: list[str]) -> Any:
                 if texts != [task]:
-                    raise EmbedderError("refused")
+                    raise EmbedderRefused("refused")
                 return whole(texts)
 
             monkeypatch.setattr(embedder, "embed", refuse_rests)
             assert await first(task) == ["note", "lesson"]  # answered, by whole cosines
-            assert svc.embeddings.retrieval() == "hybrid"
+            assert svc.embeddings.retrieval() == "hybrid"  # refused texts: not down
             monkeypatch.undo()
             monkeypatch.setattr(beyond, "CHECKED", 0)
             assert await first(task) == ["note", "lesson"]
     finally:
         await svc.stop()
+
+
+async def test_rests_the_embedder_fails_on_are_reported_not_silently_dropped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An OpenAI-compatible server over loopback answers the query and fails on the rests
+    (the batch holding a word only the note's rest has; it answers NaN as Ollama does).
+    The entries keep their whole cosines, and the answer and the log say why: the order
+    may differ from the one the rests would give."""
+    agent = tmp_path / "a"
+    path = agent / "learnings" / "ops.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(typed("note", "procedural", 0.3, 0, 20, "renew certificate gateway zebra"))
+    with OllamaStub(dim=64, models=("m",)) as stub:
+        settings = Settings(agent_dir=agent, crew_dir=tmp_path / "c", embedder="openai",
+                            embed_url=stub.url + "/v1", embed_model="m")  # fmt: skip
+        svc = MemoryService(settings)
+        await svc.start()
+        try:
+            assert svc.embeddings.vectors is not None
+            await svc.embeddings.vectors.wait_idle()
+            stub.refuse_word = "zebra"
+            async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+                asked = {"query": "renew certificate gateway", "mode": "hybrid", "scope": "agent"}
+                resp = await client.post("/memory/learnings/search", json=asked)
+                body = await resp.json()
+            assert resp.status == 200 and [h["id"] for h in body["hits"]] == ["note"], body
+            assert ["zebra"] in [r["input"] for r in stub.requests]  # the rest was asked for
+            assert any("beyond the task" in d and "NaN" in d for d in body["degraded"]), body
+            assert "learnings: rests not embedded" in caplog.messages
+        finally:
+            await svc.stop()
