@@ -300,8 +300,18 @@ def test_without_words_leaves_what_an_entry_says_beyond_the_task() -> None:
         "Payments gateway TLS certificate renewals are logged once they renew.",
         "Check the intermediate chain is bundled.",
     ]) == ["are logged once they", "Check the intermediate chain is bundled."]  # fmt: skip
-    assert beyond.without_words("the of", ["the of it"]) == ["it"]  # stopwords only asked
     assert beyond.without_words("deploy staging", ["Staging deploy: deploying."]) == [""]
+
+
+def test_an_entry_saying_only_the_task_in_a_sentence_has_nothing_beyond_it() -> None:
+    """Words of no content left alone ("the", "it", punctuation, an emoji) are no rest: the
+    entry gets no more lift than the same words without them (``_beyond``: nothing beyond
+    them), not the cosine of "the" to the task."""
+    task = "Renew the TLS certificate"
+    assert beyond.without_words(task, [
+        "Renew the TLS certificate.", "For the TLS certificate, renew it!! 😀",
+        "Renew TLS certificate", "Renew the TLS certificate before Friday",
+    ]) == ["", "", "", "the before Friday"]  # fmt: skip
 
 
 def test_a_cosine_counts_at_most_words_lift_above_what_the_rest_says() -> None:
