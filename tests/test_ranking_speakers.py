@@ -1,7 +1,8 @@
 """A question that names someone is answered by what they say: among BM25's candidates, a
-chunk holding a transcript line opened by a speaker the question names gains a share of
-the best score (``modes.SPEAKER_SHARE``), in sparse and hybrid ranking alike; notes without
-speaker labels, and questions naming nobody who speaks, keep their order."""
+chunk gains a share of the best score (``modes.SPEAKER_SHARE``) times the share of its
+transcript lines opened by a speaker the question names, in sparse and hybrid ranking
+alike; notes without speaker labels, and questions naming nobody who speaks, keep their
+order."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from sidecar.index.store import Hit, IndexStore
 from sidecar.retrieval import fusion, query
 from sidecar.retrieval.modes import SPARSE
 from sidecar.retrieval.ranking import lift, rank_tier
-from sidecar.retrieval.speakers import speaks
+from sidecar.retrieval.speakers import said_share
 from sidecar.stores import open_store
 
 
@@ -42,20 +43,26 @@ def test_syntax_names_nobody() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "names", "said"),
+    ("text", "names", "share"),
     [
-        ("Caroline: Nice!\nMelanie: I painted a sunset.", {"Melanie"}, True),
-        ("  Melanie:  indented transcript line", {"Melanie"}, True),
-        ("Dr Ruiz: the cast comes off Monday.", {"Ruiz"}, True),
-        ("Caroline: Melanie: is that yours?", {"Melanie"}, False),  # not at a line's start
-        ("Caroline: I love Melanie's painting.", {"Melanie"}, False),  # named, not speaking
-        ("Melanie painted it: a sunset.", {"Melanie"}, False),  # a colon later in prose
-        ("Melanie: I painted a sunset.", set(), False),
-        ("Note: Melanie paints on Sundays.", {"Melanie"}, False),
+        ("Melanie: I painted a sunset.", {"Melanie"}, 1.0),
+        ("Caroline: Nice!\nMelanie: I painted a sunset.", {"Melanie"}, 0.5),
+        ("## Session 2\nCaroline: Nice!\nMelanie: I painted it.\nMelanie: Last week.", {"Melanie"},
+         2 / 3),  # a heading is no turn
+        ("  Melanie:  indented transcript line", {"Melanie"}, 1.0),
+        ("Dr Ruiz: the cast comes off Monday.", {"Ruiz"}, 1.0),
+        ("Caroline: Melanie: is that yours?", {"Melanie"}, 0.0),  # not at a line's start
+        ("Caroline: I love Melanie's painting.", {"Melanie"}, 0.0),  # named, not speaking
+        ("Melanie painted it: a sunset.", {"Melanie"}, 0.0),  # a colon later in prose
+        ("Melanie: I painted a sunset.", set(), 0.0),
+        ("Note: Melanie paints on Sundays.", {"Melanie"}, 0.0),
+        ("Caroline and Melanie met.", {"Melanie"}, 0.0),  # no transcript at all
     ],
-)
-def test_who_speaks_in_a_chunk(text: str, names: set[str], said: bool) -> None:
-    assert speaks(text, frozenset(names)) is said
+)  # fmt: skip
+def test_the_share_of_a_chunk_a_named_speaker_says(
+    text: str, names: set[str], share: float
+) -> None:
+    assert said_share(text, frozenset(names)) == pytest.approx(share)
 
 
 @pytest.fixture()
@@ -109,6 +116,15 @@ def test_the_lift_is_a_share_of_the_best_score_not_a_jump_over_everything() -> N
     close = Hit("c.md", 1, 1, "", "Melanie: I painted a horse.", 9.5)
     assert [h.path for h in lift([strong, weak, close], False, names)] == ["c.md", "a.md", "b.md"]
     assert [h.path for h in lift([strong, weak, close], False)] == ["a.md", "c.md", "b.md"]
+
+
+def test_a_chunk_of_both_speakers_gains_half() -> None:
+    names = frozenset({"Melanie"})
+    both = Hit("a.md", 1, 2, "", "Caroline: Did you paint it?\nMelanie: Yes, a horse.", 10.0)
+    own = Hit("b.md", 1, 1, "", "Melanie: I painted a horse.", 9.4)
+    other = Hit("c.md", 1, 1, "", "Caroline: I painted a horse.", 10.2)
+    # lifts of 0.5 and 1.0 of a tenth of 10.2: 10.51, 10.42, 10.2
+    assert [h.path for h in lift([other, both, own], False, names)] == ["a.md", "b.md", "c.md"]
 
 
 def test_hybrid_lifts_only_a_named_speaker() -> None:

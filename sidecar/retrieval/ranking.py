@@ -18,7 +18,7 @@ from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
 from sidecar.retrieval import modes
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, stem
-from sidecar.retrieval.speakers import speaks
+from sidecar.retrieval.speakers import said_share
 from sidecar.safety import scan_remembered
 
 if TYPE_CHECKING:
@@ -199,16 +199,16 @@ def body_only(hit: Hit) -> Hit:
 def lift(hits: list[Hit], asks_when: bool, names: frozenset[str] = frozenset()) -> list[Hit]:
     """BM25's pool with hybrid's lifts (``fusion.rerank``), in shares of the best score: for
     a question that asks when, a hit that says when something happened gains
-    ``WHEN_SHARE``; a hit holding a line said by someone the question names (``names``,
-    ``speakers``) gains ``SPEAKER_SHARE``. Its score says so, and its rank in the BM25 leg
-    stays where the new order puts it."""
+    ``WHEN_SHARE``; a hit gains ``SPEAKER_SHARE`` times the share of its transcript lines
+    said by someone the question names (``names``, ``speakers``). Its score says so, and
+    its rank in the BM25 leg stays where the new order puts it."""
     if not hits:
         return hits
     best = max(h.score for h in hits)
 
     def gain(hit: Hit) -> float:
         share = modes.WHEN_SHARE if asks_when and says_when(hit.text) else 0.0
-        return share + (modes.SPEAKER_SHARE if speaks(hit.text, names) else 0.0)
+        return share + modes.SPEAKER_SHARE * said_share(hit.text, names)
 
     lifted = [replace(h, score=h.score + g * best) if (g := gain(h)) else h for h in hits]
     return sorted(lifted, key=lambda h: -h.score)  # stable: ties keep BM25's order
