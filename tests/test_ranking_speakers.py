@@ -121,10 +121,11 @@ def test_the_lift_is_a_share_of_the_best_score_not_a_jump_over_everything() -> N
 def test_a_chunk_of_both_speakers_gains_half() -> None:
     names = frozenset({"Melanie"})
     both = Hit("a.md", 1, 2, "", "Caroline: Did you paint it?\nMelanie: Yes, a horse.", 10.0)
-    own = Hit("b.md", 1, 1, "", "Melanie: I painted a horse.", 9.4)
+    own = Hit("b.md", 1, 1, "", "Melanie: I painted a horse.", 9.6)
     other = Hit("c.md", 1, 1, "", "Caroline: I painted a horse.", 10.2)
-    # lifts of 0.5 and 1.0 of a tenth of 10.2: 10.51, 10.42, 10.2
-    assert [h.path for h in lift([other, both, own], False, names)] == ["a.md", "b.md", "c.md"]
+    # a tenth of 10.2, whole for Melanie's own line, half for the shared chunk: 10.62, 10.51,
+    # 10.2 (a whole lift for the shared chunk would put it first, at 11.02)
+    assert [h.path for h in lift([other, both, own], False, names)] == ["b.md", "a.md", "c.md"]
 
 
 def test_hybrid_lifts_only_a_named_speaker() -> None:
