@@ -8,8 +8,9 @@ this one fitted the dev data and is to be reverted.
 
 Grids, through ``bench/locomo_inprocess.py`` (the sidecar's own chunker, store and
 fusion): the chunk cap, the neighbouring text indexed as each chunk's context and its
-BM25 weight, the dense share ALPHA and what a chunk saying when gains for a question
-asking when (hybrid, the shipped ranking; the latter also sparse); the chunker's
+BM25 weight, the dense share ALPHA, what a chunk saying when gains for a question
+asking when and what a chunk holding a line said by someone the question names gains
+(hybrid, the shipped ranking; the last two also sparse); the chunker's
 target fraction and its lead-in rule (sparse, where they act alone). The plain FTS5 chunk
 baseline of the evaluation script goes through the same protocol (it has nothing to
 choose, so its figure is its dev figure).
@@ -82,6 +83,20 @@ GRIDS: dict[str, tuple[str, list[str], str, dict[str, str]]] = {
     ),
     "share of the best score a chunk saying when gains, asked when (sparse; 0 = none)": (
         "when_share",
+        ["0", "0.05", "0.1", "0.2"],
+        "0.1",
+        {"mode": "sparse"},
+    ),
+    "share of the best score a chunk holding a line by someone the question names gains "
+    "(hybrid; 0 = none)": (
+        "speaker_share",
+        ["0", "0.05", "0.1", "0.2"],
+        "0.1",
+        {"mode": "hybrid"},
+    ),
+    "share of the best score a chunk holding a line by someone the question names gains "
+    "(sparse; 0 = none)": (
+        "speaker_share",
         ["0", "0.05", "0.1", "0.2"],
         "0.1",
         {"mode": "sparse"},

@@ -20,7 +20,9 @@ the cost of cutting after a lead-in line, ``--arg context_chars=N`` the neighbou
 characters folded into each side of a chunk's indexed context (``chunking.CONTEXT_CHARS``,
 0 = none) and ``--arg context_weight=X`` their BM25 weight (``sqlite_schema.CONTEXT_WEIGHT`` in
 hybrid's pool, ``modes.SPARSE_CONTEXT_WEIGHT`` in sparse mode), ``--arg when_share=X``
-what a chunk saying when gains for a question asking when (``modes.WHEN_SHARE``):
+what a chunk saying when gains for a question asking when (``modes.WHEN_SHARE``),
+``--arg speaker_share=X`` what a chunk holding a line by someone the question names gains
+(``modes.SPEAKER_SHARE``):
 for the cross-validation of those constants (``bench/crossval.py``).
 ``--arg store=pgserver`` keeps each sample's index in a throwaway PostgreSQL cluster
 (``pgserver``), one namespace per sample; ``--arg store=postgresql://...`` in that
@@ -42,7 +44,7 @@ from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_
 from sidecar.retrieval.ranking import (
     RRF_K,
     body_only,
-    lift_when,
+    lift,
     rank_tier,
     rrf_fuse,
     search_store,
@@ -67,6 +69,7 @@ class InProcessRetriever:
         context_chars: str = "",
         context_weight: str = "",
         when_share: str = "",
+        speaker_share: str = "",
         store: str = "",
     ) -> None:
         if mode not in MODES:
@@ -81,6 +84,8 @@ class InProcessRetriever:
 
         if when_share != "":
             modes.WHEN_SHARE = float(when_share)
+        if speaker_share != "":
+            modes.SPEAKER_SHARE = float(speaker_share)
         if target:
             packing._TARGET = float(target)
         if lead_in_cost:
@@ -128,10 +133,11 @@ class InProcessRetriever:
         if self._embedder is None:
             if planned is None:
                 return []
-            depth = max(POOL, k) if planned.asks_when else k
+            cued = planned.asks_when or bool(planned.names)
+            depth = max(POOL, k) if cued else k
             hits = search_store(store, planned, depth, self.sparse_weight)[0]
-            if planned.asks_when:
-                hits = lift_when(hits)[:k]
+            if cued:
+                hits = lift(hits, planned.asks_when, planned.names)[:k]
             return [shown(h) for h in hits]
         vector = self._embedder.embed([text])[0]
         if self.mode == RRF:

@@ -15,7 +15,7 @@ from sidecar.index.dates import says_when
 from sidecar.index.store import Hit, IndexStore
 from sidecar.retrieval import fusion, query
 from sidecar.retrieval.modes import SPARSE
-from sidecar.retrieval.ranking import lift_when, rank_tier
+from sidecar.retrieval.ranking import lift, rank_tier
 from sidecar.stores import open_store
 
 
@@ -124,8 +124,8 @@ def test_the_lift_is_a_share_of_the_best_score_not_a_jump_over_everything() -> N
     strong = Hit("a.md", 1, 1, "", "Camping, camping and more camping with Melanie.", 10.0)
     weak = Hit("b.md", 1, 1, "", "Last week it rained.", 1.0)
     close = Hit("c.md", 1, 1, "", "We went camping yesterday.", 9.5)
-    assert [h.path for h in lift_when([strong, weak, close])] == ["c.md", "a.md", "b.md"]
-    assert lift_when([]) == []
+    assert [h.path for h in lift([strong, weak, close], True)] == ["c.md", "a.md", "b.md"]
+    assert lift([], True) == []
 
 
 def test_hybrid_lifts_only_when_asked() -> None:

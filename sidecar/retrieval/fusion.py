@@ -9,8 +9,10 @@ helps is letting the dense leg *re-order* BM25's candidates, never add new ones:
     dense = LINE_MIX * max(cosine of each line) + (1 - LINE_MIX) * cosine of the chunk
 
 over BM25's top ``POOL`` chunks, plus ``WHEN_SHARE`` for a chunk that says when
-something happened if the question asks when. A chunk still waiting for its vector keeps its
-BM25 share as its dense share, so it neither gains nor loses for being new.
+something happened if the question asks when, and ``SPEAKER_SHARE`` times the share of a
+chunk's transcript lines said by someone the question names (``speakers``). A chunk still
+waiting for its vector keeps its BM25 share as its dense share, so it neither gains nor
+loses for being new.
 When BM25 finds fewer chunks than asked for (no shared words), dense hits at
 least ``NOTES_FILL_MIN_COSINE`` similar fill the rest, below every BM25 hit.
 """
@@ -26,6 +28,7 @@ from sidecar.index.dates import says_when
 from sidecar.index.store import Hit
 from sidecar.retrieval import modes
 from sidecar.retrieval.modes import ALPHA, DENSE, NOTES_FILL_MIN_COSINE, SPARSE
+from sidecar.retrieval.speakers import said_share
 from sidecar.retrieval.vector_sync import from_blob
 
 if TYPE_CHECKING:
@@ -54,12 +57,15 @@ def rerank(
     fill: list[tuple[Hit, float]],
     limit: int,
     asks_when: bool = False,
+    names: frozenset[str] = frozenset(),
 ) -> list[Ranked]:
     """BM25's pool re-ordered by the mixed score, then dense-only hits if too few.
 
     ``dense`` maps a chunk's content hash to its :func:`dense_score`; ``fill`` is the
     dense leg's own top hits (hit, cosine), best first. ``asks_when``: the question asks
-    for a time, so a chunk that says when gains ``WHEN_SHARE``.
+    for a time, so a chunk that says when gains ``WHEN_SHARE``; ``names``: whom it names
+    (``query.named``), so a chunk gains ``SPEAKER_SHARE`` times the share of its transcript
+    lines they say.
     """
     lift = modes.WHEN_SHARE if asks_when else 0.0
     ranked: list[Ranked] = []
@@ -74,6 +80,8 @@ def rerank(
             mixed = ALPHA * norm[i] + (1 - ALPHA) * (norm[i] if sim is None else sim)
             if lift and says_when(hit.text):
                 mixed += lift
+            if names:
+                mixed += modes.SPEAKER_SHARE * said_share(hit.text, names)
             ranks = {SPARSE: i + 1}
             if sim is not None:
                 ranks[DENSE] = dense_rank[i]

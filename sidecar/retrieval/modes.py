@@ -34,3 +34,7 @@ SPARSE_CONTEXT_WEIGHT = 0.25
 # answer to "when did" is a line saying when. Cross-validated on LoCoMo dev (README,
 # "Validated on conversations a choice was not made on").
 WHEN_SHARE = 0.1
+# What a candidate whose transcript lines are all said by someone the question names gains,
+# in the same shares (a chunk gains this times the share of its lines they say,
+# ``speakers``): "What has Melanie painted?" is answered by Melanie's own lines.
+SPEAKER_SHARE = 0.1

@@ -59,6 +59,7 @@ class PlannedQuery:
     mode: str  # MODE_TERMS or MODE_FTS5
     fallback: str  # plain-terms expression if ``match`` fails to parse
     asks_when: bool = False  # the question asks for a time (``asks_when``)
+    names: frozenset[str] = frozenset()  # who or what it names (``named``)
 
 
 def terms(text: str) -> list[str]:
@@ -93,7 +94,7 @@ def plan(text: str) -> PlannedQuery | None:
         return None
     if _EXPLICIT.search(text) and _FTS5_SHAPED.fullmatch(_QUOTED.sub(" ", text)):
         return PlannedQuery(text.strip(), MODE_FTS5, fallback)
-    return PlannedQuery(fallback, MODE_TERMS, fallback, asks_when(text))
+    return PlannedQuery(fallback, MODE_TERMS, fallback, asks_when(text), named(text))
 
 
 _ASKS_WHEN = re.compile(
@@ -113,6 +114,16 @@ def asks_when(text: str) -> bool:
     ("what to do when the build fails") does not ask."""
     t = text.strip()
     return _ASKS_WHEN.search(t) is not None or (t[:5].lower() == "when " and t.endswith("?"))
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w'\u2019-]*")
+
+
+def named(text: str) -> frozenset[str]:
+    """The words a question writes with a capital (possessives dropped), except question
+    and stop words ("What", "Did"): the people or things it is about (``speakers``)."""
+    words = (w.removesuffix("'s").removesuffix("\u2019s") for w in _CAPITALISED.findall(text))
+    return frozenset(w for w in words if w.lower() not in STOPWORDS)
 
 
 def stem(word: str) -> str:

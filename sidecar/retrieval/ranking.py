@@ -18,6 +18,7 @@ from sidecar.index.store import Hit, IndexStore, QuerySyntaxError
 from sidecar.retrieval import modes
 from sidecar.retrieval.modes import DENSE, HYBRID, POOL, SPARSE, SPARSE_CONTEXT_WEIGHT
 from sidecar.retrieval.query import MODE_FALLBACK, MODE_TERMS, PlannedQuery, stem
+from sidecar.retrieval.speakers import said_share
 from sidecar.safety import scan_remembered
 
 if TYPE_CHECKING:
@@ -93,14 +94,14 @@ def rank_tier(
     its vectors (``bm25_pool``), when they were read while the query was embedded.
     """
     query_mode = planned.mode if planned else MODE_TERMS
-    asks_when = planned is not None and planned.asks_when
     if mode == SPARSE or query_vector is None or vectors is None:
         if planned is None:
             return [], query_mode
-        depth = max(POOL, limit) if asks_when else limit
+        cued = planned.asks_when or bool(planned.names)
+        depth = max(POOL, limit) if cued else limit
         hits, query_mode = search_store(store, planned, depth, SPARSE_CONTEXT_WEIGHT)
-        if asks_when:
-            hits = lift_when(hits)[:limit]
+        if cued:
+            hits = lift(hits, planned.asks_when, planned.names)[:limit]
         return [Result(source, h, h.score, ranks={SPARSE: i})
                 for i, h in enumerate(hits, start=1)], query_mode  # fmt: skip
     sparse: list[Hit] = []
@@ -124,7 +125,7 @@ def rank_tier(
                 for r, (h, s) in enumerate(fill[:limit], start=1)], query_mode  # fmt: skip
     if blobs is None:
         blobs = store.get_vectors(vectors.embedder.model_id, (h.key for h in sparse))
-    return _reranked(source, sparse, blobs, query_vector, fill, limit, asks_when), query_mode
+    return _reranked(source, sparse, blobs, query_vector, fill, limit, planned), query_mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,23 +145,26 @@ def bm25_pool(store: IndexStore, planned: PlannedQuery, limit: int, model_id: st
 
 
 def rank_pool(
-    source: str, pool: Pool, query_vector: Vectors, limit: int, asks_when: bool
+    source: str, pool: Pool, query_vector: Vectors, limit: int, planned: PlannedQuery | None
 ) -> list[Result] | None:
     """``rank_tier``'s hybrid answer from ``pool`` alone, without the store (no thread
     needed); None when BM25 found fewer than ``limit`` and the dense leg must fill."""
     if len(pool.hits) < limit:
         return None
-    return _reranked(source, pool.hits, pool.vectors, query_vector, [], limit, asks_when)
+    return _reranked(source, pool.hits, pool.vectors, query_vector, [], limit, planned)
 
 
 def _reranked(
     source: str, sparse: list[Hit], blobs: dict[str, bytes], query_vector: Vectors,
-    fill: list[tuple[Hit, float]], limit: int, asks_when: bool,
+    fill: list[tuple[Hit, float]], limit: int, planned: PlannedQuery | None,
 ) -> list[Result]:  # fmt: skip
     from sidecar.retrieval import fusion  # numpy: a sparse-only daemon never loads it
 
     dense = {k: fusion.dense_score(query_vector, b) for k, b in blobs.items()}
-    ranked = fusion.rerank(sparse, dense, fill, limit, asks_when)
+    if planned is None:
+        ranked = fusion.rerank(sparse, dense, fill, limit)
+    else:
+        ranked = fusion.rerank(sparse, dense, fill, limit, planned.asks_when, planned.names)
     return [Result(source, r.hit, r.score, ranks=r.ranks) for r in ranked]
 
 
@@ -192,14 +196,21 @@ def body_only(hit: Hit) -> Hit:
     return replace(hit, start_line=hit.start_line + skip, text="\n".join(lines[skip:]))
 
 
-def lift_when(hits: list[Hit]) -> list[Hit]:
-    """BM25's pool for a question that asks when: a hit that says when something happened
-    gains ``WHEN_SHARE`` of the best score (as in hybrid's ``fusion.rerank``). Its score
-    says so, and its rank in the BM25 leg stays where the new order puts it."""
+def lift(hits: list[Hit], asks_when: bool, names: frozenset[str] = frozenset()) -> list[Hit]:
+    """BM25's pool with hybrid's lifts (``fusion.rerank``), in shares of the best score: for
+    a question that asks when, a hit that says when something happened gains
+    ``WHEN_SHARE``; a hit gains ``SPEAKER_SHARE`` times the share of its transcript lines
+    said by someone the question names (``names``, ``speakers``). Its score says so, and
+    its rank in the BM25 leg stays where the new order puts it."""
     if not hits:
         return hits
-    lift = modes.WHEN_SHARE * max(h.score for h in hits)
-    lifted = [replace(h, score=h.score + lift) if says_when(h.text) else h for h in hits]
+    best = max(h.score for h in hits)
+
+    def gain(hit: Hit) -> float:
+        share = modes.WHEN_SHARE if asks_when and says_when(hit.text) else 0.0
+        return share + modes.SPEAKER_SHARE * said_share(hit.text, names)
+
+    lifted = [replace(h, score=h.score + g * best) if (g := gain(h)) else h for h in hits]
     return sorted(lifted, key=lambda h: -h.score)  # stable: ties keep BM25's order
 
 

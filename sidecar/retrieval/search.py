@@ -217,8 +217,7 @@ class Search:
         pool = early if isinstance(early, Pool) and mode == HYBRID else None
         try:
             if pool is not None and query_vector is not None and tier_vectors is not None:
-                asks_when = planned is not None and planned.asks_when
-                ranked = rank_pool(name, pool, query_vector, limit, asks_when)
+                ranked = rank_pool(name, pool, query_vector, limit, planned)
                 if ranked is not None:
                     return ranked, pool.query_mode
             return await self.indexes.read(
