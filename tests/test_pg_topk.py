@@ -394,7 +394,15 @@ def test_top_k_equals_exhaustive_at_the_edges(store: PostgresStore, pg_url: str)
     """One chunk; words none holds; k above every match; deleted chunks still in blocks."""
     store.replace_all([IndexedFile("one.md", FileState(1, 1, "0" * 64), {},
                                    [Chunk(1, 1, "", "w1x w1x w2x", "")])])  # fmt: skip
-    for match in ('"w1x"', '"w1x" OR "absentword"', '"absentword"', '"w2x" OR "w1x"'):
+    for match in (
+        '"w1x"',
+        '"w1x" OR "absentword"',
+        '"absentword"',
+        '"w2x" OR "w1x"',
+        '"w1x" OR "w1x"',
+        '"the" OR "w2x"',
+        '"the"',
+    ):
         assert took_top_k(pg_url, store.namespace, match)
         agree(store, pg_url, match, 50)
     rng = random.Random(7)
