@@ -442,3 +442,59 @@ async def test_rests_the_embedder_fails_on_are_reported_not_silently_dropped(
             assert "learnings: rests not embedded" in caplog.messages
         finally:
             await svc.stop()
+
+
+async def test_a_member_embedding_through_its_lead_checks_rests_there_and_goes_on_without_it(
+    tmp_path: Path, settings: Settings
+) -> None:
+    """``--embedder lead``: the member's rests go to the lead's model like its query. The
+    lead's model failing on them, then the lead gone, each leave a 200 that says why."""
+    from sidecar.api.crew import create_crew_app
+    from tests.sidecar_process import free_port
+
+    port, token = free_port(), "crew-token-for-lessons"
+    path = tmp_path / "member" / "learnings" / "ops.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(typed("note", "procedural", 0.3, 0, 20, "renew certificate gateway zebra"))
+    member = MemoryService(Settings(
+        agent_dir=tmp_path / "member", crew_dir=settings.crew_dir, reconcile_interval=3600,
+        embedder="lead", lead_url=f"http://127.0.0.1:{port}", crew_token=token, embed_retry=0.05,
+    ))  # fmt: skip
+    with OllamaStub() as stub:
+        lead = MemoryService(dataclasses.replace(settings, embedder="ollama", ollama_url=stub.url))
+        await lead.start()
+        server = TestServer(create_crew_app(lead, token), host="127.0.0.1", port=port)
+        await server.start_server()
+        await member.start()
+        try:
+            assert member.embeddings.vectors is not None
+            await member.embeddings.vectors.wait_idle()
+            async with TestClient(TestServer(create_app(member), host="127.0.0.1")) as client:
+
+                async def search() -> dict[str, Any]:
+                    asked = {"query": "renew certificate gateway", "scope": "agent"}
+                    resp = await client.post("/memory/learnings/search", json=asked)
+                    body = await resp.json()
+                    assert resp.status == 200 and [h["id"] for h in body["hits"]] == ["note"]
+                    return dict(body)
+
+                body = await search()
+                assert body["mode"] == "hybrid" and "degraded" not in body, body
+                assert ["zebra"] in [r["input"] for r in stub.requests]  # the rest, at the lead
+                stub.refuse_word = "zebra"
+                body = await search()
+                assert any("beyond the task" in d for d in body["degraded"]), body
+                stub.refuse_word = None
+
+                async def hybrid() -> bool:
+                    return member.embeddings.retrieval() == "hybrid"
+
+                await eventually(hybrid, "the member's retry through its lead")
+                await server.close()
+                body = await search()
+                assert body["mode"] == "sparse", body
+                assert any("crew lead" in d or "127.0.0.1" in d for d in body["degraded"]), body
+        finally:
+            await member.stop()
+            await server.close()
+            await lead.stop()
