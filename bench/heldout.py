@@ -25,7 +25,8 @@ The first sets (v1) have been scored and are now development data; so has the se
 other topics, same format), scored by the ``heldout2`` part (``bench/heldout2.py``). The
 third (``*_heldout3.json``, ``bench/heldout3.py``) was written blind to both and to the
 ranking, on other domains again; the fourth (``*_heldout4.json``, ``bench/heldout4.py``) blind
-to all three and to the ranking, on fourteen further domains. Each later version runs through
+to all three and to the ranking, on fourteen further domains; the fifth (``*_heldout5.json``,
+``bench/heldout5.py``) blind to all four, on sixteen more. Each later version runs through
 ``run_version``.
 """
 
@@ -57,6 +58,8 @@ UPDATES3 = REPO / "bench" / "data" / "updates_heldout3.json"
 LESSONS3 = REPO / "bench" / "data" / "lessons_heldout3.json"
 UPDATES4 = REPO / "bench" / "data" / "updates_heldout4.json"
 LESSONS4 = REPO / "bench" / "data" / "lessons_heldout4.json"
+UPDATES5 = REPO / "bench" / "data" / "updates_heldout5.json"
+LESSONS5 = REPO / "bench" / "data" / "lessons_heldout5.json"
 MODES = {"sparse": "none", "hybrid": "minilm"}
 RECALL_RANKINGS = ("default", "relevance")
 LESSON_RANKINGS = ("default", "relevance")

@@ -13,25 +13,29 @@ from pathlib import Path
 
 import pytest
 
-from bench import heldout, heldout2, heldout3, heldout4
+from bench import heldout, heldout2, heldout3, heldout4, heldout5
 from bench.restated_pairs import _words as words
 
 UPDATE_SETS = pytest.mark.parametrize(
     "path",
-    [heldout.UPDATES, heldout.UPDATES2, heldout.UPDATES3, heldout.UPDATES4],
-    ids=["v1", "v2", "v3", "v4"],
+    [heldout.UPDATES, heldout.UPDATES2, heldout.UPDATES3, heldout.UPDATES4, heldout.UPDATES5],
+    ids=["v1", "v2", "v3", "v4", "v5"],
 )
 LESSON_SETS = pytest.mark.parametrize(
     "path",
-    [heldout.LESSONS, heldout.LESSONS2, heldout.LESSONS3, heldout.LESSONS4],
-    ids=["v1", "v2", "v3", "v4"],
+    [heldout.LESSONS, heldout.LESSONS2, heldout.LESSONS3, heldout.LESSONS4, heldout.LESSONS5],
+    ids=["v1", "v2", "v3", "v4", "v5"],
 )
 # The later sets (v2 on) hold the data checks below as well.
 LATER_UPDATES = pytest.mark.parametrize(
-    "path", [heldout.UPDATES2, heldout.UPDATES3, heldout.UPDATES4], ids=["v2", "v3", "v4"]
+    "path",
+    [heldout.UPDATES2, heldout.UPDATES3, heldout.UPDATES4, heldout.UPDATES5],
+    ids=["v2", "v3", "v4", "v5"],
 )
 LATER_LESSONS = pytest.mark.parametrize(
-    "path", [heldout.LESSONS2, heldout.LESSONS3, heldout.LESSONS4], ids=["v2", "v3", "v4"]
+    "path",
+    [heldout.LESSONS2, heldout.LESSONS3, heldout.LESSONS4, heldout.LESSONS5],
+    ids=["v2", "v3", "v4", "v5"],
 )
 
 
@@ -226,8 +230,9 @@ def test_later_lessons_roles_are_what_the_issue_describes(path: Path) -> None:
         (heldout.UPDATES2, heldout.LESSONS2),
         (heldout.UPDATES3, heldout.LESSONS3),
         (heldout.UPDATES4, heldout.LESSONS4),
+        (heldout.UPDATES5, heldout.LESSONS5),
     ],
-    ids=["v2", "v3", "v4"],
+    ids=["v2", "v3", "v4", "v5"],
 )
 def test_later_smoke_slice_is_small_and_keeps_every_kind(updates: Path, lessons: Path) -> None:
     upd, les = heldout.smoke(heldout.load(updates), heldout.load(lessons))
@@ -235,15 +240,20 @@ def test_later_smoke_slice_is_small_and_keeps_every_kind(updates: Path, lessons:
     assert [q["kind"] for q in les["queries"]] == ["prominent", "prominent", "exact"]
     events, where = heldout.update_events(upd)
     assert len(events) == 3 * 2 + 1 + 20 and len(where) == 3 * 2 + 1
-    names = (heldout2.NAME, heldout3.NAME, heldout4.NAME)
-    assert names == ("heldout2", "heldout3", "heldout4")
+    names = (heldout2.NAME, heldout3.NAME, heldout4.NAME, heldout5.NAME)
+    assert names == ("heldout2", "heldout3", "heldout4", "heldout5")
 
 
-def test_v4_sanity_questions_are_many_and_each_has_later_events_on_its_subject() -> None:
-    """v4 weighs sanity as much as updates: at least ten questions whose older answer stays
+@pytest.mark.parametrize(
+    ("path", "least"), [(heldout.UPDATES4, 10), (heldout.UPDATES5, 12)], ids=["v4", "v5"]
+)
+def test_sanity_questions_are_many_and_each_has_later_events_on_its_subject(
+    path: Path, least: int
+) -> None:
+    """v4 and v5 weigh sanity as much as updates: many questions whose older answer stays
     right, each followed by two or more events on the same subject that do not replace it."""
-    data = heldout.load(heldout.UPDATES4)
-    assert len(data["sanity"]) >= 10
+    data = heldout.load(path)
+    assert len(data["sanity"]) >= least
     for s in data["sanity"]:
         after = [
             d
@@ -251,3 +261,17 @@ def test_v4_sanity_questions_are_many_and_each_has_later_events_on_its_subject()
             if d["about"] == s["key"] and d["ts"] > s["event"]["ts"] and d["role"] == "same subject"
         ]
         assert len(after) >= 2, s["key"]
+
+
+def test_v5_lessons_vary_how_many_task_words_the_prominent_lesson_shares() -> None:
+    """v5 asks the ranking to find a prominent lesson that shares one task word as well as
+    one that shares several, and to keep the wordier weak entry below both."""
+    data = heldout.load(heldout.LESSONS5)
+    text = {e["key"]: e["text"] for e in data["entries"]}
+    shared = [
+        len(words(q["query"]) & words(text[q["answer"]]))
+        for q in data["queries"]
+        if q["kind"] == "prominent"
+    ]
+    assert min(shared) == 1 and sum(n == 1 for n in shared) >= 4
+    assert sum(n >= 3 for n in shared) >= 2

@@ -14,9 +14,10 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
-from sidecar.learnings import ranking
+from sidecar.learnings import beyond, ranking
 from sidecar.learnings.hits import order
 from sidecar.learnings.ranking import ScoredLearning, answering, fits
+from sidecar.retrieval.embedders.base import EmbedderError
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 
@@ -288,3 +289,112 @@ async def test_a_near_duplicate_in_the_other_tier_lends_its_words_too(
     ], TWIN_TASK)  # fmt: skip
     assert {h["id"]: h["tier"] for h in hits}["twin"] == "crew"
     assert hits[0]["id"] == "lesson", [h["id"] for h in hits]
+
+
+def test_without_words_leaves_what_an_entry_says_beyond_the_task() -> None:
+    """The task's words go as the index stems them ("renewals" under "renew"), words of no
+    content stay; an entry with none of them is left whole."""
+    assert beyond.without_words("Renew the TLS certificate for the payments gateway", [
+        "Payments gateway TLS certificate renewals are logged once they renew.",
+        "Check the intermediate chain is bundled.",
+    ]) == ["are logged once they", "Check the intermediate chain is bundled."]  # fmt: skip
+    assert beyond.without_words("the of", ["the of it"]) == ["it"]  # stopwords only asked
+    assert beyond.without_words("deploy staging", ["Staging deploy: deploying."]) == [""]
+
+
+def test_a_cosine_counts_at_most_words_lift_above_what_the_rest_says() -> None:
+    """Held-out lessons v3's shape, by its measured cosines: the note for a neighbouring
+    step repeats the task (cosine 0.81) and says little else (its rest 0.07); the lesson
+    holds one word in seven (0.41, its rest 0.37). Capped at 0.42 the note no longer sets a
+    bar the lesson misses. The exact answer of the opposite topics (0.79, rest 0.26) still
+    shuts out the prominent entry on a neighbouring task (0.80, rest 0.08)."""
+    note = candidate("note", "procedural", 1.0, 0.17, cosine=0.81)
+    lesson = candidate("lesson", "corrective", 0.14, 8.6, cosine=0.41)
+    assert [c.meta["id"] for c in order([note, lesson], "default")] == ["note", "lesson"]
+    note.beyond, lesson.beyond = 0.07, 0.37
+    assert note.match == pytest.approx(0.07 + ranking.WORDS_LIFT)
+    assert lesson.match == pytest.approx(0.75 * 0.41 + 0.25 * 0.14)  # under its cap: whole
+    assert [c.meta["id"] for c in order([note, lesson], "default")] == ["lesson", "note"]
+    exact = candidate("exact", "procedural", 0.83, 0.13, cosine=0.79)
+    neighbour = candidate("neighbour", "corrective", 0.67, 11.0, cosine=0.80)
+    exact.beyond, neighbour.beyond = 0.26, 0.08
+    assert [c.meta["id"] for c in order([exact, neighbour], "default")] == ["exact", "neighbour"]
+
+
+def test_only_the_best_matching_entries_holding_task_words_are_looked_at() -> None:
+    """A rest is embedded at query time: only for entries whose cap can bind (a cosine
+    above ``WORDS_LIFT``, some of the task's words), active, the best ``CHECKED``."""
+    lift = ranking.WORDS_LIFT
+    found = [candidate(f"c{i}", "procedural", 0.5, 1.0, cosine=lift + i / 20) for i in range(1, 7)]
+    others = [
+        candidate("no words", "procedural", 0.0, 1.0, cosine=0.9),
+        candidate("far", "procedural", 1.0, 1.0, cosine=lift),
+        candidate("no vector", "procedural", 1.0, 1.0),
+        candidate("retired", "procedural", 1.0, 0.0, cosine=0.9),
+    ]
+    checked = beyond.to_check(others + found)
+    assert [c.meta["id"] for c in checked] == ["c6", "c5", "c4", "c3"][: beyond.CHECKED]
+
+
+NOTE = ("Payments gateway TLS certificate renewals are logged in the change calendar once "
+        "they renew.")  # fmt: skip
+CERT_LESSON = ("Before swapping a certificate, check that the full intermediate chain is "
+               "bundled; a leaf-only cert broke every Android client last March.")  # fmt: skip
+EXACT = ("To rotate the reporting service's API keys, create a replacement credential in Vault, "
+         "redeploy with it, and revoke the old credential a day later.")  # fmt: skip
+RULE = "Never paste API keys into tickets or chat; a leaked one cost us a weekend of cleanup."
+
+
+async def test_with_vectors_a_note_close_only_by_the_task_words_does_not_set_the_bar(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real MiniLM vectors. The note repeats the task (cosine 0.71) and says nothing else
+    of it (its rest 0.03); the lesson (0.47, rest 0.39) answers and comes first. Without
+    the rests (none looked at, or the embedder failing on them) the note leads as before.
+    The exact answer to another task still beats the prominent rule beside it."""
+    path = settings.agent_dir / "learnings" / "ops.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join([
+        typed("note", "procedural", 0.3, 0, 120, NOTE),
+        typed("lesson", "corrective", 0.9, 10, 3, CERT_LESSON),
+        typed("exact", "procedural", 0.2, 0, 150, EXACT),
+        typed("rule", "directive", 0.9, 11, 2, RULE),
+    ]))  # fmt: skip
+    svc = MemoryService(dataclasses.replace(settings, embedder="minilm"))
+    await svc.start()
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            vectors = svc.embeddings.vectors
+            assert vectors is not None
+
+            async def embedded() -> bool:
+                return len(vectors.tiers["agent:learnings"].index) == 4
+
+            await eventually(embedded, "the four learnings embedded", within=60)
+
+            async def first(query: str) -> list[str]:
+                asked = {"query": query, "mode": "hybrid", "scope": "agent", "limit": 2}
+                resp = await client.post("/memory/learnings/search", json=asked)
+                body = await resp.json()
+                assert resp.status == 200 and body["mode"] == "hybrid", body
+                return [h["id"] for h in body["hits"]]
+
+            task = "Renew the TLS certificate for the payments gateway"
+            assert await first(task) == ["lesson", "note"]
+            assert (await first("Rotate the API keys of the reporting service"))[0] == "exact"
+            embedder = vectors.embedder
+            whole = embedder.embed
+
+            def refuse_rests(texts: list[str]) -> Any:
+                if texts != [task]:
+                    raise EmbedderError("refused")
+                return whole(texts)
+
+            monkeypatch.setattr(embedder, "embed", refuse_rests)
+            assert await first(task) == ["note", "lesson"]  # answered, by whole cosines
+            assert svc.embeddings.retrieval() == "hybrid"
+            monkeypatch.undo()
+            monkeypatch.setattr(beyond, "CHECKED", 0)
+            assert await first(task) == ["note", "lesson"]
+    finally:
+        await svc.stop()

@@ -25,10 +25,12 @@ from sidecar.config import Settings
 from sidecar.crew.client import LeadClient
 from sidecar.errors import ApiError
 from sidecar.index.indexes import TierIndexes, TierState
-from sidecar.learnings import entries, hits
+from sidecar.learnings import beyond, entries, hits
 from sidecar.learnings.index import FOLDER, Change, LearningsIndex, is_learnings
 from sidecar.learnings.listing import list_tier, sort_key
 from sidecar.learnings.ranking import (
+    REFERENCE,
+    RELEVANCE,
     SCOPE_FACTORS,
     ScoredLearning,
     fits,
@@ -264,6 +266,8 @@ class Learnings(Capability):
             await asyncio.get_running_loop().run_in_executor(None, _fits, q.text, lead)
             candidates += lead
         lend_fits(candidates)
+        if vector is not None and q.ranking not in (RELEVANCE, REFERENCE):  # they use no match
+            await self._beyond(q.text, vector, candidates)
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
@@ -324,6 +328,24 @@ class Learnings(Capability):
                 if key in blobs:  # else still waiting for its vector: judged by words
                     c.cosine = dense_score(vector, blobs[key])
         return out
+
+    async def _beyond(self, text: str, vector: Any, candidates: list[ScoredLearning]) -> None:
+        """The best-matching entries' rests (``beyond``): each without the task's words,
+        embedded together on the query thread; if they cannot be, the entries keep their
+        whole cosine. An entry made only of the task's words has nothing beyond them (and
+        an empty text is not sent to an embedder that may refuse it)."""
+        checked = beyond.to_check(candidates)
+        if not checked:
+            return
+        rests = await asyncio.get_running_loop().run_in_executor(
+            None, beyond.without_words, text, [c.text for c in checked]
+        )
+        said = [(c, rest) for c, rest in zip(checked, rests, strict=True) if rest.strip()]
+        for c in checked:
+            c.beyond = 0.0  # unless it says more, below
+        found = await self.embeddings.query_vectors([rest for _, rest in said]) if said else None
+        for i, (c, _) in enumerate(said):
+            c.beyond = float(found[i] @ vector) if found is not None else None
 
     async def _from_lead(self, q: SearchQuery, degraded: list[str]) -> list[ScoredLearning]:
         assert self.lead is not None

@@ -170,6 +170,19 @@ class Embeddings(Capability):
             raise ApiError(503, "dense_unavailable", f"the embedder failed: {error}")
         return None, f"dense: embedder failed ({error}); ranked by BM25 alone"
 
+    async def query_vectors(self, texts: list[str]) -> Vectors | None:
+        """A search's own further texts in one inference on the query thread (learnings
+        embed what an entry says beyond the task); None when the embedder is down or fails
+        on them: the search goes on without, and the next query's check says why."""
+        if self.vectors is None or self.vectors.state.embedder_error is not None:
+            return None
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._queries, self.vectors.embedder.embed, texts
+            )
+        except EmbedderError:
+            return None
+
     async def embed_texts(self, texts: list[str]) -> Vectors:
         """Vectors for other capabilities' texts (journal events), on the embedding thread
         the notes use too, so one inference runs at a time."""
