@@ -252,9 +252,11 @@ def _tsvectors(
     seg_len[named + 1] = 2 * (npos + 1)
     out_at = np.cumsum(seg_len) - seg_len
     total = int(seg_len.sum())
-    index = np.repeat((seg_at - out_at).astype(np.int32), seg_len)
-    index += np.arange(total, dtype=np.int32)
-    data = np.frombuffer(source, np.uint8)[index].tobytes()
+    # each output byte's source: one on from the last, but where a segment starts
+    step = np.ones(total, np.int32)
+    step[0] = seg_at[0]
+    step[out_at[1:]] = seg_at[1:] - seg_at[:-1] - seg_len[:-1] + 1
+    data = np.frombuffer(source, np.uint8)[np.cumsum(step, dtype=np.int32)].tobytes()
     bounds = np.append(out_at[where], total).tolist()
     return [data[bounds[i] : bounds[i + 1]] for i in range(n)]
 
