@@ -1,8 +1,9 @@
 """Chunks read into PostgreSQL's lexemes by the sidecar, for bulk writes.
 
-``to_tsvector`` was most of what a bulk build cost PostgreSQL: about 0.4 ms for a chunk
-of 1,000 characters, nearly all of it in the default parser, so a million chunks were
-seven minutes of one core before anything was stored. For the text the store indexes
+``to_tsvector`` was the largest part of what a bulk build cost PostgreSQL: about 0.2 ms of
+CPU for a chunk of 1,000 characters, nearly all of it in the default parser, so a
+million chunks were over three minutes of one core before anything was stored, twice
+what the sidecar takes to do the same here. For the text the store indexes
 it computes something simple: ``pg_search.norm`` has already cut the text into words
 (runs of letters and digits, lower case, no diacritics) joined by single spaces, and
 the parser reads such a word alone as it reads it within the text, since none of its
@@ -32,9 +33,10 @@ MAX_POSITIONS = 256  # positions PostgreSQL keeps of one lexeme in a tsvector
 MAX_POSITION = 16383  # the highest position it records
 WEIGHTS = (3, 2, 1)  # A, B, C in a position's top two bits: heading, body, context
 FORGET_AFTER = 2_000_000  # words remembered at most; past this the lexicon starts over
+SLICE = 2048  # chunks whose words are looked up at once
 
 # ASCII text is normalised by one byte translation (what ``norm`` does to it: lower
-# case, anything but a letter or digit a space); other text goes through ``norm``.
+# case, anything but a letter or digit a space); see ``words`` for other text.
 _KEEP = b"abcdefghijklmnopqrstuvwxyz0123456789"
 _TABLE = bytes(
     c if c >= 0x80 or bytes([c]) in _KEEP else c + 32 if 65 <= c <= 90 else 32 for c in range(256)
@@ -104,8 +106,6 @@ class Lexicon:
 
     def ids(self, text: bytes) -> np.ndarray:
         """The word ids of space-separated words (separators included)."""
-        if len(self.words) > FORGET_AFTER:
-            self.__init__()  # type: ignore[misc]  # a vocabulary past all reason: start over
         split = text.split()
         return np.fromiter(map(self.words.__getitem__, split), np.int32, len(split))
 
@@ -145,10 +145,10 @@ class Read:
     postings (one per chunk and lexeme, with the lexeme's count in each column)."""
 
     tsv: list[bytes]
-    doc_len: np.ndarray  # int64, per chunk
-    chunk: np.ndarray  # int64, per posting: the chunk's index in the batch
-    lexeme: np.ndarray  # int64, per posting: an id in the lexicon
-    tf: np.ndarray  # (3, postings) int64: heading, body, context
+    doc_len: np.ndarray  # int32, per chunk
+    chunk: np.ndarray  # per posting: the chunk's index in the batch
+    lexeme: np.ndarray  # per posting: an id in the lexicon
+    tf: np.ndarray  # (3, postings) int16: heading, body, context
     words: int  # words in all the chunks (``norm``'s), lexemes or not
 
 
@@ -163,10 +163,15 @@ def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def read(conn: Conn, lexicon: Lexicon, columns: Sequence[tuple[str, str, str]]) -> Read:
     """Read chunks given as (heading, body, context) text."""
     n = len(columns)
-    pieces: list[bytes] = []
-    for heading, body, context in columns:
-        pieces += (words(heading), _COLUMN, words(body), _COLUMN, words(context), _CHUNK)
-    ids = lexicon.ids(b"".join(pieces))
+    if len(lexicon.words) > FORGET_AFTER:
+        lexicon.__init__()  # type: ignore[misc]  # a vocabulary past all reason: start over
+    parts = []
+    for at in range(0, n, SLICE):  # a slice at a time: a word is an object while split
+        pieces: list[bytes] = []
+        for heading, body, context in columns[at : at + SLICE]:
+            pieces += (words(heading), _COLUMN, words(body), _COLUMN, words(context), _CHUNK)
+        parts.append(lexicon.ids(b"".join(pieces)))
+    ids = np.concatenate(parts)
     lexicon.learn(conn)
     span, exp_start, exp_len, exp_lexeme, exp_rel = lexicon.arrays()
     end = ids == 1
@@ -205,9 +210,11 @@ def read(conn: Conn, lexicon: Lexicon, columns: Sequence[tuple[str, str, str]]) 
     names = [lexicon.lexemes[i] for i in ordered]
     values = (np.array(WEIGHTS, np.int32)[col] << 14) | pos
     tsv = _tsvectors(names, n, local[new], e_chunk, npos, entry, values)
-    doc_len = np.bincount(chunk, minlength=n).astype(np.int64)
+    doc_len = np.bincount(chunk, minlength=n).astype(np.int32)
     keep = ~capped[e_chunk]
-    got = Read(tsv, doc_len, e_chunk[keep], e_lex[keep], tf[:, keep], int(word.sum()))
+    # narrow types for the sort and gathers ahead: counts are at most 256 (capped above)
+    got = Read(tsv, doc_len, e_chunk[keep], e_lex[keep], tf[:, keep].astype(np.int16),
+               int(word.sum()))  # fmt: skip
     if capped.any():
         _by_postgresql(conn, lexicon, columns, np.flatnonzero(capped), got)
     return got
@@ -284,9 +291,9 @@ def _by_postgresql(
             total += len(positions)
         got.doc_len[i] = total
     if chunks:
-        got.chunk = np.concatenate([got.chunk, np.array(chunks, np.int64)])
-        got.lexeme = np.concatenate([got.lexeme, np.array(lexemes, np.int64)])
-        got.tf = np.concatenate([got.tf, np.array(tfs, np.int64).T], axis=1)
+        got.chunk = np.concatenate([got.chunk, np.array(chunks, got.chunk.dtype)])
+        got.lexeme = np.concatenate([got.lexeme, np.array(lexemes, got.lexeme.dtype)])
+        got.tf = np.concatenate([got.tf, np.array(tfs, np.int16).T], axis=1)
 
 
 def _entries(data: bytes) -> list[tuple[bytes, list[int]]]:

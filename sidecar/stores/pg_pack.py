@@ -101,7 +101,8 @@ def pack(postings: Postings, a0: float) -> Blocks:
     if len(ids) > 1 and not (ids[1:] >= ids[:-1]).all():  # a stable sort keeps them rising
         order = np.argsort(ids, kind="stable")
         postings, impact = postings.take(order), impact[order]
-    order = np.lexsort((-impact, rank[postings.term]))
+    order = np.argsort(-impact, kind="stable")
+    order = order[radix_order((rank[postings.term[order]], len(ordered)))]
     sorted_ = postings.take(order)
     impact = impact[order]
     term = sorted_.term
@@ -116,9 +117,9 @@ def pack(postings: Postings, a0: float) -> Blocks:
 
 def _elements(values: np.ndarray, width: int) -> bytes:
     """Array elements in binary COPY form: each a length, then the value, big-endian."""
-    out = np.empty((len(values), 4 + width), np.uint8)
-    out[:, :4] = np.frombuffer(struct.pack(">i", width), np.uint8)
-    out[:, 4:] = values.astype(f">i{width}").view(np.uint8).reshape(-1, width)
+    out = np.empty(len(values), [("len", ">i4"), ("value", f">i{width}")])
+    out["len"] = width
+    out["value"] = values
     return out.tobytes()
 
 
