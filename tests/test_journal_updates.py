@@ -14,9 +14,10 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
+from sidecar.journal.change import reports_change, shares_a_name
 from sidecar.journal.follow import WORDS_CHANGE
 from sidecar.journal.index import FILENAME, JournalIndex
-from sidecar.journal.links import CANDIDATE, kept_pairs, reports_change, shares_a_name
+from sidecar.journal.links import CANDIDATE, kept_pairs
 from tests.conftest import eventually
 from tests.test_journal import recall, record, started, status
 
@@ -149,6 +150,12 @@ def test_a_change_is_a_slot_filled_differently() -> None:
     assert not reports_change("Ravi has a shellfish allergy.", "Then Ravi flew to Austin.")
     assert not reports_change("Mugs reorder at 120 units.", "Mug sales up 40% this week.")
     assert not reports_change("The hold notice went to custodians.", "Mediation is scheduled.")
+    # called off, or back on: a change with no value
+    assert reports_change("Pilot starts in June.", "The council scrapped the pilot.")
+    assert reports_change("Taproom closes on Mondays.", "Reversing the Monday closure.")
+    assert reports_change("The fee stays at $75.", "Committee voted to waive it entirely.")
+    assert reports_change("Sunday calls suspended.", "Sunday calls are back on.")
+    assert not reports_change("Pilot starts in June.", "Union wants more drivers for the pilot.")
 
 
 def test_an_index_of_schema_6_gains_the_links_and_keeps_its_history(tmp_path: Path) -> None:
@@ -287,3 +294,41 @@ async def test_a_terse_update_naming_the_older_s_name_comes_above_it(
     order = ids(body["hits"])
     assert order.index(newer) == order.index(older) - 1
     assert body["hits"][order.index(newer)]["update_of"]["id"] == older
+
+
+async def test_a_later_event_giving_no_value_of_the_kind_asked_stays_below_the_answer(
+    client: TestClient,
+) -> None:
+    """The question asks when; the follow-up is later, on the answer's subject, and states
+    other figures (a count), so it does not replace the date and stays below; an update
+    naming a new date, recorded later still, comes first."""
+    answer, follow_up = await lay_down(
+        client,
+        [(80, "Harbourside rooftop bar closes for the season on 31 October each year."),
+         (20, "Harbourside rooftop bar season: 14 private events booked, 3 pending.")],
+    )  # fmt: skip
+    await lay_down(client, [(70 - 5 * i, text) for i, text in enumerate(FILLER)])
+    query = "When does the Harbourside rooftop bar close for the season?"
+    hits = (await recall(client, query, k=5, mark=False))["hits"]
+    assert ids(hits)[:2] == [answer, follow_up]
+    assert all("update_of" not in h for h in hits)
+    (update,) = await lay_down(
+        client, [(10, "Harbourside rooftop bar now closes on 15 November this year.")]
+    )
+    assert ids((await recall(client, query, k=5, mark=False))["hits"])[0] == update
+
+
+async def test_a_later_event_calling_the_subject_off_comes_above_it(client: TestClient) -> None:
+    """No value of its own, but linked by the pilot's rare words and calling it off: the
+    later replaces the earlier."""
+    older, newer = await lay_down(
+        client,
+        [(80, "Fare-free Saturdays pilot on the Kestrel line to start in June on all buses."),
+         (15, "Council scrapped the Kestrel pilot in the budget round.")],
+    )  # fmt: skip
+    await lay_down(client, [(70 - 5 * i, text) for i, text in enumerate(FILLER)])
+    query = "Will fare-free Saturdays start on all Kestrel buses in June?"
+    by_relevance = ids((await recall(client, query, k=5, ranking="relevance"))["hits"])
+    assert by_relevance.index(older) < by_relevance.index(newer)
+    order = ids((await recall(client, query, k=5, mark=False))["hits"])
+    assert order.index(newer) == order.index(older) - 1

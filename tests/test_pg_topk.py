@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import urllib.parse
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -154,8 +155,11 @@ def test_top_k_equals_exhaustive_bm25_on_random_corpora(
 ) -> None:
     probed = []
     monkeypatch.setattr(pg_topk, "_sum", lambda parts: probed.append(1) or sum_(parts))
-    if rounds != "whole":  # many short rounds: walks and probes stop part way through
+    if rounds == "whole":  # every term's first read is all its blocks, whatever its IDF
+        monkeypatch.setattr(pg_topk, "MIN_BATCH", pg_topk.FIRST_BATCH)
+    else:  # many short rounds: walks and probes stop part way through
         monkeypatch.setattr(pg_topk, "FIRST_BATCH", 2)
+        monkeypatch.setattr(pg_topk, "MIN_BATCH", 1)
         monkeypatch.setattr(pg_topk, "PROBE_BATCH", 1)
         # probing every open candidate at once, or leaving most to the walk
         monkeypatch.setattr(pg_topk, "WALK_BEFORE_PROBING", 10**9 if rounds == "probing" else 8)
@@ -343,3 +347,44 @@ def test_blocks_a_search_could_not_read_are_refused(store: PostgresStore, pg_url
                     (store.namespace,),
                 )
     agree(store, pg_url, '"w0x" OR "w3x"', 5)
+
+
+def test_a_common_term_is_read_only_as_far_as_it_can_change_the_answer(
+    store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the k-th best floor is above what a common word's unread blocks can add, its
+    walk stops (a rarer word's goes on as far as it can change the answer), and the
+    answer is still the exhaustive one."""
+    rng = random.Random(39)
+
+    def chunk(i: int) -> IndexedFile:
+        words = text(rng, rng.randint(3, 12)).split()
+        words += ["commonx"] if rng.random() < 0.4 else []
+        words += ["rarex"] if i % 150 == 0 else []
+        words += ["midx"] if rng.random() < 0.1 else []
+        body = " ".join(rng.sample(words, len(words)))
+        return IndexedFile(f"n{i:05d}.md", FileState(1, 1, "0" * 64), {},
+                           [Chunk(1, 1, "", body, "")])  # fmt: skip
+
+    store.replace_all(chunk(i) for i in range(3000))
+    read: Counter[int] = Counter()
+    add = pg_topk._Read.add
+
+    def counted(self: Any, term: int, *arrays: bytes) -> None:
+        read[term] += 1
+        add(self, term, *arrays)
+
+    monkeypatch.setattr(pg_topk._Read, "add", counted)
+    monkeypatch.setattr(pg_topk, "FIRST_BATCH", 2)  # short rounds: a walk could go on
+    monkeypatch.setattr(pg_topk, "MIN_BATCH", 1)
+    with psycopg.connect(pg_url) as conn:
+        blocks = dict(conn.execute(
+            "SELECT lexeme, count(*) FROM blocks WHERE namespace = %s GROUP BY lexeme",
+            (store.namespace,),
+        ).fetchall())  # fmt: skip
+    assert blocks["commonx"] >= 8
+    for other in ("rarex", "midx"):  # lexemes in order: commonx, then the other
+        read.clear()
+        agree(store, pg_url, f'"commonx" OR "{other}"', 5)
+        assert 0 < read[0] <= blocks["commonx"] // 2, (other, read, blocks)
+        assert read[1] <= blocks[other]

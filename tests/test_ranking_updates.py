@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from sidecar.api.http import create_app
 from sidecar.config import Settings
 from sidecar.index.dates import hit_date
-from sidecar.journal.links import reports_change
+from sidecar.journal.change import reports_change
 from sidecar.journal.recall import usual_closeness
 from sidecar.journal.tier import EventVectors
 from sidecar.retrieval.updates import later_first, stems, usual_overlap
@@ -109,6 +109,20 @@ def test_without_vectors_a_later_hit_restating_no_value_of_the_earlier_stays_bel
     assert order(texts[:2], [300, 30], query) == [1, 0]  # words alone: one subject
     assert order(texts[:2], [300, 30], query, replaces=replaces) == [0, 1]
     assert order(texts, [300, 30, 10], query, replaces=replaces) == [2, 1, 0]
+
+
+def test_a_later_hit_giving_nothing_of_the_kind_asked_stays_below_with_or_without_vectors() -> None:
+    """Two hits alike in words or in meaning are one subject, but the question asks for a
+    kind of value (``journal.answers``) and the later gives none: it keeps its place."""
+    texts = ["Rooftop bar closes for the season on 31 October.",
+             "Rooftop bar closes early for the season party: 14 events booked."]  # fmt: skip
+    query = "When does the rooftop bar close for the season?"
+    assert order(texts, [300, 30], query) == [1, 0]  # words alone: one subject
+    assert order(texts, [300, 30], query, answers=[True, False]) == [0, 1]
+    assert order(texts, [300, 30], query, answers=[False, True]) == [1, 0]  # the later gives it
+    close = {"cos": lambda i, j: 0.9, "to_query": [0.5, 0.5]}
+    assert order(texts, [300, 30], query, **close) == [1, 0]
+    assert order(texts, [300, 30], query, answers=[True, False], **close) == [0, 1]
 
 
 def test_usual_overlap_is_what_candidates_share_beyond_the_query() -> None:

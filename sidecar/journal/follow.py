@@ -2,7 +2,7 @@
 
 The pairs come from the index (``links``: found when the later event was folded, by the
 rare words the two share); here, with both texts in hand, a pair counts as an update
-when the later *reports a change* (``links.reports_change``) and they share at least
+when the later *reports a change* (``change.reports_change``) and they share at least
 ``WORDS_CHANGE`` (any kept pair when the later names a name of the earlier), or they
 share ``WORDS_ALONE`` whatever they say. An explicit ``supersedes`` from the writer is
 the strongest link (its older is shown only when superseded events are asked for).
@@ -21,8 +21,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from sidecar.journal.change import reports_change, shares_a_name
 from sidecar.journal.events import payload_text
-from sidecar.journal.links import CANDIDATE, kept_pairs, reports_change, shares_a_name
+from sidecar.journal.links import CANDIDATE, kept_pairs
 
 if TYPE_CHECKING:
     from sidecar.journal.index import Filters, Row
@@ -57,13 +58,19 @@ Near = Callable[[list[str]], dict[str, list[tuple[str, float]]]]
 
 
 def updates_of(
-    tj: TierJournal, hits: Sequence[Hit], filters: Filters, now: float, near: Near
+    tj: TierJournal,
+    hits: Sequence[Hit],
+    filters: Filters,
+    now: float,
+    near: Near,
+    gives: Callable[[Row], bool] | None = None,
 ) -> dict[str, tuple[Row, float, str]]:
     """For each hit a later event probably updates: (that event, score, how found). A pair
     is found by the rare words the two share (the index's ``updates``) or, with vectors, by
     meaning (``near(ids)``: each event's closest others, cosine at least
     ``MEANING_CANDIDATE``). It counts only when each is the other's closest partner that
-    qualifies (``qualifies``): a later event close to many earlier ones updates one at most."""
+    qualifies (``qualifies``): a later event close to many earlier ones updates one at most.
+    A later event that ``gives`` nothing of what the question asks for is left out."""
     assert tj.index is not None
     olders = {h.row.id: h.row for h in hits}
     explicit = {h.row.superseded_by: h.row.id for h in hits  # (a line naming itself: none)
@@ -72,6 +79,7 @@ def updates_of(
     found = _pairs(kept_pairs(conn, "older", list(olders), WORDS_NAMED), near(list(olders)))
     wanted = {n for pairs in found.values() for n in pairs} | set(explicit)
     rows = {r.id: r for r in tj.index.fetch("id", wanted, filters, now)}
+    rows = {n: r for n, r in rows.items() if gives is None or gives(r) or n in explicit}
     later = {o: {n: f for n, f in pairs.items() if n in rows and rows[n].ts > olders[o].ts}
              for o, pairs in found.items() if o in olders}  # fmt: skip
     candidates = [n for pairs in later.values() for n in pairs]
@@ -151,14 +159,17 @@ def follow(
     k: int,
     bring: Callable[[Row, Recalled], Recalled],
     near: Near,
+    gives: Callable[[Row], bool] | None = None,
 ) -> list[Recalled]:
     """The hits with each probable update placed directly above the hit it updates (moved
     up if it is a hit already, else brought in by ``bring(row, hit it updates)`` while
-    fewer than ``k`` events were found). A placed event takes the score of its place,
-    so the merge of tiers by score keeps the order."""
+    fewer than ``k`` events were found). ``gives(row)``: does a later event give a value of
+    the kind the question asks for (None: it names no kind); one that does not is not taken
+    for an update. A placed event takes the score of its place, so the merge of tiers by
+    score keeps the order."""
     if not hits:
         return hits
-    found = updates_of(tj, hits, filters, now, near)
+    found = updates_of(tj, hits, filters, now, near, gives)
     if not found:
         return hits
     by_id = {h.row.id: h for h in hits}

@@ -10,7 +10,7 @@ place, an id; a conversation's speaker names, in every line, weigh nothing), as 
 cosine of their IDF-weighted word sets. Pairs above ``CANDIDATE`` are kept in the
 derived table ``updates`` (rebuilt from the files like the rest of the index); recall
 decides from them (``recall.follow_updates``), with the texts in hand to see whether the
-later *reports a change* (``reports_change``).
+later *reports a change* (``change.reports_change``).
 
 The rarity of a word is read when the pair's later event is folded, so a rebuild (which
 reads every file in day order, in batches) can weigh a word a little differently from
@@ -21,7 +21,6 @@ be kept by one and not the other. Recall's bar sits well above it.
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -181,92 +180,3 @@ def _fetch(conn: sqlite3.Connection, seqs: list[int]) -> list[tuple[str, float, 
         f"SELECT id, ts, summary, body FROM events WHERE seq IN ({marks}) AND embeddable = 1",
         seqs,
     ).fetchall()
-
-
-# -- does the later report a change? -----------------------------------------------------
-
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
-_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
-# Lengths of time and how often, by the period they name: "5 minutes" -> "an hour",
-# "weekly" -> "every night".
-_PERIODS = {
-    word: period
-    for period, words in {
-        "second": "second seconds",
-        "minute": "minute minutes min mins",
-        "hour": "hour hours hourly",
-        "day": "day days daily",
-        "night": "night nights nightly overnight",
-        "week": "week weeks weekly",
-        "fortnight": "fortnight fortnightly biweekly",
-        "month": "month months monthly",
-        "quarter": "quarter quarters quarterly",
-        "year": "year years yearly annual annually",
-    }.items()
-    for word in words.split()
-}
-_TOKEN = re.compile(r"[\w$€£%][\w.,%$€£:/'+-]*|[.;:!?\u2014]")
-
-
-def values(text: str) -> dict[str, frozenset[str]]:
-    """The values a statement gives, by kind: figures by their shape (a percentage, an
-    amount, a time of day, a number with a unit, a plain number or ordinal), month and day
-    names, periods ("minutes", "weekly", "every night"), and names (a capitalised word
-    that does not open a sentence)."""
-    found: dict[str, set[str]] = {"name": set()}
-    opening = True
-    for match in _TOKEN.finditer(text):
-        token = match.group().rstrip(".,:'").removesuffix("'s")
-        if not token or token in ".;:!?\u2014":
-            opening = True
-            continue
-        low = token.lower()
-        if any(ch.isdigit() for ch in token):
-            found.setdefault(f"figure:{_shape(low)}", set()).add(low)
-        elif low in _MONTHS:
-            found.setdefault("month", set()).add(low[:3])
-        elif low in _PERIODS:
-            found.setdefault("period", set()).add(_PERIODS[low])
-        elif low in _DAYS:
-            found.setdefault("day", set()).add(low)
-        elif token[0].isupper() and not opening:
-            found["name"].add(low)
-        opening = False
-    return {kind: frozenset(v) for kind, v in found.items()}
-
-
-def _shape(figure: str) -> str:
-    if "%" in figure:
-        return "share"
-    if any(c in figure for c in "$€£"):
-        return "money"
-    if re.fullmatch(r"\d{1,2}[:.]\d{2}", figure):
-        return "clock"
-    if re.fullmatch(r"\d+(?:st|nd|rd|th)?|\d{1,3}(?:,\d{3})+", figure):
-        return "number"
-    return "other"
-
-
-def shares_a_name(older: str, newer: str) -> bool:
-    """A name the earlier statement gives is written with its capital in the later one,
-    where it may open the sentence ("... duty officer Carla Ruiz" -> "Carla handed it to
-    Jorge"): the one word a terse update keeps of its subject."""
-    names = values(older).get("name", frozenset())
-    written = (m.group().rstrip(".,:'").removesuffix("'s") for m in _TOKEN.finditer(newer))
-    return any(w[:1].isupper() and w.lower() in names for w in written)
-
-
-def reports_change(older: str, newer: str) -> bool:
-    """The later statement fills a slot the earlier one filled, differently: a value of a
-    kind the earlier gives that the earlier does not give, a figure of the same shape, a
-    month or day name, or a name ("April 18" -> "April 25", "every 180 days" -> "every 90
-    days", "Priya" -> "Tomasz"). A name counts even when the old one is repeated beside
-    it ("we cancelled PagerDuty; pages go out from Opsgenie"): requiring the old name to
-    be dropped missed 5 of 134 held-out updates and spared none of 44 later follow-ups."""
-    before, after = values(older), values(newer)
-    return any(
-        now - before.get(kind, frozenset()) and before.get(kind) for kind, now in after.items()
-    )

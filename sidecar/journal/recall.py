@@ -7,15 +7,16 @@ so a recall never waits for an append being synced.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
-from sidecar.journal import follow, ranking
+from sidecar.journal import answers, follow, ranking
+from sidecar.journal.change import reports_change
 from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
-from sidecar.journal.links import reports_change
 from sidecar.journal.ranking import Candidate
 from sidecar.retrieval import query as planner
 from sidecar.retrieval import updates
@@ -168,13 +169,15 @@ def recall_tier(
     out = out[: q.k]
     if q.ranking == "updates":
         best = sorted(rel, key=rel.__getitem__, reverse=True)[: updates.BACKGROUND]
-        out = later_first(out, q.text, tj.vectors, [by_id[i] for i in best])
+        kind = answers.asks(q.text)
+        gives = None if kind is None else partial(_gives, kind)
+        out = later_first(out, q.text, tj.vectors, [by_id[i] for i in best], gives)
 
         def bring(row: Row, hit: Recalled) -> Recalled:
             importance = ranking.importance_now(row.base, row.floor, now - row.ts, row.refs)
             return Recalled(row, hit.tier, hit.score, 0.0, importance, Candidate(row.id))
 
-        out = follow.follow(tj, out, q.filters, now, q.k, bring, partial(near, tj.vectors))
+        out = follow.follow(tj, out, q.filters, now, q.k, bring, partial(near, tj.vectors), gives)
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
@@ -228,13 +231,23 @@ def words(row: Row) -> set[str]:
     return updates.stems(f"{row.summary}\n{payload_text(json.loads(row.payload))}")
 
 
+def _gives(kind: str, row: Row) -> bool:
+    return answers.gives(kind, follow.text(row))
+
+
 def later_first(
-    hits: list[Recalled], query: str, vectors: EventVectors | None, pool: list[Row]
+    hits: list[Recalled],
+    query: str,
+    vectors: EventVectors | None,
+    pool: list[Row],
+    gives: Callable[[Row], bool] | None = None,
 ) -> list[Recalled]:
     """Among hits about one subject, the later event first (``retrieval.updates``); the
     set of hits and every other hit's place stay as relevance and standing chose. What is
-    usual closeness is read from ``pool``, the query's best candidates. A moved hit takes
-    the score of the place it moves to, so the merge of tiers by score keeps the order."""
+    usual closeness is read from ``pool``, the query's best candidates. ``gives(row)``:
+    does the event give a value of the kind the question asks for (None: it names no
+    kind). A moved hit takes the score of the place it moves to, so the merge of tiers by
+    score keeps the order."""
     asked = updates.stems(query)
     hit_words = [words(h.row) for h in hits]
     known = {h.row.id: w for h, w in zip(hits, hit_words, strict=True)}
@@ -259,6 +272,7 @@ def later_first(
             [known.get(row.id) or words(row) for row in pool], asked
         ),
         replaces=lambda i, j: reports_change(follow.text(hits[i].row), follow.text(hits[j].row)),
+        answers=None if gives is None else [gives(h.row) for h in hits],
     )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]

@@ -30,6 +30,9 @@ Sameness is what they have in common *beyond* the question:
   as with vectors, the later must be as near the earlier as the question is: it shares
   at least as many of the earlier's words as the question does.
 
+Where the question names the kind of its answer (a date, an amount, a person), a later
+hit giving no value of that kind is a follow-up whatever else it shares (``answers``).
+
 A hit far less relevant than the one it would displace (under ``MIN_RELEVANCE_SHARE`` of
 it) is not taken for its update: it would jump many places on a loose likeness. A group
 is the best hit not yet grouped and the hits below it about its subject; sameness is not
@@ -83,6 +86,7 @@ def later_first(
     usual: Callable[[], float | None] | None = None,
     usual_words: Callable[[], float | None] | None = None,
     replaces: Callable[[int, int], bool] | None = None,
+    answers: Sequence[bool] | None = None,
 ) -> list[int]:
     """The new order of hits ``0..n-1`` (given in relevance order).
 
@@ -96,6 +100,8 @@ def later_first(
     enough for them to decide: most recalls never pay for them. ``replaces(i, j)``: does
     the later hit ``j`` restate a value the earlier ``i`` gave (None: not asked); asked of
     two hits alike in words only, whose likeness says they share a topic, not a slot.
+    ``answers``: does each hit give a value of the kind the question asks for (None: the
+    question names no kind); a later hit that does not never moves above an earlier one.
     """
     n = len(when)
     near = list(to_query) if to_query is not None else [None] * n
@@ -107,6 +113,8 @@ def later_first(
     def same(i: int, j: int) -> bool:
         if rel[j] < MIN_RELEVANCE_SHARE * rel[i]:
             return False
+        if answers is not None and not answers[j if (when[j] or 0.0) > (when[i] or 0.0) else i]:
+            return False  # the later gives nothing of what is asked: a follow-up
         sim, qi, qj = cosine(i, j), near[i], near[j]
         if sim is not None and qi is not None and qj is not None:
             if sim < SAME_COSINE or beyond_query(sim, qi, qj) < SAME_BEYOND_QUERY:

@@ -4,16 +4,17 @@ block postings.
 A term's postings are packed in ``blocks`` rows of up to ``BLOCK``, each bounded by
 its highest *impact* (a posting's BM25 contribution before the IDF, with the document
 length normalised against the namespace's ``impact_avgdl``); an index orders a term's
-blocks by bound. A search reads every query term's blocks from the highest bound down,
-a batch of rows at a time, each row a block of exact shares; a chunk met is scored
-exactly (its other terms probed from its tsvector, today's statistics: the same number
-the exhaustive query in ``pg_search`` gives), and the walk stops once the k-th best
-score beats the most any unseen chunk could still reach: the sum over terms of IDF
-times the bound of the last block read. Bounds computed against an older average length
-are corrected: a contribution grows by at most ``avgdl / impact_avgdl`` (when above 1),
-so the answer stays exact and only the walk gets longer as the average drifts
-(``pg_write`` recomputes them past a limit). Chunks deleted since the last merge
-(``dead``) are skipped.
+blocks by bound. A search reads query terms' blocks from the highest bound down, a batch
+of rows at a time, each row a block of exact shares; a chunk met is scored exactly (its
+other terms probed from its tsvector, today's statistics: the same number the exhaustive
+query in ``pg_search`` gives). The shares met are a floor under each chunk's score, and
+the k-th best floor a threshold. The terms with the lowest bounds (IDF times the bound
+of the last block read), summing below it, cannot together lift a chunk never met into
+the top k: only the others are read on (MaxScore), and the walk stops once every term's
+bound sums below it. Bounds computed against an older average length are corrected: a
+contribution grows by at most ``avgdl / impact_avgdl`` (when above 1), so the answer
+stays exact and only the walk gets longer as the average drifts (``pg_write`` recomputes
+them past a limit). Chunks deleted since the last merge (``dead``) are skipped.
 
 Only what impacts bound takes this path: an OR of plain words, weighted alike (any
 weights over the columns the impacts count; sparse search weighs the context column
@@ -34,6 +35,7 @@ from sidecar.stores.pg_schema import BLOCK, K1, TS_CONFIG, B
 
 FIRST_BATCH = 32  # blocks per term in the first round (4,096 postings); doubled after
 MAX_BATCH = 512
+MIN_BATCH = 4
 PROBE_BATCH = 16  # chunks probed at once, the most promising first
 MAX_PROBES = 1024
 # A probe costs about as much as reading a few blocks (it unnests the chunk's whole
@@ -42,17 +44,16 @@ MAX_PROBES = 1024
 WALK_BEFORE_PROBING = 256
 SLACK = 1 + 1e-5  # bounds are stored as float4: a bound a little above them
 
-LEXEMES = f"""
-SELECT t.idx, l.lexeme, coalesce(d.df, 0)
+# The query's lexemes and their document frequencies, each row with the length statistics
+# and the chunks deleted whose postings blocks still hold: one round trip.
+PLAN = f"""
+SELECT t.idx, l.lexeme, coalesce(d.df, 0), s.chunks, s.tokens, s.impact_avgdl, s.dead
 FROM unnest(%(words)s::text[]) WITH ORDINALITY AS t(word, idx)
      LEFT JOIN LATERAL unnest(to_tsvector('{TS_CONFIG}', t.word)) AS l ON true
      LEFT JOIN terms AS d ON d.namespace = %(ns)s AND d.lexeme = l.lexeme COLLATE "C"
-"""
-# The length statistics, and the chunks deleted whose postings blocks still hold.
-STATS = """
-SELECT chunks, tokens, impact_avgdl,
-       (SELECT array_agg(chunk_id) FROM dead WHERE namespace = %(ns)s)
-FROM namespace_stats WHERE namespace = %(ns)s
+     LEFT JOIN (SELECT chunks, tokens, impact_avgdl,
+                       (SELECT array_agg(chunk_id) FROM dead WHERE namespace = %(ns)s) AS dead
+                FROM namespace_stats WHERE namespace = %(ns)s) AS s ON true
 """
 # The next blocks of each term, by bound (then id) downwards from a cursor; the arrays
 # in PostgreSQL's binary form (``array_send``), which numpy reads without parsing.
@@ -69,14 +70,16 @@ CROSS JOIN LATERAL (
 ) AS b
 """
 # Every query term's counts in the given chunks, from their tsvectors (a chunk's row by
-# its primary key: the forward index).
+# its primary key: the forward index). The tsvector is cut down to the query's lexemes
+# before it is unnested (``ts_delete`` of all the others): unnesting every lexeme of a
+# chunk, to keep a few, was most of a probe's time.
 PROBE = """
 SELECT c.id, u.lexeme, cardinality(array_positions(u.weights, 'A')),
        cardinality(array_positions(u.weights, 'B')),
        cardinality(array_positions(u.weights, 'C')), c.doc_len
-FROM chunks AS c CROSS JOIN LATERAL unnest(c.tsv) AS u
+FROM chunks AS c CROSS JOIN LATERAL unnest(ts_delete(
+    c.tsv, tsvector_to_array(ts_delete(c.tsv, %(lexemes)s::text[])))) AS u
 WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s::bigint[])
-  AND u.lexeme = ANY(%(lexemes)s::text[])
 """
 
 
@@ -96,17 +99,16 @@ def plan(conn: Conn, namespace: str, params: dict[str, Any], weights: tuple[floa
     if any(q > 0 and not w > 0 for q, w in zip(query_weights, weights, strict=True)):
         return None
     scale = max([1.0] + [q / w for q, w in zip(query_weights, weights, strict=True) if w > 0])
-    rows = conn.execute(LEXEMES, {"words": params["words"], "ns": namespace}).fetchall()
-    if len({idx for idx, _, _ in rows}) != len(rows):
+    rows = conn.execute(PLAN, {"words": params["words"], "ns": namespace}).fetchall()
+    if not rows or len({row[0] for row in rows}) != len(rows):
         return None
-    stats = conn.execute(STATS, {"ns": namespace}).fetchone()
-    if stats is None or stats[0] == 0:
+    total, tokens, a0, dead = rows[0][3:]
+    if not total:  # no chunk (or no statistics yet)
         return [], {}, query_weights, 0.0, 1.0, set()
-    total, tokens, a0, dead = stats
     if a0 is None or not a0 > 0:  # never computed (or not a length): impacts unusable
         return None
-    mult = Counter(lex for _, lex, df in rows if lex is not None and df > 0)
-    dfs = {lex: df for _, lex, df in rows if lex in mult}
+    mult = Counter(lex for _, lex, df, *_ in rows if lex is not None and df > 0)
+    dfs = {lex: df for _, lex, df, *_ in rows if lex in mult}
     idf = {lex: max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) * mult[lex]
            for lex, n in dfs.items()}  # fmt: skip
     avgdl = tokens / total
@@ -120,15 +122,19 @@ def search(
     """The ``k`` best (chunk id, score), best first, ties by id; None where ``plan`` says
     this path cannot answer.
 
-    A walked posting gives its chunk's exact share for that term; a chunk met is only
-    probed for its other terms while the most it could score (what is known plus, per
-    term not met, IDF times the bound of that term's last block read) still reaches the
-    k-th exact score, best candidates first: most chunks met are never probed. While
-    more than ``WALK_BEFORE_PROBING`` are open and blocks remain, the walk goes on
-    instead: a probe unnests a whole tsvector, a block read is 128 postings for about
-    the price of one probe, and probing thousands was most of the slowest searches. The
-    bookkeeping is over arrays (numpy), recomputed from every posting read each round:
-    a round reads thousands of postings, and per-posting Python was most of a search."""
+    A walked posting gives its chunk's exact share for that term, so the sum of a chunk's
+    shares met is a floor on its score: the k-th best floor (or exact score) is a
+    threshold no answer falls below, from the first round on. A term is walked only while
+    it is *essential* (MaxScore): the terms whose bounds (IDF times the bound of the last
+    block read) sum below the threshold cannot, together, lift a chunk never met into the
+    top k, so only the others are walked for new chunks; the common terms, whose lists are
+    long and bounds low, are mostly never read past their first blocks. A chunk met is only
+    probed for its other terms while the most it could score (its floor plus, per term not
+    met, that term's bound) still reaches the threshold, best candidates first. While more
+    than ``WALK_BEFORE_PROBING`` are open and blocks remain, the walk goes on instead: a
+    probe unnests a whole tsvector, a block read is 128 postings for about the price of one
+    probe. The bookkeeping is over arrays (numpy): a round reads thousands of postings,
+    and per-posting Python was most of a search."""
     planned = plan(conn, namespace, params, weights)
     if planned is None:
         return None
@@ -140,55 +146,69 @@ def search(
     at = {lex: i for i, lex in enumerate(lexemes)}
     weight = [idf[x] for x in lexemes]
     cursor = {i: (math.inf, 2**63 - 1) for i in range(len(lexemes))}  # (bound, id) last read
+    # each term's next read, doubled as it is walked; at first in proportion to its IDF (a
+    # common term's blocks add little to any score, and MaxScore mostly never reads on)
+    first = max(FIRST_BATCH, -(-k // BLOCK))
+    batch = {i: max(MIN_BATCH, round(first * weight[i] / max(weight))) for i in cursor}
     scores: dict[int, float] = {}  # chunks probed: their exact scores
     gone = np.fromiter(dead, np.int64, len(dead))
     read = _Read(weight, (wa, wb, wc), norm, slope, gone)
-    batch = max(FIRST_BATCH, -(-k // BLOCK))
     probes = max(PROBE_BATCH, 4 * k)
-    walk = True
-    while True:
-        if walk:
-            live = list(cursor)
+    walking, probe = list(cursor), []
+    while walking or probe:
+        # a round's walk and probes are decided together, so they go in one round trip
+        with conn.pipeline():
             walked = conn.execute(WALK, {
-                "ns": namespace, "lexemes": [lexemes[i] for i in live],
-                "bound": [cursor[i][0] for i in live], "after": [cursor[i][1] for i in live],
-                "n": [batch] * len(live),
-            }, binary=True).fetchall()  # fmt: skip
-            rows = Counter(row[0] for row in walked)
-            for lex, bound, block, *arrays in walked:
+                "ns": namespace, "lexemes": [lexemes[i] for i in walking],
+                "bound": [cursor[i][0] for i in walking],
+                "after": [cursor[i][1] for i in walking], "n": [batch[i] for i in walking],
+            }, binary=True) if walking else None  # fmt: skip
+            probed = conn.execute(
+                PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe}
+            ) if probe else None  # fmt: skip
+        if walked is not None:
+            rows = walked.fetchall()
+            got = Counter(row[0] for row in rows)
+            for lex, bound, block, *arrays in rows:
                 cursor[at[lex]] = min(cursor[at[lex]], (bound, block))
                 read.add(at[lex], *arrays)
-            for i in live:
-                if rows[lexemes[i]] < batch:
+            for i in walking:
+                if got[lexemes[i]] < batch[i]:
                     del cursor[i]  # this term's blocks are all read
-            batch = min(batch * 2, MAX_BATCH)
-        # the most a term not met can still add: 0 once all its blocks are read
-        ahead = np.array([weight[i] * cursor[i][0] * grow * SLACK if i in cursor else 0.0
-                          for i in range(len(lexemes))])  # fmt: skip
-        ids, known, seen = read.tally()
-        exact = (seen | (ahead == 0)).all(axis=1)  # every term met, or all read
-        kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
-        bound = known + (~seen).astype(float) @ ahead
-        open_ = np.flatnonzero(~exact & (bound >= kth))
-        # many candidates open while blocks remain: walking on settles them for less
-        deferred = bool(cursor) and len(open_) > WALK_BEFORE_PROBING
-        if len(open_) and not deferred:
-            probe = ids[open_[np.argsort(-bound[open_], kind="stable")[:probes]]].tolist()
-            probes = min(probes * 2, MAX_PROBES)  # many close candidates: fewer rounds
+                else:
+                    batch[i] = min(batch[i] * 2, MAX_BATCH)
+        if probed is not None:
             parts_of = {c: [0.0] * len(lexemes) for c in probe}
-            for chunk_id, lex, th, tb, tc, dl in conn.execute(
-                PROBE, {"ns": namespace, "lexemes": lexemes, "ids": probe}
-            ).fetchall():
+            for chunk_id, lex, th, tb, tc, dl in probed.fetchall():
                 f = wa * th + wb * tb + wc * tc
                 i = at[lex]
                 parts_of[chunk_id][i] = weight[i] * f * (K1 + 1) / (f + norm + slope * dl)
             for chunk_id, parts in parts_of.items():
                 scores[chunk_id] = _sum(parts)
             read.mark(probe)
-            kth = _kth(np.concatenate([known[exact], np.fromiter(scores.values(), float)]), k)
-        walk = bool(cursor) and (deferred or not kth > ahead.sum())
-        if not walk and not len(open_):
-            break
+        # the most a term not met can still add: 0 once all its blocks are read
+        ahead = np.array([weight[i] * cursor[i][0] * grow * SLACK if i in cursor else 0.0
+                          for i in range(len(lexemes))])  # fmt: skip
+        ids, known, seen = read.tally()
+        exact = (seen | (ahead == 0)).all(axis=1)  # every term met, or all read
+        done = np.fromiter(scores.values(), float, len(scores))
+        floor = _kth(np.concatenate([known, done]), k)  # k chunks score at least this
+        bound = known + (~seen).astype(float) @ ahead
+        open_ = np.flatnonzero(~exact & (bound >= floor))
+        read.forget(bound < floor)
+        probe = []
+        if bool(cursor) and len(open_) > WALK_BEFORE_PROBING:
+            # many candidates open while blocks remain: walking on settles them for less
+            walking = [i for i in cursor if (~seen[open_, i]).any()]
+            continue
+        if len(open_):
+            probe = ids[open_[np.argsort(-bound[open_], kind="stable")[:probes]]].tolist()
+            probes = min(probes * 2, MAX_PROBES)  # many close candidates: fewer rounds
+        # a chunk never met scores at most the sum of the bounds of its terms: the lowest
+        # bounds summing below the floor cannot make one an answer, the rest can
+        order = np.argsort(ahead, kind="stable")
+        walking = [i for i in order[np.cumsum(ahead[order]) >= floor].tolist() if i in cursor]
+    # every chunk that can still reach the floor is exact (met in every term, or probed)
     return _top(ids[exact], known[exact], scores, k)
 
 
@@ -198,6 +218,9 @@ def _top(
     """The ``k`` best of the chunks scored, by score then id, without the zeros."""
     ids = np.concatenate([ids, np.fromiter(scores, np.int64, len(scores))])
     values = np.concatenate([known, np.fromiter(scores.values(), float, len(scores))])
+    if len(values) > k:  # those tied with the k-th kept: ties go by id
+        near = values >= np.partition(values, len(values) - k)[len(values) - k]
+        ids, values = ids[near], values[near]
     order = np.lexsort((ids, -values))[:k]
     return [
         (c, s) for c, s in zip(ids[order].tolist(), values[order].tolist(), strict=True) if s > 0
@@ -252,8 +275,9 @@ class _Read:
         )
         self.raw = [[] for _ in range(5)]
         self.sizes, self.owner = [], []
-        keep = ~np.isin(ids, self.gone)
-        term, ids, th, tb, tc, dl = (a[keep] for a in (term, ids, th, tb, tc, dl))
+        if len(self.gone):
+            keep = ~np.isin(ids, self.gone)
+            term, ids, th, tb, tc, dl = (a[keep] for a in (term, ids, th, tb, tc, dl))
         # the same operations, in the same order, as a probe's share: bit-identical
         f = self.w[0] * th.astype(float) + self.w[1] * tb + self.w[2] * tc
         share = self.weight[term] * f * (K1 + 1) / (f + self.norm + self.slope * dl)
@@ -277,6 +301,18 @@ class _Read:
         """Chunks probed: their exact scores are known, they are no longer candidates."""
         at = np.searchsorted(self.ids, probed)
         self.probed[at[self.ids[np.minimum(at, len(self.ids) - 1)] == probed]] = True
+
+    def forget(self, low: np.ndarray) -> None:
+        """Drop the chunks of the last tally that cannot reach the floor (it only rises,
+        their bounds only fall), so a round costs what it read, not every chunk met before
+        it. One met again later comes back with only that round's shares: still a floor
+        under its score, which stays below the floor, so it never enters the answer."""
+        drop = np.zeros(len(self.ids), bool)
+        drop[~self.probed] = low
+        if drop.any():
+            keep = ~drop
+            self.ids, self.parts = self.ids[keep], self.parts[keep]
+            self.seen, self.probed = self.seen[keep], self.probed[keep]
 
     def tally(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunks met (not dead, not probed): ids, the sum of their shares met (in
