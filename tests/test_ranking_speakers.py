@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.index import indexer
 from sidecar.index.store import Hit, IndexStore
 from sidecar.retrieval import fusion, query
 from sidecar.retrieval.modes import SPARSE
 from sidecar.retrieval.ranking import lift, rank_tier
 from sidecar.retrieval.speakers import said_share
-from sidecar.stores import open_store
+from tests.transcripts import files, transcript_store
 
 
 @pytest.mark.parametrize(
@@ -69,29 +68,24 @@ def test_the_share_of_a_chunk_a_named_speaker_says(
 def store(tmp_path: Path) -> Iterator[IndexStore]:
     """Two sessions about painting: in the first, Caroline praises a painting at length;
     in the second, Melanie says what she painted."""
-    daily = tmp_path / "memory" / "daily"
-    daily.mkdir(parents=True)
-    (daily / "2023-05-08.md").write_text(
-        "## Session 1 (1:56 pm on 8 May, 2023)\n"
-        "Caroline: Melanie, that painting is awesome, painted so well, what a painting!\n"
+    s = transcript_store(
+        tmp_path,
+        {
+            "2023-05-08": (
+                "## Session 1 (1:56 pm on 8 May, 2023)\n"
+                "Caroline: Melanie, that painting is awesome, painted so well, what a painting!\n"
+            ),
+            "2023-06-27": (
+                "## Session 2 (3:00 pm on 27 June, 2023)\n"
+                "Melanie: I painted this horse, my painting for the barn wall.\n"
+            ),
+            "2023-06-30": (  # a note, not a transcript: no speaker lifts it
+                "## Studio plan\nPainting supplies for Melanie: canvas, oils, a painting knife.\n"
+            ),
+        },
     )
-    (daily / "2023-06-27.md").write_text(
-        "## Session 2 (3:00 pm on 27 June, 2023)\n"
-        "Melanie: I painted this horse, my painting for the barn wall.\n"
-    )
-    (daily / "2023-06-30.md").write_text(  # a note, not a transcript: no speaker lifts it
-        "## Studio plan\nPainting supplies for Melanie: canvas, oils, a painting knife.\n"
-    )
-    for day in range(10, 20):  # other days, so the shared words are rare enough to weigh
-        (daily / f"2023-07-{day}.md").write_text(f"## Talk {day}\nCaroline: Pottery class {day}.\n")
-    s = open_store(tmp_path / "index.sqlite", "agent")
-    s.replace_all(indexer.load_tree(tmp_path / "memory", 400))
     yield s
     s.close()
-
-
-def files(results: list) -> list[str]:
-    return [r.hit.path for r in results]
 
 
 def test_a_question_naming_a_speaker_puts_their_own_line_first(store: IndexStore) -> None:

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.index import indexer
 from sidecar.index.dates import says_when
 from sidecar.index.store import Hit, IndexStore
 from sidecar.retrieval import fusion, query
 from sidecar.retrieval.modes import SPARSE
 from sidecar.retrieval.ranking import lift, rank_tier
-from sidecar.stores import open_store
+from tests.transcripts import files, transcript_store
 
 
 @pytest.mark.parametrize(
@@ -85,26 +84,21 @@ def test_syntax_is_not_a_question() -> None:
 @pytest.fixture()
 def store(tmp_path: Path) -> Iterator[IndexStore]:
     """Two sessions that both mention the camping trip; only the later one says when."""
-    daily = tmp_path / "memory" / "daily"
-    daily.mkdir(parents=True)
-    (daily / "2023-05-08.md").write_text(
-        "## Session 1 (1:56 pm on 8 May, 2023)\n"
-        "Melanie: Camping with the kids by the lake, so much fun.\n"
+    s = transcript_store(
+        tmp_path,
+        {
+            "2023-05-08": (
+                "## Session 1 (1:56 pm on 8 May, 2023)\n"
+                "Melanie: Camping with the kids by the lake, so much fun.\n"
+            ),
+            "2023-06-27": (
+                "## Session 2 (3:00 pm on 27 June, 2023)\n"
+                "Melanie: We went camping last week, up in the hills, so much fun.\n"
+            ),
+        },
     )
-    (daily / "2023-06-27.md").write_text(
-        "## Session 2 (3:00 pm on 27 June, 2023)\n"
-        "Melanie: We went camping last week, up in the hills, so much fun.\n"
-    )
-    for day in range(10, 20):  # other days, so the shared words are rare enough to weigh
-        (daily / f"2023-07-{day}.md").write_text(f"## Talk {day}\nCaroline: Pottery class {day}.\n")
-    s = open_store(tmp_path / "index.sqlite", "agent")
-    s.replace_all(indexer.load_tree(tmp_path / "memory", 400))
     yield s
     s.close()
-
-
-def files(results: list) -> list[str]:
-    return [r.hit.path for r in results]
 
 
 def test_a_when_question_puts_the_line_saying_when_first(store: IndexStore) -> None:

@@ -133,18 +133,13 @@ LIMIT %(limit)s
 
 # New chunks, their tsvector and token count, their postings packed in blocks (bounded by
 # impacts against the namespace's ``impact_avgdl``, passed as ``a0``) and the terms'
-# document frequencies, in one statement; the rows
-# come from arrays (a few chunks) or from a table COPY filled (a bulk build).
+# document frequencies, in one statement, from arrays: a few chunks (a bulk write is
+# read and packed by the sidecar instead, ``pg_bulk``).
 _STAGED_COLUMNS = "path, start_line, end_line, heading, body, context, hash, hnorm, bnorm, cnorm"
 FROM_ARRAYS = f"""unnest(%(path)s::text[], %(start)s::int[], %(end)s::int[], %(heading)s::text[],
                 %(body)s::text[], %(context)s::text[], %(hash)s::text[], %(hnorm)s::text[],
                 %(bnorm)s::text[], %(cnorm)s::text[])
          WITH ORDINALITY AS s({_STAGED_COLUMNS}, k)"""
-FROM_STAGED = "staged AS s"
-STAGE = """CREATE TEMP TABLE IF NOT EXISTS staged (
-    k bigint, path text, start_line int, end_line int, heading text, body text, context text,
-    hash text, hnorm text, bnorm text, cnorm text) ON COMMIT DELETE ROWS"""
-COPY_STAGED = f"COPY staged (k, {_STAGED_COLUMNS}) FROM STDIN"
 # Ids are drawn in the rows' order before the insert, so a chunk's postings (and from
 # them its token count: every position carries one of the weights A, B, C) come from
 # one reading of its tsvector, not a second pass over it per chunk.
@@ -188,7 +183,6 @@ SELECT %(ns)s, lexeme, sum(n) FROM packed GROUP BY lexeme ORDER BY lexeme
 ON CONFLICT (namespace, lexeme) DO UPDATE SET df = t.df + excluded.df
 """
 INSERT_FROM_ARRAYS = INSERT_CHUNKS.replace("{source}", FROM_ARRAYS)
-INSERT_FROM_STAGED = INSERT_CHUNKS.replace("{source}", FROM_STAGED)
 
 
 def norm(text: str) -> str:

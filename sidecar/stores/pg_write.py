@@ -16,77 +16,48 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import text_key
+from sidecar.stores import pg_bulk
 from sidecar.stores.pg_connect import Conn
-from sidecar.stores.pg_schema import BLOCK, BLOCK_COLUMNS, impact_sql, pack_sql
-from sidecar.stores.pg_search import (
-    COPY_STAGED,
-    INSERT_FROM_ARRAYS,
-    INSERT_FROM_STAGED,
-    STAGE,
-    norm,
-)
+from sidecar.stores.pg_lexemes import Lexicon
+from sidecar.stores.pg_pack import COPY_BLOCKS, Postings, decode_arrays, encode, pack
+from sidecar.stores.pg_schema import BLOCK, impact_sql
+from sidecar.stores.pg_search import INSERT_FROM_ARRAYS, norm
 
-# Above this many chunks a write goes through COPY into a staging table.
+# From this many chunks on, a write is read and packed by the sidecar and sent by COPY
+# (``pg_bulk``); fewer go in one statement that PostgreSQL reads and packs itself.
 COPY_FROM = 200
 # Impacts are recomputed once the average chunk length differs by more than this
 # factor from the one they were computed against (searches stay exact either way).
 DRIFT = 1.25
 
 
-def _rows(path: str, chunks: Sequence[Chunk]) -> list[tuple[str, ...]]:
-    return [
-        (
-            path,
-            c.start_line,
-            c.end_line,
-            c.heading,
-            c.text,
-            c.context,
-            text_key(c.text),
-            norm(c.heading),
-            norm(c.text),
-            norm(c.context),
-        )
-        for c in chunks
-    ]
-
-
-def _impact_avgdl(conn: Conn, namespace: str, rows: list[tuple[str, ...]]) -> float:
-    """The namespace's impact average, set from these rows' lengths if it has none."""
-    guess = sum(len(r[7].split()) + len(r[8].split()) + len(r[9].split()) for r in rows)
-    (a0,) = conn.execute(
-        "INSERT INTO namespace_stats AS s (namespace, chunks, tokens, impact_avgdl) "
-        "VALUES (%s, 0, 0, %s) ON CONFLICT (namespace) DO UPDATE "
-        "SET impact_avgdl = coalesce(s.impact_avgdl, excluded.impact_avgdl) "
-        "RETURNING impact_avgdl",
-        (namespace, max(1.0, guess / max(1, len(rows)))),
-    ).fetchone()  # type: ignore[misc]
-    return float(a0)
-
-
-def insert_chunks(conn: Conn, namespace: str, files: Sequence[tuple[str, Sequence[Chunk]]]) -> None:
+def insert_chunks(
+    conn: Conn, namespace: str, files: Sequence[tuple[str, Sequence[Chunk]]], lexicon: Lexicon
+) -> None:
     """Insert the chunks of several files (in their order) with their postings."""
-    rows = [r for path, chunks in files for r in _rows(path, chunks)]
-    if not rows:
+    count = sum(len(chunks) for _, chunks in files)
+    if count >= COPY_FROM:
+        pg_bulk.insert(conn, namespace, lexicon, files)
         return
-    a0 = _impact_avgdl(conn, namespace, rows)
-    if len(rows) < COPY_FROM:
-        cols = [list(col) for col in zip(*rows, strict=True)]
-        keys = ("path", "start", "end", "heading", "body", "context", "hash", "hnorm",
-                "bnorm", "cnorm")  # fmt: skip
-        conn.execute(
-            INSERT_FROM_ARRAYS, {"ns": namespace, "a0": a0, **dict(zip(keys, cols, strict=True))}
-        )
+    if not count:
         return
-    conn.execute("SET LOCAL work_mem = '256MB'")  # a batch's postings sorted in memory
-    conn.execute(STAGE)
-    with conn.cursor() as cur, cur.copy(COPY_STAGED) as copy:
-        for k, row in enumerate(rows):
-            copy.write_row((k, *row))
-    conn.execute(INSERT_FROM_STAGED, {"ns": namespace, "a0": a0})
-    conn.execute("TRUNCATE staged")  # the next batch in this transaction starts empty
+    rows = [
+        (path, c.start_line, c.end_line, c.heading, c.text, c.context, text_key(c.text),
+         norm(c.heading), norm(c.text), norm(c.context))
+        for path, chunks in files for c in chunks
+    ]  # fmt: skip
+    guess = sum(len(r[7].split()) + len(r[8].split()) + len(r[9].split()) for r in rows)
+    a0 = pg_bulk.impact_avgdl(conn, namespace, guess / len(rows))
+    cols = [list(col) for col in zip(*rows, strict=True)]
+    keys = ("path", "start", "end", "heading", "body", "context", "hash", "hnorm", "bnorm",
+            "cnorm")  # fmt: skip
+    conn.execute(
+        INSERT_FROM_ARRAYS, {"ns": namespace, "a0": a0, **dict(zip(keys, cols, strict=True))}
+    )
 
 
 def drifted(a0: float | None, avgdl: float) -> bool:
@@ -141,43 +112,48 @@ def delete_chunks(conn: Conn, namespace: str, ids: list[int]) -> None:
         conn.execute(DELETE, {"ns": namespace, "ids": ids})
 
 
-# The blocks ``merge`` rewrites: a term's blocks short of ``BLOCK`` where it has more
-# than one, and the blocks of a dead chunk's terms that hold a dead chunk.
-MERGE = f"""
+# The blocks ``merge`` rewrites, taken out: a term's blocks short of ``BLOCK`` where it
+# has more than one, and the blocks of a dead chunk's terms that hold a dead chunk.
+TAKE = f"""
 WITH doomed AS (SELECT coalesce(array_agg(chunk_id), '{{}}') AS ids FROM dead
                 WHERE namespace = %(ns)s),
 small AS (
     SELECT lexeme FROM blocks WHERE namespace = %(ns)s AND n < {BLOCK}
     GROUP BY lexeme HAVING count(*) > 1
-),
-old AS (
-    DELETE FROM blocks AS b
-    WHERE b.namespace = %(ns)s
-      AND ((b.n < {BLOCK} AND b.lexeme IN (SELECT lexeme FROM small))
-           OR (b.lexeme IN (SELECT DISTINCT unnest(lexemes) FROM dead
-                            WHERE namespace = %(ns)s)
-               AND b.chunk_ids && (SELECT ids FROM doomed)))
-    RETURNING b.lexeme, b.chunk_ids, b.tf_heading, b.tf_body, b.tf_context, b.doc_len
-),
-live AS (
-    SELECT o.lexeme, p.* FROM old AS o
-    CROSS JOIN LATERAL unnest(o.chunk_ids, o.tf_heading, o.tf_body, o.tf_context, o.doc_len)
-        AS p(chunk_id, tf_heading, tf_body, tf_context, doc_len)
-    WHERE NOT EXISTS (SELECT FROM dead WHERE namespace = %(ns)s AND chunk_id = p.chunk_id)
 )
-INSERT INTO blocks (namespace, {BLOCK_COLUMNS})
-SELECT %(ns)s, * FROM ({pack_sql("live", "%(a0)s::float8")}) AS packed ORDER BY 1
+DELETE FROM blocks AS b
+WHERE b.namespace = %(ns)s
+  AND ((b.n < {BLOCK} AND b.lexeme IN (SELECT lexeme FROM small))
+       OR (b.lexeme IN (SELECT DISTINCT unnest(lexemes) FROM dead WHERE namespace = %(ns)s)
+           AND b.chunk_ids && (SELECT ids FROM doomed)))
+RETURNING b.lexeme, b.n, array_send(b.chunk_ids), array_send(b.tf_heading),
+          array_send(b.tf_body), array_send(b.tf_context), array_send(b.doc_len)
 """
 
 
 def merge(conn: Conn, namespace: str) -> int:
     """Pack each term's small blocks together and drop dead chunks' postings from their
-    blocks, then forget the dead; return how many blocks were written."""
+    blocks, then forget the dead; return how many blocks were written. The blocks are
+    taken out by PostgreSQL and repacked by the sidecar (``pg_pack``)."""
     row = conn.execute(
         "SELECT impact_avgdl FROM namespace_stats WHERE namespace = %s", (namespace,)
     ).fetchone()
     if row is None or row[0] is None:
         return 0  # nothing indexed yet
-    written = conn.execute(MERGE, {"ns": namespace, "a0": row[0]}).rowcount
-    conn.execute("DELETE FROM dead WHERE namespace = %s", (namespace,))
-    return written
+    taken = conn.execute(TAKE, {"ns": namespace}, binary=True).fetchall()
+    dead = [i for (i,) in conn.execute("DELETE FROM dead WHERE namespace = %s RETURNING "
+                                       "chunk_id", (namespace,))]  # fmt: skip
+    if not taken:
+        return 0
+    terms: dict[str, int] = {}
+    of_row = [terms.setdefault(r[0], len(terms)) for r in taken]
+    names = [t.encode() for t in terms]
+    term = np.repeat(np.array(of_row, np.int64), [r[1] for r in taken])
+    ids = decode_arrays([r[2] for r in taken], 8)
+    tf = np.array([decode_arrays([r[k] for r in taken], 2) for k in (3, 4, 5)])
+    doc_len = decode_arrays([r[6] for r in taken], 4)
+    live = ~np.isin(ids, np.array(dead, np.int64))
+    blocks = pack(Postings(names, term[live], ids[live], tf[:, live], doc_len[live]), row[0])
+    with conn.cursor() as cur, cur.copy(COPY_BLOCKS) as copy:
+        copy.write(encode(namespace, blocks))
+    return len(blocks.bound)

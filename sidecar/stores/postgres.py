@@ -34,11 +34,11 @@ from sidecar.index.store import (
     QuerySyntaxError,
     StoreStats,
     diff_chunks,
-    metadata_json,
 )
-from sidecar.stores import pg_topk
+from sidecar.stores import pg_build, pg_topk
 from sidecar.stores.pg_connect import Conn, Connections, StoreUnavailable, describe
 from sidecar.stores.pg_lease import NotWriter, WriterLease, lead_absent
+from sidecar.stores.pg_lexemes import Lexicon
 from sidecar.stores.pg_search import search_sql
 from sidecar.stores.pg_vectors import Vectors
 from sidecar.stores.pg_write import delete_chunks, insert_chunks, merge, reimpact
@@ -49,8 +49,6 @@ __all__ = ["NotWriter", "PostgresStore", "StoreUnavailable"]
 DEFAULT_WEIGHTS = (HEADING_WEIGHT, BODY_WEIGHT, CONTEXT_WEIGHT)
 
 log = logging.getLogger(__name__)
-
-_BATCH = 20_000  # chunks per COPY in a rebuild
 
 
 class PostgresStore:
@@ -81,6 +79,7 @@ class PostgresStore:
             url, namespace, connect_timeout, max_connections, use_pgvector, read_only
         )
         self._vectors = Vectors(self._db, namespace, self._transaction)
+        self._lexicon = Lexicon()  # what PostgreSQL makes of each word, for bulk writes
         try:
             self._db.ensure()
         except StoreUnavailable as exc:
@@ -189,7 +188,7 @@ class PostgresStore:
         """Drop this namespace's rows (and migrate, if the tables are gone)."""
         self._db.ready = False
         with self._transaction() as conn:
-            self._empty(conn, "vectors")
+            pg_build.empty(conn, self.namespace, "vectors")
             # that a lead serves the namespace outlives its index (``lead_absent``)
             conn.execute(
                 "DELETE FROM meta WHERE namespace = %s AND key <> 'lead_since'", (self.namespace,)
@@ -288,30 +287,6 @@ class PostgresStore:
 
     # -- writes ------------------------------------------------------------
 
-    def _upsert_files(
-        self, conn: Conn, items: Sequence[BuildFile], now: float, state: FileState | None = None
-    ) -> None:
-        """Record files' states, all in one statement (a build's batch is thousands)."""
-        if not items:
-            return
-        states = [state or i.state for i in items]
-        conn.execute(
-            "INSERT INTO files (namespace, path, size, mtime_ns, sha256, metadata, indexed_at) "
-            "SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], "
-            "%s::text[], %s::float8[]) ON CONFLICT (namespace, path) DO UPDATE SET "
-            "size = excluded.size, mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, "
-            "metadata = excluded.metadata, indexed_at = excluded.indexed_at",
-            (
-                self.namespace,
-                [i.path for i in items],
-                [st.size for st in states],
-                [st.mtime_ns for st in states],
-                [st.sha256 for st in states],
-                [metadata_json(i.metadata) for i in items],
-                [now] * len(items),
-            ),
-        )
-
     def replace_file(
         self, item: IndexedFile, confirm: Callable[[], FileState] | None = None
     ) -> None:
@@ -332,8 +307,9 @@ class PostgresStore:
                         "WHERE namespace = %s AND id = %s",
                         [(s, e, self.namespace, i) for s, e, i in moved],
                     )
-            insert_chunks(conn, self.namespace, [(item.path, fresh)])
-            self._upsert_files(conn, [item], time.time(), confirm() if confirm else None)
+            insert_chunks(conn, self.namespace, [(item.path, fresh)], self._lexicon)
+            state = confirm() if confirm else None
+            pg_build.upsert_files(conn, self.namespace, [item], time.time(), state)
 
     def touch_file(self, path: str, state: FileState) -> None:
         with self._transaction() as conn:
@@ -362,29 +338,8 @@ class PostgresStore:
             return cur.rowcount
 
     def replace_all(self, items: Iterable[IndexedFile]) -> None:
-        now = time.time()
         with self._transaction() as conn:
-            self._empty(conn)
-            pending: list[IndexedFile] = []
-            size = 0
-            for item in items:
-                pending.append(item)
-                size += len(item.chunks)
-                if size >= _BATCH:
-                    self._insert_files(conn, pending, now)
-                    pending, size = [], 0
-            self._insert_files(conn, pending, now)
-            reimpact(conn, self.namespace)
-            merge(conn, self.namespace)
-
-    def _empty(self, conn: Conn, *more: str) -> None:
-        """Delete the namespace's index rows; the next chunks fix its impact average."""
-        for table in ("blocks", "dead", "terms", "chunks", "files", *more):
-            conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (self.namespace,))
-        conn.execute(
-            "UPDATE namespace_stats SET impact_avgdl = NULL WHERE namespace = %s",
-            (self.namespace,),
-        )
+            pg_build.replace_all(conn, self.namespace, self._lexicon, items, time.time())
 
     def add_files(self, items: Iterable[BuildFile]) -> int:
         """Insert files the index does not hold yet, in one transaction (a cold build's
@@ -392,26 +347,8 @@ class PostgresStore:
         batch = list(items)
         if not batch:
             return 0
-        now = time.time()
         with self._transaction() as conn:
-            held = {
-                p
-                for (p,) in conn.execute(
-                    "SELECT path FROM files WHERE namespace = %s AND path = ANY(%s)",
-                    (self.namespace, [i.path for i in batch]),
-                )
-            }
-            fresh: dict[str, BuildFile] = {}
-            for item in batch:
-                if item.path not in held:
-                    fresh.setdefault(item.path, item)
-            self._insert_files(conn, list(fresh.values()), now)
-        return len(fresh)
-
-    def _insert_files(self, conn: Conn, items: Sequence[BuildFile], now: float) -> None:
-        self._upsert_files(conn, items, now)
-        files = [(i.path, [c for c in i.chunks if c.text]) for i in items]
-        insert_chunks(conn, self.namespace, files)
+            return pg_build.add_files(conn, self.namespace, self._lexicon, batch, time.time())
 
     def get_meta(self, key: str) -> str | None:
         rows = self._db.rows(
