@@ -159,7 +159,7 @@ def test_a_change_is_a_slot_filled_differently() -> None:
 
 
 def test_the_nouns_and_idioms_of_calling_off_words_call_nothing_off() -> None:
-    """"reverse proxy", "reverse charge", "in reverse order", "from scratch" name things or
+    """ "reverse proxy", "reverse charge", "in reverse order", "from scratch" name things or
     ways; a later event using them is a follow-up, not a subject called off (which would
     move it above the answer it follows up whatever the question asks)."""
     older = "The reverse proxy listens on port 8443."
