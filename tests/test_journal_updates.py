@@ -158,6 +158,19 @@ def test_a_change_is_a_slot_filled_differently() -> None:
     assert not reports_change("Pilot starts in June.", "Union wants more drivers for the pilot.")
 
 
+def test_the_nouns_and_idioms_of_calling_off_words_call_nothing_off() -> None:
+    """ "reverse proxy", "reverse charge", "in reverse order", "from scratch" name things or
+    ways; a later event using them is a follow-up, not a subject called off (which would
+    move it above the answer it follows up whatever the question asks)."""
+    older = "The reverse proxy listens on port 8443."
+    assert not reports_change(older, "Reverse proxy logs are rotated nightly.")
+    assert not reports_change(older, "We rebuilt the proxy config from scratch to tidy it.")
+    assert not reports_change("Invoices list newest first.", "Export sorts in reverse order.")
+    assert not reports_change("VAT applies to B2B.", "Check the VAT id before reverse charge.")
+    assert reports_change("Python 3.9 support stays.", "Scratch the 3.9 drop: Debian ships it.")
+    assert reports_change("Taproom closes on Mondays.", "The council reversed it.")
+
+
 def test_an_index_of_schema_6_gains_the_links_and_keeps_its_history(tmp_path: Path) -> None:
     root = tmp_path / "tier"
     (root / "journal").mkdir(parents=True)

@@ -388,3 +388,27 @@ def test_a_common_term_is_read_only_as_far_as_it_can_change_the_answer(
         agree(store, pg_url, f'"commonx" OR "{other}"', 5)
         assert 0 < read[0] <= blocks["commonx"] // 2, (other, read, blocks)
         assert read[1] <= blocks[other]
+
+
+def test_top_k_equals_exhaustive_at_the_edges(store: PostgresStore, pg_url: str) -> None:
+    """One chunk; words none holds; k above every match; deleted chunks still in blocks."""
+    store.replace_all([IndexedFile("one.md", FileState(1, 1, "0" * 64), {},
+                                   [Chunk(1, 1, "", "w1x w1x w2x", "")])])  # fmt: skip
+    for match in (
+        '"w1x"',
+        '"w1x" OR "absentword"',
+        '"absentword"',
+        '"w2x" OR "w1x"',
+        '"w1x" OR "w1x"',
+        '"the" OR "w2x"',
+        '"the"',
+    ):
+        assert took_top_k(pg_url, store.namespace, match)
+        agree(store, pg_url, match, 50)
+    rng = random.Random(7)
+    store.replace_all(note(rng, i) for i in range(60))
+    store.remove_files([f"n{i:05d}.md" for i in range(0, 60, 3)])
+    assert blocks_of(pg_url, store.namespace)[2] > 0  # dead chunks left in the blocks
+    for match in ('"w40x"', '"w55x" OR "w58x"', '"w0x" OR "w1x" OR "absentword"', '"absentword"'):
+        assert took_top_k(pg_url, store.namespace, match)
+        agree(store, pg_url, match, 1000)

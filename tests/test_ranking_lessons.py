@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +18,10 @@ from sidecar.config import Settings
 from sidecar.learnings import beyond, ranking
 from sidecar.learnings.hits import order
 from sidecar.learnings.ranking import ScoredLearning, answering, fits
-from sidecar.retrieval.embedders.base import EmbedderError
+from sidecar.retrieval.embedders.base import EmbedderRefused
 from sidecar.service import MemoryService
 from tests.conftest import eventually
+from tests.ollama_stub import OllamaStub
 
 
 def block(key: str, importance: float, count: int, days: int, text: str, status: str = "active"
@@ -298,8 +300,18 @@ def test_without_words_leaves_what_an_entry_says_beyond_the_task() -> None:
         "Payments gateway TLS certificate renewals are logged once they renew.",
         "Check the intermediate chain is bundled.",
     ]) == ["are logged once they", "Check the intermediate chain is bundled."]  # fmt: skip
-    assert beyond.without_words("the of", ["the of it"]) == ["it"]  # stopwords only asked
     assert beyond.without_words("deploy staging", ["Staging deploy: deploying."]) == [""]
+
+
+def test_an_entry_saying_only_the_task_in_a_sentence_has_nothing_beyond_it() -> None:
+    """Words of no content left alone ("the", "it", punctuation, an emoji) are no rest: the
+    entry gets no more lift than the same words without them (``_beyond``: nothing beyond
+    them), not the cosine of "the" to the task."""
+    task = "Renew the TLS certificate"
+    assert beyond.without_words(task, [
+        "Renew the TLS certificate.", "For the TLS certificate, renew it!! 😀",
+        "Renew TLS certificate", "Renew the TLS certificate before Friday",
+    ]) == ["", "", "", "the before Friday"]  # fmt: skip
 
 
 def test_a_cosine_counts_at_most_words_lift_above_what_the_rest_says() -> None:
@@ -387,14 +399,102 @@ async def test_with_vectors_a_note_close_only_by_the_task_words_does_not_set_the
 
             def refuse_rests(texts: list[str]) -> Any:
                 if texts != [task]:
-                    raise EmbedderError("refused")
+                    raise EmbedderRefused("refused")
                 return whole(texts)
 
             monkeypatch.setattr(embedder, "embed", refuse_rests)
             assert await first(task) == ["note", "lesson"]  # answered, by whole cosines
-            assert svc.embeddings.retrieval() == "hybrid"
+            assert svc.embeddings.retrieval() == "hybrid"  # refused texts: not down
             monkeypatch.undo()
             monkeypatch.setattr(beyond, "CHECKED", 0)
             assert await first(task) == ["note", "lesson"]
     finally:
         await svc.stop()
+
+
+async def test_rests_the_embedder_fails_on_are_reported_not_silently_dropped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An OpenAI-compatible server over loopback answers the query and fails on the rests
+    (the batch holding a word only the note's rest has; it answers NaN as Ollama does).
+    The entries keep their whole cosines, and the answer and the log say why: the order
+    may differ from the one the rests would give."""
+    agent = tmp_path / "a"
+    path = agent / "learnings" / "ops.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(typed("note", "procedural", 0.3, 0, 20, "renew certificate gateway zebra"))
+    with OllamaStub(dim=64, models=("m",)) as stub:
+        settings = Settings(agent_dir=agent, crew_dir=tmp_path / "c", embedder="openai",
+                            embed_url=stub.url + "/v1", embed_model="m")  # fmt: skip
+        svc = MemoryService(settings)
+        await svc.start()
+        try:
+            assert svc.embeddings.vectors is not None
+            await svc.embeddings.vectors.wait_idle()
+            stub.refuse_word = "zebra"
+            async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+                asked = {"query": "renew certificate gateway", "mode": "hybrid", "scope": "agent"}
+                resp = await client.post("/memory/learnings/search", json=asked)
+                body = await resp.json()
+            assert resp.status == 200 and [h["id"] for h in body["hits"]] == ["note"], body
+            assert ["zebra"] in [r["input"] for r in stub.requests]  # the rest was asked for
+            assert any("beyond the task" in d and "NaN" in d for d in body["degraded"]), body
+            assert "learnings: rests not embedded" in caplog.messages
+        finally:
+            await svc.stop()
+
+
+async def test_a_member_embedding_through_its_lead_checks_rests_there_and_goes_on_without_it(
+    tmp_path: Path, settings: Settings
+) -> None:
+    """``--embedder lead``: the member's rests go to the lead's model like its query. The
+    lead's model failing on them, then the lead gone, each leave a 200 that says why."""
+    from sidecar.api.crew import create_crew_app
+    from tests.sidecar_process import free_port
+
+    port, token = free_port(), "crew-token-for-lessons"
+    path = tmp_path / "member" / "learnings" / "ops.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(typed("note", "procedural", 0.3, 0, 20, "renew certificate gateway zebra"))
+    member = MemoryService(Settings(
+        agent_dir=tmp_path / "member", crew_dir=settings.crew_dir, reconcile_interval=3600,
+        embedder="lead", lead_url=f"http://127.0.0.1:{port}", crew_token=token, embed_retry=0.05,
+    ))  # fmt: skip
+    with OllamaStub() as stub:
+        lead = MemoryService(dataclasses.replace(settings, embedder="ollama", ollama_url=stub.url))
+        await lead.start()
+        server = TestServer(create_crew_app(lead, token), host="127.0.0.1", port=port)
+        await server.start_server()
+        await member.start()
+        try:
+            assert member.embeddings.vectors is not None
+            await member.embeddings.vectors.wait_idle()
+            async with TestClient(TestServer(create_app(member), host="127.0.0.1")) as client:
+
+                async def search() -> dict[str, Any]:
+                    asked = {"query": "renew certificate gateway", "scope": "agent"}
+                    resp = await client.post("/memory/learnings/search", json=asked)
+                    body = await resp.json()
+                    assert resp.status == 200 and [h["id"] for h in body["hits"]] == ["note"]
+                    return dict(body)
+
+                body = await search()
+                assert body["mode"] == "hybrid" and "degraded" not in body, body
+                assert ["zebra"] in [r["input"] for r in stub.requests]  # the rest, at the lead
+                stub.refuse_word = "zebra"
+                body = await search()
+                assert any("beyond the task" in d for d in body["degraded"]), body
+                stub.refuse_word = None
+
+                async def hybrid() -> bool:
+                    return member.embeddings.retrieval() == "hybrid"
+
+                await eventually(hybrid, "the member's retry through its lead")
+                await server.close()
+                body = await search()
+                assert body["mode"] == "sparse", body
+                assert any("crew lead" in d or "127.0.0.1" in d for d in body["degraded"]), body
+        finally:
+            await member.stop()
+            await server.close()
+            await lead.stop()

@@ -47,8 +47,11 @@ _ASKS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
 )
 # Figures of money: a currency sign, a unit after a figure ("40 euros", "25p", "27k"), a
 # share (a fee of 2.4%), the words for money, and the price of nothing ("free", "waived").
+# A figure is read from the first digit of its run ("1,250.50"), so a run of figures with
+# no spaces ("1,2,3,...") is scanned once, not once from each figure in it.
 _MONEY = re.compile(
-    r"[$€£¥%]|\b\d[\d,.]*\s?(?:k|m|bn|p|pence|cents?|euros?|pounds?|dollars?|quid|usd|eur|gbp)\b"
+    r"[$€£¥%]|(?<![\d,.])\b\d[\d,.]*\s?"
+    r"(?:k|m|bn|p|pence|cents?|euros?|pounds?|dollars?|quid|usd|eur|gbp)\b"
     r"|\b(?:euros?|pounds?|dollars?|pence|cents?|fiver|tenner|grand|free|waived?|no charge)\b",
     re.I,
 )

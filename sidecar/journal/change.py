@@ -85,11 +85,14 @@ def shares_a_name(older: str, newer: str) -> bool:
 
 
 # Calling a thing off, or back on, states no value: "the council scrapped the pilot",
-# "that conversion is off", "reversing the Monday closure", "waive it entirely".
+# "that conversion is off", "reversing the Monday closure", "waive it entirely". Not the
+# nouns and idioms the words also make ("reverse proxy", "reverse charge", "in reverse
+# order", "from scratch"): they call nothing off.
 _CALLED_OFF = re.compile(
     r"\b(?:cancel(?:l?ed|s)?|scrap(?:ped|s)?|call(?:ed|s)? (?:it |that |this )?off|"
     r"no longer|any ?more|abolish(?:ed|es)?|suspend(?:ed|s)?|withdr[ae]wn?|pulled|"
-    r"(?:is|are|'s) off|back on|revers(?:e|ed|es|ing)|scratch|waive[ds]?)\b",
+    r"(?:is|are|'s) off|back on|revers(?:e|ed|es|ing)(?![ -](?:prox(?:y|ies)|charge|order)\b)|"
+    r"(?<!from )scratch|waive[ds]?)\b",
     re.IGNORECASE,
 )
 

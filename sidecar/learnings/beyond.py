@@ -20,12 +20,14 @@ import re
 from collections.abc import Sequence
 
 from sidecar.learnings.ranking import WORDS_LIFT, ScoredLearning, index_stems
+from sidecar.retrieval.query import STOPWORDS
 
 # Entries looked at, best match first: the bar is set by the best matches. On the lesson
 # sets 2 order every held-out topic as all of them do (1 loses an exact answer on v4 and
 # 0.008 of the own set's nDCG); their rests are embedded at query time, in one inference.
 CHECKED = 2
 _TOKEN = re.compile(r"\S+")
+_WORD = re.compile(r"\w+")
 
 
 def to_check(candidates: Sequence[ScoredLearning]) -> list[ScoredLearning]:
@@ -43,8 +45,17 @@ def to_check(candidates: Sequence[ScoredLearning]) -> list[ScoredLearning]:
 def without_words(query: str, texts: Sequence[str]) -> list[str]:
     """Each text without the words the query holds (as the index stems them: "shelves"
     goes under "shelf"); words of no content ("the", "for") stay, so the rest still reads
-    as a phrase. Stems with SQLite's tokenizer: a thread's work."""
+    as a phrase, unless they are all that is left: then the rest is empty. Stems with
+    SQLite's tokenizer: a thread's work."""
     tokens = [_TOKEN.findall(t) for t in texts]
     asked, *stems = index_stems([query, *dict.fromkeys(w for ws in tokens for w in ws)])
     of = dict(zip(dict.fromkeys(w for ws in tokens for w in ws), stems, strict=True))
-    return [" ".join(w for w in ws if not (of[w] and of[w] <= asked)) for ws in tokens]
+    rests = [" ".join(w for w in ws if not (of[w] and of[w] <= asked)) for ws in tokens]
+    # Words of no content alone ("the" of "Renew the TLS certificate.") say nothing more.
+    return [rest if _says_something(rest) else "" for rest in rests]
+
+
+def _says_something(rest: str) -> bool:
+    """A word the index counts as content (``query.terms``: not a stopword, not one
+    letter); alone, the index keeps even stopwords, so their stems cannot tell."""
+    return any(len(w) > 1 and w not in STOPWORDS for w in _WORD.findall(rest.lower()))

@@ -267,7 +267,7 @@ class Learnings(Capability):
             candidates += lead
         lend_fits(candidates)
         if vector is not None and q.ranking not in (RELEVANCE, REFERENCE):  # they use no match
-            await self._beyond(q.text, vector, candidates)
+            await self._beyond(q.text, vector, candidates, degraded)
         picked = hits.within_budgets(hits.order(candidates, q.ranking), q.limit, q.max_chars)
         if q.session_id:
             shown = {name: [c.meta["id"] for c in picked if c.tier == name] for name in local}
@@ -329,11 +329,14 @@ class Learnings(Capability):
                     c.cosine = dense_score(vector, blobs[key])
         return out
 
-    async def _beyond(self, text: str, vector: Any, candidates: list[ScoredLearning]) -> None:
+    async def _beyond(
+        self, text: str, vector: Any, candidates: list[ScoredLearning], degraded: list[str]
+    ) -> None:
         """The best-matching entries' rests (``beyond``): each without the task's words,
         embedded together on the query thread; if they cannot be, the entries keep their
-        whole cosine. An entry made only of the task's words has nothing beyond them (and
-        an empty text is not sent to an embedder that may refuse it)."""
+        whole cosine and the answer says so (the order may differ). An entry made only of
+        the task's words has nothing beyond them (and an empty text is not sent to an
+        embedder that may refuse it)."""
         checked = beyond.to_check(candidates)
         if not checked:
             return
@@ -343,7 +346,13 @@ class Learnings(Capability):
         said = [(c, rest) for c, rest in zip(checked, rests, strict=True) if rest.strip()]
         for c in checked:
             c.beyond = 0.0  # unless it says more, below
-        found = await self.embeddings.query_vectors([rest for _, rest in said]) if said else None
+        found, why_not = None, None
+        if said:
+            found, why_not = await self.embeddings.query_vectors([r for _, r in said])
+        if why_not:
+            log.warning("learnings: rests not embedded", extra={"error": why_not})
+            degraded.append(f"dense: the embedder failed on what entries say beyond the task "
+                            f"({why_not}); ranked by their whole cosines")  # fmt: skip
         for i, (c, _) in enumerate(said):
             c.beyond = float(found[i] @ vector) if found is not None else None
 

@@ -170,18 +170,23 @@ class Embeddings(Capability):
             raise ApiError(503, "dense_unavailable", f"the embedder failed: {error}")
         return None, f"dense: embedder failed ({error}); ranked by BM25 alone"
 
-    async def query_vectors(self, texts: list[str]) -> Vectors | None:
+    async def query_vectors(self, texts: list[str]) -> tuple[Vectors | None, str | None]:
         """A search's own further texts in one inference on the query thread (learnings
-        embed what an entry says beyond the task); None when the embedder is down or fails
-        on them: the search goes on without, and the next query's check says why."""
+        embed what an entry says beyond the task): the vectors, or None and why not, for
+        the search to report (it goes on without them). An embedder that fails, not merely
+        refuses these texts, is marked down like a failed query."""
         if self.vectors is None or self.vectors.state.embedder_error is not None:
-            return None
+            return None, "the embedder is down"
         try:
-            return await asyncio.get_running_loop().run_in_executor(
+            vectors = await asyncio.get_running_loop().run_in_executor(
                 self._queries, self.vectors.embedder.embed, texts
             )
-        except EmbedderError:
-            return None
+        except EmbedderRefused as exc:
+            return None, str(exc)
+        except EmbedderError as exc:
+            self.vectors.embedder_failed(str(exc))
+            return None, str(exc)
+        return vectors, None
 
     async def embed_texts(self, texts: list[str]) -> Vectors:
         """Vectors for other capabilities' texts (journal events), on the embedding thread
