@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from sidecar.api.http import create_app
 from sidecar.config import Settings
-from sidecar.journal.change import reports_change, shares_a_name
+from sidecar.journal.change import calls_off, reports_change, shares_a_name, values
 from sidecar.journal.follow import WORDS_CHANGE
 from sidecar.journal.index import FILENAME, JournalIndex
 from sidecar.journal.links import CANDIDATE, kept_pairs
@@ -171,6 +171,29 @@ def test_the_nouns_and_idioms_of_calling_off_words_call_nothing_off() -> None:
     assert reports_change("Taproom closes on Mondays.", "The council reversed it.")
 
 
+def test_identifiers_plural_weekdays_and_counted_words_are_values() -> None:
+    assert values("Alerts post to #infra-alerts.")["identifier"] == {"infra-alerts"}
+    assert values("Backups land in db_backups.")["identifier"] == {"db_backups"}
+    assert "identifier" not in values("A two-week lead time.")
+    assert values("Standups are on Tuesdays.")["day"] == {"tuesday"}
+    assert reports_change("Alerts post to #infra-alerts.", "Alerts now go to #platform-oncall.")
+    assert reports_change("Standups are on Mondays.", "Standups moved to Tuesdays.")
+    assert reports_change("Merges need one approval.", "Merges now need two reviewer approvals.")
+    assert reports_change("Rota covers 3 sites.", "Rota covers five sites from May.")
+    # a capitalised hyphenated word is no identifier; a count of another thing no recount
+    assert "identifier" not in values("Follows the Anglo-Saxon rules.")
+    assert not reports_change("Merges need one approval.", "Two reviewers were out sick.")
+    assert not reports_change("Rota covers 3 sites.", "One of the sites had a leak.")
+
+
+def test_a_company_name_is_not_a_cancellation() -> None:
+    assert not calls_off("Pallets are collected by Harrow Scrap on Fridays.")
+    older = "Pallets go to the recycler on Fridays."
+    assert not reports_change(older, "Invoice from Harrow Scrap for the pallets arrived.")
+    assert calls_off("Scrap the Friday pallet run.")
+    assert calls_off("We scrapped the Friday pallet run.")
+
+
 def test_an_index_of_schema_6_gains_the_links_and_keeps_its_history(tmp_path: Path) -> None:
     root = tmp_path / "tier"
     (root / "journal").mkdir(parents=True)
@@ -307,6 +330,23 @@ async def test_a_terse_update_naming_the_older_s_name_comes_above_it(
     order = ids(body["hits"])
     assert order.index(newer) == order.index(older) - 1
     assert body["hits"][order.index(newer)]["update_of"]["id"] == older
+
+
+async def test_a_linked_later_event_reporting_no_change_does_not_lift(
+    client: TestClient, settings: Settings
+) -> None:
+    """The later shares nearly half the answer's rare words or more but gives no new
+    value: a check on the same thing, not its update, so the answer stays first."""
+    answer, check = await lay_down(
+        client,
+        [(80, "Hollybrook hazmat placards are kept in the steel cabinet beside dock door 14."),
+         (20, "Hollybrook hazmat placards in the steel cabinet beside dock door 14 all checked.")],
+    )  # fmt: skip
+    await lay_down(client, [(70 - 5 * i, text) for i, text in enumerate(FILLER)])
+    body = await recall(client, "Where are the hazmat placards kept?", k=5, mark=False)
+    assert any(o == answer and n == check and w >= 0.45 for n, o, w in links(settings))
+    assert ids(body["hits"])[:2] == [answer, check]
+    assert all("update_of" not in h for h in body["hits"])
 
 
 async def test_a_later_event_giving_no_value_of_the_kind_asked_stays_below_the_answer(

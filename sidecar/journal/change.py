@@ -33,7 +33,20 @@ _PERIODS = {
     }.items()
     for word in words.split()
 }
-_TOKEN = re.compile(r"[\w$€£%][\w.,%$€£:/'+-]*|[.;:!?\u2014]")
+_TOKEN = re.compile(r"[\w$€£%#][\w.,%$€£:/'+#-]*|[.;:!?\u2014]")
+# A lowercase identifier: a channel, a bucket, a host ("#platform-oncall", "db_main",
+# "api.internal", "eu-west-central"): opened by "#", or joined by a mark inside; by hyphens
+# only when two or more (one joins English compounds: "two-week", "follow-up").
+_IDENT = re.compile(r"#\w[\w./-]*|[a-z]\w*(?:[_/.][a-z0-9]\w*)+|[a-z]\w*(?:-[a-z0-9]\w*){2,}")
+# Counts written as words ("two approvals" for "one approval"): read only before a noun
+# the other statement also counts, never on their own ("one of", "the one that").
+_COUNTS = {
+    word: n
+    for n, word in enumerate("zero one two three four five six seven eight nine ten".split())
+}
+_COUNTED = re.compile(
+    r"\b(\d+|" + "|".join(_COUNTS) + r")\s+([a-z]{3,}?)s?\b(?:\s+([a-z]{3,}?)s?\b)?", re.IGNORECASE
+)
 
 
 def values(text: str) -> dict[str, frozenset[str]]:
@@ -51,12 +64,14 @@ def values(text: str) -> dict[str, frozenset[str]]:
         low = token.lower()
         if any(ch.isdigit() for ch in token):
             found.setdefault(f"figure:{_shape(low)}", set()).add(low)
+        elif _IDENT.fullmatch(token):
+            found.setdefault("identifier", set()).add(low.lstrip("#"))
+        elif low.removesuffix("s") in _DAYS:
+            found.setdefault("day", set()).add(low.removesuffix("s"))
         elif low in _MONTHS:
             found.setdefault("month", set()).add(low[:3])
         elif low in _PERIODS:
             found.setdefault("period", set()).add(_PERIODS[low])
-        elif low in _DAYS:
-            found.setdefault("day", set()).add(low)
         elif token[0].isupper() and not opening:
             found["name"].add(low)
         opening = False
@@ -98,8 +113,33 @@ _CALLED_OFF = re.compile(
 
 
 def calls_off(text: str) -> bool:
-    """The statement calls its subject off, or back on."""
-    return _CALLED_OFF.search(text) is not None
+    """The statement calls its subject off, or back on. A word of it capitalised inside a
+    sentence is part of a name ("Harrow Scrap collects the pallets"), not a verb."""
+    for match in _CALLED_OFF.finditer(text):
+        before = text[: match.start()].rstrip()
+        if not match.group()[0].isupper() or not before or before[-1] in ".;:!?\u2014":
+            return True
+    return False
+
+
+def _counts(text: str) -> dict[str, set[int]]:
+    """How many of each thing the statement counts: noun -> numbers before it (either of
+    the two words after a number: "two reviewer approvals" counts approvals)."""
+    out: dict[str, set[int]] = {}
+    for number, *nouns in _COUNTED.findall(text):
+        low = number.lower()
+        for noun in filter(None, nouns):
+            out.setdefault(noun.lower(), set()).add(_COUNTS[low] if low in _COUNTS else int(low))
+    return out
+
+
+def _recounts(older: str, newer: str) -> bool:
+    """The later counts a thing the earlier counts, by another number, one of them
+    written as a word ("one approval" -> "two approvals")."""
+    if not any(w in _COUNTS for w in re.findall(r"[a-z]+", (older + " " + newer).lower())):
+        return False
+    before = _counts(older)
+    return any(now - before[noun] for noun, now in _counts(newer).items() if noun in before)
 
 
 def reports_change(older: str, newer: str) -> bool:
@@ -112,7 +152,7 @@ def reports_change(older: str, newer: str) -> bool:
     A statement calling the subject off or back on (``calls_off``) reports a change with
     no value: on the four dev sets, 11 of the 34 updates giving no new value say so, and 4
     of 323 later follow-ups giving none."""
-    if calls_off(newer):
+    if calls_off(newer) or _recounts(older, newer):
         return True
     before, after = values(older), values(newer)
     return any(
