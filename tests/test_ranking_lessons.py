@@ -6,6 +6,8 @@ Real learnings files, a real index and server; entries dated in the past.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,28 @@ from sidecar.retrieval.embedders.base import EmbedderRefused
 from sidecar.service import MemoryService
 from tests.conftest import eventually
 from tests.ollama_stub import OllamaStub
+
+
+@asynccontextmanager
+async def embedded_service(
+    settings: Settings, entries: int
+) -> AsyncIterator[tuple[MemoryService, TestClient]]:
+    """A service with the real MiniLM embedder, served on loopback, once the agent tier's
+    ``entries`` learnings have their vectors (hybrid ranking needs them all)."""
+    svc = MemoryService(dataclasses.replace(settings, embedder="minilm"))
+    await svc.start()
+    try:
+        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
+            vectors = svc.embeddings.vectors
+            assert vectors is not None
+
+            async def embedded() -> bool:
+                return len(vectors.tiers["agent:learnings"].index) == entries
+
+            await eventually(embedded, f"the {entries} learnings embedded", within=60)
+            yield svc, client
+    finally:
+        await svc.stop()
 
 
 def block(key: str, importance: float, count: int, days: int, text: str, status: str = "active"
@@ -198,28 +222,16 @@ async def test_with_vectors_a_lesson_in_other_words_answers_where_words_alone_fa
         typed("other", "directive", 0.5, 1, 30, "Hotel rooms near the office are reserved "
               "by the front desk."),
     ]))  # fmt: skip
-    svc = MemoryService(dataclasses.replace(settings, embedder="minilm"))
-    await svc.start()
-    try:
-        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
-            vectors = svc.embeddings.vectors
-            assert vectors is not None
-
-            async def embedded() -> bool:
-                return len(vectors.tiers["agent:learnings"].index) == 3
-
-            await eventually(embedded, "the three learnings embedded", within=60)
-            query = "book flights for the Tokyo trip"
-            found = {}
-            for mode in ("sparse", "hybrid"):
-                asked = {"query": query, "mode": mode, "scope": "agent"}
-                resp = await client.post("/memory/learnings/search", json=asked)
-                body = await resp.json()
-                assert resp.status == 200 and body["mode"] == mode, body
-                found[mode] = [h["id"] for h in body["hits"]]
-            assert found == {"sparse": ["note", "lesson"], "hybrid": ["lesson", "note"]}
-    finally:
-        await svc.stop()
+    async with embedded_service(settings, 3) as (_, client):
+        query = "book flights for the Tokyo trip"
+        found = {}
+        for mode in ("sparse", "hybrid"):
+            asked = {"query": query, "mode": mode, "scope": "agent"}
+            resp = await client.post("/memory/learnings/search", json=asked)
+            body = await resp.json()
+            assert resp.status == 200 and body["mode"] == mode, body
+            found[mode] = [h["id"] for h in body["hits"]]
+        assert found == {"sparse": ["note", "lesson"], "hybrid": ["lesson", "note"]}
 
 
 def test_a_search_that_fills_the_stem_cache_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -372,44 +384,33 @@ async def test_with_vectors_a_note_close_only_by_the_task_words_does_not_set_the
         typed("exact", "procedural", 0.2, 0, 150, EXACT),
         typed("rule", "directive", 0.9, 11, 2, RULE),
     ]))  # fmt: skip
-    svc = MemoryService(dataclasses.replace(settings, embedder="minilm"))
-    await svc.start()
-    try:
-        async with TestClient(TestServer(create_app(svc), host="127.0.0.1")) as client:
-            vectors = svc.embeddings.vectors
-            assert vectors is not None
+    async with embedded_service(settings, 4) as (svc, client):
 
-            async def embedded() -> bool:
-                return len(vectors.tiers["agent:learnings"].index) == 4
+        async def first(query: str) -> list[str]:
+            asked = {"query": query, "mode": "hybrid", "scope": "agent", "limit": 2}
+            resp = await client.post("/memory/learnings/search", json=asked)
+            body = await resp.json()
+            assert resp.status == 200 and body["mode"] == "hybrid", body
+            return [h["id"] for h in body["hits"]]
 
-            await eventually(embedded, "the four learnings embedded", within=60)
+        task = "Renew the TLS certificate for the payments gateway"
+        assert await first(task) == ["lesson", "note"]
+        assert (await first("Rotate the API keys of the reporting service"))[0] == "exact"
+        assert svc.embeddings.vectors is not None
+        embedder = svc.embeddings.vectors.embedder
+        whole = embedder.embed
 
-            async def first(query: str) -> list[str]:
-                asked = {"query": query, "mode": "hybrid", "scope": "agent", "limit": 2}
-                resp = await client.post("/memory/learnings/search", json=asked)
-                body = await resp.json()
-                assert resp.status == 200 and body["mode"] == "hybrid", body
-                return [h["id"] for h in body["hits"]]
+        def refuse_rests(texts: list[str]) -> Any:
+            if texts != [task]:
+                raise EmbedderRefused("refused")
+            return whole(texts)
 
-            task = "Renew the TLS certificate for the payments gateway"
-            assert await first(task) == ["lesson", "note"]
-            assert (await first("Rotate the API keys of the reporting service"))[0] == "exact"
-            embedder = vectors.embedder
-            whole = embedder.embed
-
-            def refuse_rests(texts: list[str]) -> Any:
-                if texts != [task]:
-                    raise EmbedderRefused("refused")
-                return whole(texts)
-
-            monkeypatch.setattr(embedder, "embed", refuse_rests)
-            assert await first(task) == ["note", "lesson"]  # answered, by whole cosines
-            assert svc.embeddings.retrieval() == "hybrid"  # refused texts: not down
-            monkeypatch.undo()
-            monkeypatch.setattr(beyond, "CHECKED", 0)
-            assert await first(task) == ["note", "lesson"]
-    finally:
-        await svc.stop()
+        monkeypatch.setattr(embedder, "embed", refuse_rests)
+        assert await first(task) == ["note", "lesson"]  # answered, by whole cosines
+        assert svc.embeddings.retrieval() == "hybrid"  # refused texts: not down
+        monkeypatch.undo()
+        monkeypatch.setattr(beyond, "CHECKED", 0)
+        assert await first(task) == ["note", "lesson"]
 
 
 async def test_rests_the_embedder_fails_on_are_reported_not_silently_dropped(
