@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -32,9 +31,10 @@ async def recall(client: TestClient, query: str) -> list[dict[str, Any]]:
 
 
 def journal_lines(settings: Settings) -> list[dict[str, Any]]:
-    day = datetime.now(UTC).date().isoformat()
-    path = settings.agent_dir / "journal" / f"{day}.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """Every line of every day file: a sleep pass run for a moment minutes ahead writes
+    into that moment's day, which is tomorrow's when the test runs just before midnight."""
+    days = sorted((settings.agent_dir / "journal").glob("*.jsonl"))
+    return [json.loads(line) for path in days for line in path.read_text().splitlines()]
 
 
 async def test_a_working_entry_is_recallable_at_once(client: TestClient) -> None:
