@@ -87,6 +87,10 @@ class Lexicon:
     (``span``) and its lexemes at positions relative to its first (``expansion``)."""
 
     def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Start over, every word unknown (a vocabulary past ``FORGET_AFTER`` words)."""
         self.words = _Words()
         self.lexemes: list[bytes] = []
         self.lexeme_ids: dict[bytes, int] = {}
@@ -164,7 +168,7 @@ def read(conn: Conn, lexicon: Lexicon, columns: Sequence[tuple[str, str, str]]) 
     """Read chunks given as (heading, body, context) text."""
     n = len(columns)
     if len(lexicon.words) > FORGET_AFTER:
-        lexicon.__init__()  # type: ignore[misc]  # a vocabulary past all reason: start over
+        lexicon.forget()
     parts = []
     for at in range(0, n, SLICE):  # a slice at a time: a word is an object while split
         pieces: list[bytes] = []
