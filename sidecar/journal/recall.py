@@ -13,7 +13,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
-from sidecar.journal import answers, follow, ranking
+from sidecar.journal import answers, follow, ranking, siblings
 from sidecar.journal.change import reports_change
 from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
@@ -172,12 +172,15 @@ def recall_tier(
         kind = answers.asks(q.text)
         gives = None if kind is None else partial(_gives, kind)
         out = later_first(out, q.text, tj.vectors, [by_id[i] for i in best], gives)
+        sibling = partial(_sibling, q.text)
 
         def bring(row: Row, hit: Recalled) -> Recalled:
             importance = ranking.importance_now(row.base, row.floor, now - row.ts, row.refs)
             return Recalled(row, hit.tier, hit.score, 0.0, importance, Candidate(row.id))
 
-        out = follow.follow(tj, out, q.filters, now, q.k, bring, partial(near, tj.vectors), gives)
+        out = follow.follow(
+            tj, out, q.filters, now, q.k, bring, partial(near, tj.vectors), gives, sibling
+        )
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
@@ -235,6 +238,10 @@ def _gives(kind: str, row: Row) -> bool:
     return answers.gives(kind, follow.text(row))
 
 
+def _sibling(question: str, older: Row, newer: Row) -> bool:
+    return siblings.sibling(question, follow.text(older), follow.text(newer))
+
+
 def later_first(
     hits: list[Recalled],
     query: str,
@@ -273,6 +280,7 @@ def later_first(
         ),
         replaces=lambda i, j: reports_change(follow.text(hits[i].row), follow.text(hits[j].row)),
         answers=None if gives is None else [gives(h.row) for h in hits],
+        sibling=lambda i, j: _sibling(query, hits[i].row, hits[j].row),
     )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]

@@ -87,6 +87,7 @@ def later_first(
     usual_words: Callable[[], float | None] | None = None,
     replaces: Callable[[int, int], bool] | None = None,
     answers: Sequence[bool] | None = None,
+    sibling: Callable[[int, int], bool] | None = None,
 ) -> list[int]:
     """The new order of hits ``0..n-1`` (given in relevance order).
 
@@ -102,6 +103,8 @@ def later_first(
     two hits alike in words only, whose likeness says they share a topic, not a slot.
     ``answers``: does each hit give a value of the kind the question asks for (None: the
     question names no kind); a later hit that does not never moves above an earlier one.
+    ``sibling(i, j)``: is the later hit ``j`` about a sibling of the earlier ``i``'s
+    subject (None: not asked); one that is never moves above it, whatever the likeness.
     """
     n = len(when)
     near = list(to_query) if to_query is not None else [None] * n
@@ -110,11 +113,20 @@ def later_first(
     usual_cosine = functools.cache(usual or _unknown)
     usual_outside = functools.cache(usual_words or _unknown)
 
+    def apart(i: int, j: int) -> bool:
+        if sibling is None:
+            return False
+        earlier, later = (i, j) if (when[i] or 0.0) <= (when[j] or 0.0) else (j, i)
+        return sibling(earlier, later)  # the neighbouring thing ("Eastside" for "Westside")
+
     def same(i: int, j: int) -> bool:
         if rel[j] < MIN_RELEVANCE_SHARE * rel[i]:
             return False
+        earlier, later = (i, j) if (when[i] or 0.0) <= (when[j] or 0.0) else (j, i)
         if answers is not None and not answers[j if (when[j] or 0.0) > (when[i] or 0.0) else i]:
             return False  # the later gives nothing of what is asked: a follow-up
+        if apart(i, j):
+            return False
         sim, qi, qj = cosine(i, j), near[i], near[j]
         if sim is not None and qi is not None and qj is not None:
             if sim < SAME_COSINE or beyond_query(sim, qi, qj) < SAME_BEYOND_QUERY:
@@ -122,7 +134,6 @@ def later_first(
             return sim >= (usual_cosine() or 0.0)
         if not alike_in_words(subject[i] & subject[j], asked, words[i], words[j], usual_outside):
             return False
-        earlier, later = (i, j) if (when[i] or 0.0) <= (when[j] or 0.0) else (j, i)
         if len(words[earlier] & words[later]) < len(subject[earlier]):
             return False  # the question restates the earlier better than the later does
         return replaces is None or replaces(earlier, later)
@@ -133,7 +144,10 @@ def later_first(
     for a, i in enumerate(dated):  # a group: the best hit left and the hits on its subject
         if i in grouped:
             continue
-        group = [i] + [j for j in dated[a + 1 :] if j not in grouped and same(i, j)]
+        group = [i]
+        for j in dated[a + 1 :]:  # a sibling of a member joins no group it would cross
+            if j not in grouped and same(i, j) and not any(apart(g, j) for g in group[1:]):
+                group.append(j)
         grouped.update(group)
         newest_first = sorted(group, key=lambda g: -(when[g] or 0.0))
         for slot, g in zip(group, newest_first, strict=True):  # group: in rank order
