@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from aiohttp.test_utils import TestClient
 
+from sidecar.journal.change import repeats
 from sidecar.journal.siblings import sibling
+from sidecar.retrieval.updates import later_first, stems
 from tests.test_journal import recall
 from tests.test_journal_updates import FILLER, ids, lay_down
 
@@ -74,3 +76,44 @@ async def test_a_later_event_on_a_sibling_subject_stays_below_the_answer(
     )
     order = ids((await recall(client, QUESTION, k=5, mark=False))["hits"])
     assert order.index(update) < order.index(answer) < order.index(east)
+
+
+def test_a_follow_up_giving_the_answers_own_value_again_repeats_it() -> None:
+    answer = "Fight director for Macbeth is Carla Moen; she takes fight call before every show."
+    assert repeats(answer, "Approved Carla Moen's invoice for the Macbeth fight choreography.")
+    assert not repeats(answer, "Carla Moen has left; Ade Bello directs the fights from May.")
+    assert not repeats(answer, "Macbeth understudy needs a fight refresher on Thursday.")
+    # a name opening the later is not read: "Globex" repeated, "email" replaced by "phone"
+    assert not repeats(
+        "Customer Globex prefers to be contacted by email.",
+        "Globex asked that we phone their ops desk rather than write.",
+    )
+
+
+def test_with_vectors_a_later_hit_repeating_the_answers_value_stays_below() -> None:
+    """Close in meaning beyond the question, but it gives the answer's own name again and
+    no new value: a follow-up, whatever its cosine; an update naming another comes first."""
+    query = "who is the Macbeth fight director"
+    answer = "Fight director for Macbeth is Carla Moen; she takes fight call before every show."
+    texts = [answer, "Approved Carla Moen's invoice for the Macbeth fight choreography."]
+    words = [stems(t) for t in texts]
+    kwargs = {
+        "to_query": [0.5, 0.5],
+        "confirms": lambda i, j: repeats(texts[i], texts[j]),
+    }
+    args = ([-80.0, -20.0], [w & stems(query) for w in words], words, lambda i, j: 0.8)
+    assert later_first(*args, **kwargs) == [0, 1]
+    assert later_first(*args, to_query=[0.5, 0.5]) == [1, 0]  # the test is what keeps it
+    texts[1] = "Carla Moen has left; Ade Bello directs the Macbeth fights from May."
+    assert later_first(*args, **kwargs) == [1, 0]
+
+
+def test_a_sibling_joins_no_group_it_would_cross() -> None:
+    """The best hit's group holds the answer and a later sibling of it: each alike the
+    best hit, the sibling still never comes above the answer it is a sibling of."""
+    when = [-10.0, -80.0, -20.0]  # hits in rank order: the best, the answer, the sibling
+    args = (when, [{"a"}] * 3, [{"a", "b"}] * 3, lambda i, j: 0.8)
+    near = [0.5, 0.5, 0.5]
+    assert later_first(*args, to_query=near) == [0, 2, 1]
+    crossed = later_first(*args, to_query=near, sibling=lambda i, j: (i, j) == (1, 2))
+    assert crossed == [0, 1, 2]

@@ -158,3 +158,22 @@ def reports_change(older: str, newer: str) -> bool:
     return any(
         now - before.get(kind, frozenset()) and before.get(kind) for kind, now in after.items()
     )
+
+
+_COMPOUND = re.compile(r"\b[a-z][a-z0-9]*-[a-z0-9]+\b")
+
+
+def repeats(older: str, newer: str) -> bool:
+    """The later gives again a value the earlier gives (its name, its figure) and fills no
+    slot differently: a follow-up on the answer ("Approved Carla Moen's invoice" after
+    "Fight director is Carla Moen"), which confirms it rather than replacing it. A name
+    opening the later is not read (``shares_a_name`` would read it): "Globex asked that we
+    phone" repeats "Customer Globex" and replaces its "email", a change no value shows. Nor
+    does a later writing a hyphenated word the earlier lacks repeat it: "alerts now go to
+    platform-oncall on Slack" may name a new channel, which the change test cannot see (a
+    hyphen alone joins English compounds too: "two-week")."""
+    before, after = values(older), values(newer)
+    again = any(before.get(kind, frozenset()) & now for kind, now in after.items())
+    if not again or set(_COMPOUND.findall(newer.lower())) - set(_COMPOUND.findall(older.lower())):
+        return False
+    return not reports_change(older, newer)

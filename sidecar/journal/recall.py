@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
 from sidecar.journal import answers, follow, ranking, siblings
-from sidecar.journal.change import reports_change
+from sidecar.journal.change import repeats, reports_change
 from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
 from sidecar.journal.ranking import Candidate
@@ -281,6 +281,7 @@ def later_first(
         replaces=lambda i, j: reports_change(follow.text(hits[i].row), follow.text(hits[j].row)),
         answers=None if gives is None else [gives(h.row) for h in hits],
         sibling=lambda i, j: _sibling(query, hits[i].row, hits[j].row),
+        confirms=lambda i, j: repeats(follow.text(hits[i].row), follow.text(hits[j].row)),
     )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]

@@ -88,6 +88,7 @@ def later_first(
     replaces: Callable[[int, int], bool] | None = None,
     answers: Sequence[bool] | None = None,
     sibling: Callable[[int, int], bool] | None = None,
+    confirms: Callable[[int, int], bool] | None = None,
 ) -> list[int]:
     """The new order of hits ``0..n-1`` (given in relevance order).
 
@@ -131,6 +132,8 @@ def later_first(
         if sim is not None and qi is not None and qj is not None:
             if sim < SAME_COSINE or beyond_query(sim, qi, qj) < SAME_BEYOND_QUERY:
                 return False
+            if confirms is not None and confirms(earlier, later):
+                return False  # it gives the earlier's own value again, and no new one
             return sim >= (usual_cosine() or 0.0)
         if not alike_in_words(subject[i] & subject[j], asked, words[i], words[j], usual_outside):
             return False
