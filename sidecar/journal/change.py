@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from sidecar.journal.units import same_slot, units
+
 _MONTHS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec".split()
@@ -155,9 +157,18 @@ def reports_change(older: str, newer: str) -> bool:
     if calls_off(newer) or _recounts(older, newer):
         return True
     before, after = values(older), values(newer)
-    return any(
-        now - before.get(kind, frozenset()) and before.get(kind) for kind, now in after.items()
-    )
+    for kind, now in after.items():
+        was = before.get(kind)
+        changed = now - was if was else None
+        if not changed:
+            continue
+        if not kind.startswith("figure:"):
+            return True
+        old_units, new_units = units(older), units(newer)  # the figure's slot, by its unit
+        if any(same_slot(old_units.get(o, []), new_units.get(f, []))
+               for f in changed for o in was):  # fmt: skip
+            return True
+    return False
 
 
 _COMPOUND = re.compile(r"\b[a-z][a-z0-9]*-[a-z0-9]+\b")
