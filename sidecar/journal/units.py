@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from sidecar.retrieval.query import STOPWORDS
+from sidecar.retrieval.updates import abbreviates
 
 # As ``change`` reads tokens, so a figure here is the figure it reads there.
 _TOKEN = re.compile(r"[\w$€£%#][\w.,%$€£:/'+#-]*|[.;:!?\u2014]")
@@ -49,21 +50,6 @@ def units(text: str) -> dict[str, list[str]]:
             found.append(before)
         out.setdefault(figure, []).extend(found)
     return out
-
-
-def abbreviates(short: str, words: list[str]) -> bool:
-    """``short`` (at most four letters) written for ``words``: their initials ("rpm":
-    "requests per minute"), or the first word's letters in order from its first ("s":
-    "seconds", "db": "database", "mb": "megabytes")."""
-    if not 0 < len(short) <= 4 or not words or len(words[0]) <= len(short):
-        return False
-    if len(short) > 1 and "".join(w[0] for w in words[: len(short)]) == short:
-        return True
-    head = words[0]
-    if head[0] != short[0]:
-        return False
-    rest = iter(head[1:])
-    return all(ch in rest for ch in short[1:])
 
 
 def _same_word(a: str, b: str) -> bool:
