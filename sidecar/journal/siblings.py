@@ -23,7 +23,8 @@ import functools
 import itertools
 import re
 
-from sidecar.retrieval.query import STOPWORDS, stem
+from sidecar.retrieval.query import STOPWORDS
+from sidecar.retrieval.updates import fold
 
 # A word, a figure, an identifier ("gw.shopline.io/v3", "ops@x.example") or a mark: only
 # two words side by side are read as a qualifier and its head; a figure, an identifier or
@@ -48,15 +49,8 @@ def _words(text: str) -> tuple[str | None, ...]:
         if not plain or low in STOPWORDS or low in _FUNCTION or len(low) < 3:
             out.append(None)
             continue
-        out.append(_stem(low))
+        out.append(fold(low))
     return tuple(out)
-
-
-def _stem(word: str) -> str:
-    """As ``retrieval.updates.stems`` folds a word: a plural ``s``, then the rough stem."""
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    return stem(word)
 
 
 def _pairs(words: tuple[str | None, ...]) -> list[tuple[str, str]]:
