@@ -153,7 +153,8 @@ def reports_change(older: str, newer: str) -> bool:
     be dropped missed 5 of 134 held-out updates and spared none of 44 later follow-ups.
     A statement calling the subject off or back on (``calls_off``) reports a change with
     no value: on the four dev sets, 11 of the 34 updates giving no new value say so, and 4
-    of 323 later follow-ups giving none."""
+    of 323 later follow-ups giving none. A new figure counts only in the slot its unit
+    names (``units.same_slot``): "6 minutes" does not replace "gate 2"."""
     if calls_off(newer) or _recounts(older, newer):
         return True
     before, after = values(older), values(newer)
