@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from sidecar.stores.pg_connect import Conn
+from sidecar.stores.pg_pack import POSTING, decode
 from sidecar.stores.pg_schema import BLOCK, K1, TS_CONFIG, B
 
 FIRST_BATCH = 32  # blocks per term in the first round (4,096 postings); doubled after
@@ -55,15 +56,14 @@ FROM unnest(%(words)s::text[]) WITH ORDINALITY AS t(word, idx)
                        (SELECT array_agg(chunk_id) FROM dead WHERE namespace = %(ns)s) AS dead
                 FROM namespace_stats WHERE namespace = %(ns)s) AS s ON true
 """
-# The next blocks of each term, by bound (then id) downwards from a cursor; the arrays
-# in PostgreSQL's binary form (``array_send``), which numpy reads without parsing.
+# The next blocks of each term, by bound (then id) downwards from a cursor; a block's
+# postings as they lie (``pg_schema.POSTING``), which numpy reads without parsing.
 WALK = """
-SELECT t.lexeme, b.bound, b.id, array_send(b.chunk_ids), array_send(b.tf_heading),
-       array_send(b.tf_body), array_send(b.tf_context), array_send(b.doc_len)
+SELECT t.lexeme, b.bound, b.id, b.postings
 FROM unnest(%(lexemes)s::text[], %(bound)s::float4[], %(after)s::bigint[], %(n)s::int[])
      AS t(lexeme, bound, after, n)
 CROSS JOIN LATERAL (
-    SELECT bound, id, chunk_ids, tf_heading, tf_body, tf_context, doc_len FROM blocks
+    SELECT bound, id, postings FROM blocks
     WHERE namespace = %(ns)s AND lexeme = t.lexeme COLLATE "C"
       AND (bound, id) < (t.bound, t.after)
     ORDER BY bound DESC, id DESC LIMIT t.n
@@ -169,9 +169,9 @@ def search(
         if walked is not None:
             rows = walked.fetchall()
             got = Counter(row[0] for row in rows)
-            for lex, bound, block, *arrays in rows:
+            for lex, bound, block, postings in rows:
                 cursor[at[lex]] = min(cursor[at[lex]], (bound, block))
-                read.add(at[lex], *arrays)
+                read.add(at[lex], postings)
             for i in walking:
                 if got[lexemes[i]] < batch[i]:
                     del cursor[i]  # this term's blocks are all read
@@ -227,12 +227,6 @@ def _top(
     ]
 
 
-# ``array_send`` of a one-dimensional array without nulls: a 20-byte header, then each
-# element as its length (4 bytes) and its big-endian value.
-_HEADER = 20
-_ELEMENTS = [np.dtype([("n", ">i4"), ("v", t)]) for t in (">i8", ">i2", ">i2", ">i2", ">i4")]
-
-
 class _Read:
     """The chunks the walk has met, kept sorted by id with their share of each term met:
     a round's blocks are merged into them, so a round costs what it read, not what
@@ -250,7 +244,7 @@ class _Read:
         self.weight = np.asarray(weight)
         self.w, self.norm, self.slope, self.gone = w, norm, slope, gone
         self.terms = len(weight)
-        self.raw: list[list[bytes]] = [[] for _ in range(5)]  # id, tf a/b/c, length
+        self.raw: list[bytes] = []  # blocks' postings, as read
         self.sizes: list[int] = []
         self.owner: list[int] = []
         self.ids = np.zeros(0, np.int64)
@@ -258,23 +252,19 @@ class _Read:
         self.seen = np.zeros((0, self.terms), bool)
         self.probed = np.zeros(0, bool)
 
-    def add(self, term: int, *arrays: bytes) -> None:
+    def add(self, term: int, postings: bytes) -> None:
         self.owner.append(term)
-        self.sizes.append((len(arrays[0]) - _HEADER) // _ELEMENTS[0].itemsize)
-        for raw, array in zip(self.raw, arrays, strict=True):
-            raw.append(array[_HEADER:])
+        self.sizes.append(len(postings) // POSTING.itemsize)
+        self.raw.append(postings)
 
     def _merge(self) -> None:
         """Decode the blocks added since the last round and merge their shares in."""
         if not self.owner:
             return
         term = np.repeat(np.array(self.owner, np.int64), self.sizes)
-        ids, th, tb, tc, dl = (
-            np.frombuffer(b"".join(raw), dtype)["v"].astype(np.int64)
-            for raw, dtype in zip(self.raw, _ELEMENTS, strict=True)
-        )
-        self.raw = [[] for _ in range(5)]
-        self.sizes, self.owner = [], []
+        got = decode(self.raw)
+        ids, th, tb, tc, dl = (got[k].astype(np.int64) for k in ("id", "th", "tb", "tc", "dl"))
+        self.raw, self.sizes, self.owner = [], [], []
         if len(self.gone):
             keep = ~np.isin(ids, self.gone)
             term, ids, th, tb, tc, dl = (a[keep] for a in (term, ids, th, tb, tc, dl))
