@@ -190,10 +190,13 @@ def search(
         ahead = np.array([weight[i] * cursor[i][0] * grow * SLACK if i in cursor else 0.0
                           for i in range(len(lexemes))])  # fmt: skip
         ids, known, seen = read.tally()
-        exact = (seen | (ahead == 0)).all(axis=1)  # every term met, or all read
+        exact = np.ones(len(ids), bool)  # every term met, or all read
+        bound = known.copy()
+        for i in np.flatnonzero(ahead).tolist():  # column by column: seen is column-major
+            exact &= seen[:, i]
+            bound += np.where(seen[:, i], 0.0, ahead[i])
         done = np.fromiter(scores.values(), float, len(scores))
         floor = _kth(np.concatenate([known, done]), k)  # k chunks score at least this
-        bound = known + (~seen).astype(float) @ ahead
         open_ = np.flatnonzero(~exact & (bound >= floor))
         read.forget(bound < floor)
         probe = []
@@ -248,8 +251,8 @@ class _Read:
         self.sizes: list[int] = []
         self.owner: list[int] = []
         self.ids = np.zeros(0, np.int64)
-        self.parts = np.zeros((0, self.terms))
-        self.seen = np.zeros((0, self.terms), bool)
+        self.parts = np.zeros((0, self.terms), order="F")
+        self.seen = np.zeros((0, self.terms), bool, order="F")
         self.probed = np.zeros(0, bool)
 
     def add(self, term: int, postings: bytes) -> None:
@@ -272,20 +275,28 @@ class _Read:
         f = self.w[0] * th.astype(float) + self.w[1] * tb + self.w[2] * tc
         share = self.weight[term] * f * (K1 + 1) / (f + self.norm + self.slope * dl)
         fresh, row = np.unique(ids, return_inverse=True)
-        merged = np.concatenate([self.ids, fresh])
-        merged.sort()  # (np.union1d's hashing unique was slower than the whole round)
-        merged = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
-        old, new = np.searchsorted(merged, self.ids), np.searchsorted(merged, fresh)
-        parts = np.zeros((len(merged), self.terms))
-        parts[old] = self.parts
-        seen = np.zeros((len(merged), self.terms), bool)
-        seen[old] = self.seen
-        probed = np.zeros(len(merged), bool)
-        probed[old] = self.probed
+        # only the chunks not met before are inserted (two sorted runs: merged, not sorted)
+        at = np.searchsorted(self.ids, fresh)
+        known = at < len(self.ids)
+        known[known] = self.ids[at[known]] == fresh[known]
+        if not known.all():
+            merged = np.concatenate([self.ids, fresh[~known]])
+            merged.sort(kind="stable")
+            old = np.searchsorted(merged, self.ids)
+            # column-major: a round's tallies go column by column (row-wise reductions over
+            # a few columns were most of a round's numpy time)
+            parts = np.zeros((len(merged), self.terms), order="F")
+            seen = np.zeros((len(merged), self.terms), bool, order="F")
+            for t in range(self.terms):
+                parts[old, t] = self.parts[:, t]
+                seen[old, t] = self.seen[:, t]
+            probed = np.zeros(len(merged), bool)
+            probed[old] = self.probed
+            self.ids, self.parts, self.seen, self.probed = merged, parts, seen, probed
         # a chunk has one posting per term: each cell is written once, share or zero
-        parts[new[row], term] = share
-        seen[new[row], term] = True
-        self.ids, self.parts, self.seen, self.probed = merged, parts, seen, probed
+        where = np.searchsorted(self.ids, fresh)[row]
+        self.parts[where, term] = share
+        self.seen[where, term] = True
 
     def mark(self, probed: list[int]) -> None:
         """Chunks probed: their exact scores are known, they are no longer candidates."""
@@ -300,20 +311,26 @@ class _Read:
         drop = np.zeros(len(self.ids), bool)
         drop[~self.probed] = low
         if drop.any():
-            keep = ~drop
-            self.ids, self.parts = self.ids[keep], self.parts[keep]
-            self.seen, self.probed = self.seen[keep], self.probed[keep]
+            keep = np.flatnonzero(~drop)
+            self.ids, self.probed = self.ids[keep], self.probed[keep]
+            self.parts = np.asfortranarray(self.parts[keep])
+            self.seen = np.asfortranarray(self.seen[keep])
 
     def tally(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunks met (not dead, not probed): ids, the sum of their shares met (in
         term order, as a probe sums: equal chunks tie exactly), and which terms met."""
         self._merge()
-        keep = ~self.probed
-        parts, seen = self.parts[keep], self.seen[keep]
+        if self.probed.any():
+            keep = np.flatnonzero(~self.probed)
+            ids = self.ids[keep]
+            parts = np.asfortranarray(self.parts[keep])
+            seen = np.asfortranarray(self.seen[keep])
+        else:
+            ids, parts, seen = self.ids, self.parts, self.seen
         known = parts[:, 0].copy()
         for t in range(1, self.terms):
             known += parts[:, t]
-        return self.ids[keep], known, seen
+        return ids, known, seen
 
 
 def _sum(parts: list[float]) -> float:
