@@ -18,7 +18,8 @@ import pytest
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import FileState, IndexedFile, text_key
 from sidecar.stores import pg_topk
-from sidecar.stores.pg_schema import BLOCK, LATEST, MIGRATIONS
+from sidecar.stores.pg_pack import decode
+from sidecar.stores.pg_schema import BLOCK, LATEST, MIGRATIONS, postings_function
 from sidecar.stores.pg_search import SEARCH_WORDS, norm, search_sql
 from sidecar.stores.pg_topk import _sum as sum_
 from sidecar.stores.postgres import DEFAULT_WEIGHTS, PostgresStore
@@ -412,3 +413,39 @@ def test_top_k_equals_exhaustive_at_the_edges(store: PostgresStore, pg_url: str)
     for match in ('"w40x"', '"w55x" OR "w58x"', '"w0x" OR "w1x" OR "absentword"', '"absentword"'):
         assert took_top_k(pg_url, store.namespace, match)
         agree(store, pg_url, match, 1000)
+
+
+def test_postings_read_alike_in_numpy_and_in_sql_before_and_since_postgresql_18(
+    store: PostgresStore, pg_url: str
+) -> None:
+    """A block's bytes give the same postings to numpy (a top-k walk), to the
+    ``sidecar_postings`` this server got, and to the one a server before PostgreSQL 18
+    gets (no bytea-to-integer cast): large ids, lengths past 16 bits, counts at int2's top."""
+    rng = random.Random(41)
+    store.replace_all(note(rng, i) for i in range(40))
+    odd = [(2**40 + 5, 32767, 0, 1, 70000), (2**63 - 1, 0, 32767, 2, 2**31 - 1)]
+    hex_form = postings_function(cast=False).replace(
+        "CREATE FUNCTION sidecar_postings", "CREATE FUNCTION pg_temp.hex_postings"
+    )
+    literal = " || ".join(
+        f"int8send({i}::int8) || int2send({h}::int2) || int2send({b}::int2) || "
+        f"int2send({c}::int2) || int4send({d}::int4)"
+        for i, h, b, c, d in odd
+    )
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(hex_form)
+        blocks = [r[0] for r in conn.execute(
+            "SELECT postings FROM blocks WHERE namespace = %s ORDER BY lexeme, bound, id",
+            (store.namespace,),
+        ).fetchall()] + [conn.execute(f"SELECT {literal}").fetchone()[0]]  # fmt: skip
+        in_sql = {}
+        for name in ("sidecar_postings", "pg_temp.hex_postings"):
+            in_sql[name] = [
+                tuple(row)
+                for block in blocks
+                for row in conn.execute(f"SELECT * FROM {name}(%s)", (block,)).fetchall()
+            ]
+    in_numpy = [tuple(p) for p in decode(blocks).tolist()]
+    assert len(in_numpy) > len(blocks) + 2  # the store's blocks, more than one posting each
+    assert in_numpy[-2:] == odd
+    assert in_sql["sidecar_postings"] == in_sql["pg_temp.hex_postings"] == in_numpy

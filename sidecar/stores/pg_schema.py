@@ -103,7 +103,7 @@ CREATE FUNCTION sidecar_postings(p bytea) RETURNS TABLE (
 $f$"""
 
 
-def _unpack(cast: bool) -> str:
+def postings_function(cast: bool) -> str:
     def field(at: int, size: int) -> str:
         part = f"substring(p FROM o + {at} FOR {size})"
         kind = "bigint" if size == 8 else "integer"
@@ -354,9 +354,9 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         f"""
         DO $do$ BEGIN
             IF current_setting('server_version_num')::int >= 180000 THEN
-                EXECUTE $u${_unpack(True)}$u$;
+                EXECUTE $u${postings_function(True)}$u$;
             ELSE
-                EXECUTE $u${_unpack(False)}$u$;
+                EXECUTE $u${postings_function(False)}$u$;
             END IF;
         END $do$;
         -- each row rewritten once, the five arrays folded into the first (in place: the
