@@ -104,6 +104,9 @@ $f$"""
 
 
 def postings_function(cast: bool) -> str:
+    """``CREATE FUNCTION sidecar_postings``: with the bytea-to-integer casts (``cast``,
+    PostgreSQL 18 on), else through each field's hex digits."""
+
     def field(at: int, size: int) -> str:
         part = f"substring(p FROM o + {at} FOR {size})"
         kind = "bigint" if size == 8 else "integer"
