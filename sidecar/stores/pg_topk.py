@@ -34,8 +34,10 @@ from sidecar.stores.pg_connect import Conn
 from sidecar.stores.pg_pack import POSTING, decode
 from sidecar.stores.pg_schema import BLOCK, K1, TS_CONFIG, B
 
-FIRST_BATCH = 32  # blocks per term in the first round (4,096 postings); doubled after
-MAX_BATCH = 512
+# A block is one bytea read as it lies (about 4x cheaper than the five arrays before):
+# long first reads and fewer round trips paid at 10k, 100k and 1M alike.
+FIRST_BATCH = 256  # blocks per term in the first round (32,768 postings); doubled after
+MAX_BATCH = 1024
 MIN_BATCH = 4
 PROBE_BATCH = 16  # chunks probed at once, the most promising first
 MAX_PROBES = 1024
