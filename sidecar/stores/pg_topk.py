@@ -268,14 +268,15 @@ class _Read:
             return
         term = np.repeat(np.array(self.owner, np.int64), self.sizes)
         got = decode(self.raw)
-        ids, th, tb, tc, dl = (got[k].astype(np.int64) for k in ("id", "th", "tb", "tc", "dl"))
+        ids = got["id"].astype(np.int64)
         self.raw, self.sizes, self.owner = [], [], []
         if len(self.gone):
             keep = ~np.isin(ids, self.gone)
-            term, ids, th, tb, tc, dl = (a[keep] for a in (term, ids, th, tb, tc, dl))
-        # the same operations, in the same order, as a probe's share: bit-identical
-        f = self.w[0] * th.astype(float) + self.w[1] * tb + self.w[2] * tc
-        share = self.weight[term] * f * (K1 + 1) / (f + self.norm + self.slope * dl)
+            term, ids, got = term[keep], ids[keep], got[keep]
+        # the same operations, in the same order, as a probe's share: bit-identical (the
+        # counts and lengths are read as float64 by the arithmetic itself, exactly)
+        f = self.w[0] * got["th"].astype(float) + self.w[1] * got["tb"] + self.w[2] * got["tc"]
+        share = self.weight[term] * f * (K1 + 1) / (f + self.norm + self.slope * got["dl"])
         fresh, row = np.unique(ids, return_inverse=True)
         # only the chunks not met before are inserted (two sorted runs: merged, not sorted)
         at = np.searchsorted(self.ids, fresh)
