@@ -26,7 +26,8 @@ other topics, same format), scored by the ``heldout2`` part (``bench/heldout2.py
 third (``*_heldout3.json``, ``bench/heldout3.py``) was written blind to both and to the
 ranking, on other domains again; the fourth (``*_heldout4.json``, ``bench/heldout4.py``) blind
 to all three and to the ranking, on fourteen further domains; the fifth (``*_heldout5.json``,
-``bench/heldout5.py``) blind to all four, on sixteen more. Each later version runs through
+``bench/heldout5.py``) blind to all four, on sixteen more; the sixth (``*_heldout6.json``,
+``bench/heldout6.py``) blind to all five, on twenty more. Each later version runs through
 ``run_version``.
 """
 
@@ -60,6 +61,8 @@ UPDATES4 = REPO / "bench" / "data" / "updates_heldout4.json"
 LESSONS4 = REPO / "bench" / "data" / "lessons_heldout4.json"
 UPDATES5 = REPO / "bench" / "data" / "updates_heldout5.json"
 LESSONS5 = REPO / "bench" / "data" / "lessons_heldout5.json"
+UPDATES6 = REPO / "bench" / "data" / "updates_heldout6.json"
+LESSONS6 = REPO / "bench" / "data" / "lessons_heldout6.json"
 MODES = {"sparse": "none", "hybrid": "minilm"}
 RECALL_RANKINGS = ("default", "relevance")
 LESSON_RANKINGS = ("default", "relevance")

@@ -13,29 +13,43 @@ from pathlib import Path
 
 import pytest
 
-from bench import heldout, heldout2, heldout3, heldout4, heldout5
+from bench import heldout, heldout2, heldout3, heldout4, heldout5, heldout6
 from bench.restated_pairs import _words as words
 
 UPDATE_SETS = pytest.mark.parametrize(
     "path",
-    [heldout.UPDATES, heldout.UPDATES2, heldout.UPDATES3, heldout.UPDATES4, heldout.UPDATES5],
-    ids=["v1", "v2", "v3", "v4", "v5"],
+    [
+        heldout.UPDATES,
+        heldout.UPDATES2,
+        heldout.UPDATES3,
+        heldout.UPDATES4,
+        heldout.UPDATES5,
+        heldout.UPDATES6,
+    ],
+    ids=["v1", "v2", "v3", "v4", "v5", "v6"],
 )
 LESSON_SETS = pytest.mark.parametrize(
     "path",
-    [heldout.LESSONS, heldout.LESSONS2, heldout.LESSONS3, heldout.LESSONS4, heldout.LESSONS5],
-    ids=["v1", "v2", "v3", "v4", "v5"],
+    [
+        heldout.LESSONS,
+        heldout.LESSONS2,
+        heldout.LESSONS3,
+        heldout.LESSONS4,
+        heldout.LESSONS5,
+        heldout.LESSONS6,
+    ],
+    ids=["v1", "v2", "v3", "v4", "v5", "v6"],
 )
 # The later sets (v2 on) hold the data checks below as well.
 LATER_UPDATES = pytest.mark.parametrize(
     "path",
-    [heldout.UPDATES2, heldout.UPDATES3, heldout.UPDATES4, heldout.UPDATES5],
-    ids=["v2", "v3", "v4", "v5"],
+    [heldout.UPDATES2, heldout.UPDATES3, heldout.UPDATES4, heldout.UPDATES5, heldout.UPDATES6],
+    ids=["v2", "v3", "v4", "v5", "v6"],
 )
 LATER_LESSONS = pytest.mark.parametrize(
     "path",
-    [heldout.LESSONS2, heldout.LESSONS3, heldout.LESSONS4, heldout.LESSONS5],
-    ids=["v2", "v3", "v4", "v5"],
+    [heldout.LESSONS2, heldout.LESSONS3, heldout.LESSONS4, heldout.LESSONS5, heldout.LESSONS6],
+    ids=["v2", "v3", "v4", "v5", "v6"],
 )
 
 
@@ -231,8 +245,9 @@ def test_later_lessons_roles_are_what_the_issue_describes(path: Path) -> None:
         (heldout.UPDATES3, heldout.LESSONS3),
         (heldout.UPDATES4, heldout.LESSONS4),
         (heldout.UPDATES5, heldout.LESSONS5),
+        (heldout.UPDATES6, heldout.LESSONS6),
     ],
-    ids=["v2", "v3", "v4", "v5"],
+    ids=["v2", "v3", "v4", "v5", "v6"],
 )
 def test_later_smoke_slice_is_small_and_keeps_every_kind(updates: Path, lessons: Path) -> None:
     upd, les = heldout.smoke(heldout.load(updates), heldout.load(lessons))
@@ -240,17 +255,19 @@ def test_later_smoke_slice_is_small_and_keeps_every_kind(updates: Path, lessons:
     assert [q["kind"] for q in les["queries"]] == ["prominent", "prominent", "exact"]
     events, where = heldout.update_events(upd)
     assert len(events) == 3 * 2 + 1 + 20 and len(where) == 3 * 2 + 1
-    names = (heldout2.NAME, heldout3.NAME, heldout4.NAME, heldout5.NAME)
-    assert names == ("heldout2", "heldout3", "heldout4", "heldout5")
+    names = (heldout2.NAME, heldout3.NAME, heldout4.NAME, heldout5.NAME, heldout6.NAME)
+    assert names == ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 
 
 @pytest.mark.parametrize(
-    ("path", "least"), [(heldout.UPDATES4, 10), (heldout.UPDATES5, 12)], ids=["v4", "v5"]
+    ("path", "least"),
+    [(heldout.UPDATES4, 10), (heldout.UPDATES5, 12), (heldout.UPDATES6, 14)],
+    ids=["v4", "v5", "v6"],
 )
 def test_sanity_questions_are_many_and_each_has_later_events_on_its_subject(
     path: Path, least: int
 ) -> None:
-    """v4 and v5 weigh sanity as much as updates: many questions whose older answer stays
+    """v4 to v6 weigh sanity as much as updates: many questions whose older answer stays
     right, each followed by two or more events on the same subject that do not replace it."""
     data = heldout.load(path)
     assert len(data["sanity"]) >= least
@@ -275,3 +292,31 @@ def test_v5_lessons_vary_how_many_task_words_the_prominent_lesson_shares() -> No
     ]
     assert min(shared) == 1 and sum(n == 1 for n in shared) >= 4
     assert sum(n >= 3 for n in shared) >= 2
+
+
+def test_v6_lessons_range_from_no_shared_task_word_to_several() -> None:
+    """v6 asks the ranking to find a prominent lesson that shares no word with its task, as
+    well as one that shares one or several, with a wordier weak entry below each; and has
+    seven topics where the exact answer is a low-importance entry."""
+    data = heldout.load(heldout.LESSONS6)
+    text = {e["key"]: e["text"] for e in data["entries"]}
+    shared = [
+        len(words(q["query"]) & words(text[q["answer"]]))
+        for q in data["queries"]
+        if q["kind"] == "prominent"
+    ]
+    assert sum(n == 0 for n in shared) >= 2 and sum(n == 1 for n in shared) >= 3
+    assert sum(n >= 3 for n in shared) >= 3
+    assert sum(q["kind"] == "exact" for q in data["queries"]) >= 7
+
+
+def test_v6_sanity_answers_precede_every_event_on_their_subject() -> None:
+    """v6 keeps at least 14 sanity questions, and each sanity answer comes before every
+    same-subject event about it (three or more), so none of them could be the answer."""
+    data = heldout.load(heldout.UPDATES6)
+    assert len(data["pairs"]) >= 40 and len(data["sanity"]) >= 14
+    for s in data["sanity"]:
+        after = [
+            d for d in data["distractors"] if d["about"] == s["key"] and d["role"] == "same subject"
+        ]
+        assert len(after) >= 3 and all(d["ts"] > s["event"]["ts"] for d in after), s["key"]

@@ -379,3 +379,28 @@ def test_a_command_takes_its_flags_from_the_op_it_mirrors() -> None:
         with pytest.raises(SystemExit):
             parser.parse_args(wrong)
     assert "how sure" in parser.format_help() and "a JSON object" in parser.format_help()
+
+
+def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def test_every_command_prints_its_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """``serve --help`` crashed: a setting's help said "10%", which argparse read as a
+    format directive. Every command's help is printed, and says each of its flags."""
+    commands = list(_parsers(build_parser()))
+    assert len(commands) > 10
+    printed = {}
+    for path, parser in commands:
+        with pytest.raises(SystemExit) as exc:
+            main([*path, "--help"])
+        assert exc.value.code == 0, path
+        printed[path] = out = capsys.readouterr().out
+        for action in parser._actions:
+            for option in action.option_strings:
+                assert option in out, (path, option)
+    assert "jittered by up to 10%" in " ".join(printed[("serve",)].split())

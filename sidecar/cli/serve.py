@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                 choices=flag.choices,
                 default=flag.initial(),
                 metavar=flag.metavar,
-                help=flag.help_text,
+                help=flag.help_text.replace("%", "%%"),  # argparse formats help with %
             )
     log_level_option(p)
     p.set_defaults(func=cmd_serve)
