@@ -347,10 +347,10 @@ def _audit(scores: dict[str, dict[str, Rows]], labels: tuple[str, ...]) -> Table
             gains.append((on if keep else off)[held][TEMPORAL][0] - off[held][TEMPORAL][0])
             cells.append(f"{gains[-1]:+.3f} {'on' if keep else 'off'}")
         spread = f"{max(gains) - min(gains):.3f}"
-        rows.append([label.split(", ", 1)[1], *cells, spread])
+        rows.append([label, *cells, spread])
     folds = len(next(iter(scores["fts5"].values())))
     return Table(
         "temporal gain of each mechanism per held-out conversation (on/off chosen on the others)",
-        ["mechanism", *(f"conv {i}" for i in range(folds)), "spread"],
+        ["retriever, mechanism off", *(f"conv {i}" for i in range(folds)), "spread"],
         rows,
     )

@@ -91,3 +91,17 @@ def test_per_category_weighs_each_conversation_by_its_questions() -> None:
     assert rows[1][robustness.TEMPORAL] == (0.5, 1)
     assert robustness.overall(rows, robustness.TEMPORAL) == 0.5
     assert robustness.overall(rows, "all", skip=1) == 2 / 3
+
+
+def test_the_audit_chooses_on_or_off_on_the_other_conversations() -> None:
+    """Conversation 0 gains a temporal question with the mechanism on, conversation 1 loses
+    overall with it: each held conversation is scored with what the other one chose."""
+    on = {0: {"all": (0.6, 2), robustness.TEMPORAL: (1.0, 1)},
+          1: {"all": (0.4, 2), robustness.TEMPORAL: (0.0, 1)}}  # fmt: skip
+    off = {0: {"all": (0.5, 2), robustness.TEMPORAL: (0.0, 1)},
+           1: {"all": (0.5, 2), robustness.TEMPORAL: (0.0, 1)}}  # fmt: skip
+    scores = {"fts5": {"original": off}, "hybrid": {"original": on},
+              "hybrid, no x": {"original": off}}  # fmt: skip
+    table = robustness._audit(scores, ("fts5", "hybrid", "hybrid, no x"))
+    # held 0: conversation 1 did better off, so 0 is scored off (no gain); held 1: 0 chose on
+    assert table.rows == [["hybrid, no x", "+0.000 off", "+0.000 on", "0.000"]]
