@@ -22,6 +22,7 @@ from sidecar.index.chunking import Chunk
 from sidecar.index.store import FileState, IndexedFile
 from sidecar.stores import pg_write
 from sidecar.stores.pg_lexemes import MAX_POSITION, Lexicon, read, words
+from sidecar.stores.pg_pack import decode
 from sidecar.stores.pg_schema import TS_CONFIG
 from sidecar.stores.pg_search import norm
 from sidecar.stores.postgres import PostgresStore
@@ -83,9 +84,7 @@ def index_of(url: str, ns: str) -> dict[str, Any]:
         ).fetchall()
         name = {r[0]: (r[1], r[2]) for r in chunks}
         blocks = conn.execute(
-            "SELECT lexeme, bound, n, chunk_ids, tf_heading, tf_body, tf_context, doc_len "
-            "FROM blocks WHERE namespace = %s",
-            (ns,),
+            "SELECT lexeme, bound, n, postings FROM blocks WHERE namespace = %s", (ns,)
         ).fetchall()
         terms = conn.execute(
             "SELECT lexeme, df FROM terms WHERE namespace = %s AND df > 0", (ns,)
@@ -95,8 +94,8 @@ def index_of(url: str, ns: str) -> dict[str, Any]:
             (ns,),
         ).fetchone()
     packed = sorted(
-        (lexeme, bound, n, sorted(zip((name[i] for i in ids), h, b, c, d, strict=True)))
-        for lexeme, bound, n, ids, h, b, c, d in blocks
+        (lexeme, bound, n, sorted((name[i], h, b, c, d) for i, h, b, c, d in decode([p]).tolist()))
+        for lexeme, bound, n, p in blocks
     )  # a block's postings in any order: a search reads whole blocks
     return {
         "chunks": sorted(r[1:] for r in chunks),

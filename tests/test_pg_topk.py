@@ -18,7 +18,8 @@ import pytest
 from sidecar.index.chunking import Chunk
 from sidecar.index.store import FileState, IndexedFile, text_key
 from sidecar.stores import pg_topk
-from sidecar.stores.pg_schema import BLOCK, LATEST, MIGRATIONS
+from sidecar.stores.pg_pack import decode
+from sidecar.stores.pg_schema import BLOCK, LATEST, MIGRATIONS, postings_function
 from sidecar.stores.pg_search import SEARCH_WORDS, norm, search_sql
 from sidecar.stores.pg_topk import _sum as sum_
 from sidecar.stores.postgres import DEFAULT_WEIGHTS, PostgresStore
@@ -107,9 +108,9 @@ def live_postings(url: str, ns: str) -> dict[str, int]:
     """Each term's postings in the blocks, the dead chunks' left out."""
     with psycopg.connect(url) as conn:
         return dict(conn.execute(
-            "SELECT b.lexeme, count(*) FROM blocks AS b, unnest(b.chunk_ids) AS u(id) "
+            "SELECT b.lexeme, count(*) FROM blocks AS b, sidecar_postings(b.postings) AS u "
             "WHERE b.namespace = %(ns)s AND NOT EXISTS (SELECT FROM dead AS d "
-            "WHERE d.namespace = %(ns)s AND d.chunk_id = u.id) GROUP BY b.lexeme",
+            "WHERE d.namespace = %(ns)s AND d.chunk_id = u.chunk_id) GROUP BY b.lexeme",
             {"ns": ns},
         ).fetchall())  # fmt: skip
 
@@ -303,7 +304,7 @@ def test_migrating_packs_the_postings_in_blocks(pg_url: str, since: int) -> None
                 gone = rng.sample(range(1, 301), 40)
                 conn.execute("DELETE FROM postings WHERE chunk_id = ANY(%s)", (gone,))
                 conn.execute("DELETE FROM chunks WHERE id = ANY(%s)", (gone,))
-        assert LATEST == 7
+        assert LATEST == 9
         before = stats(url, "old")[0] if since == 6 else None
         store = PostgresStore(url, "old")  # migrates
         try:
@@ -329,14 +330,14 @@ def test_migrating_packs_the_postings_in_blocks(pg_url: str, since: int) -> None
 
 
 def test_blocks_a_search_could_not_read_are_refused(store: PostgresStore, pg_url: str) -> None:
-    """A block whose arrays disagree, or whose bound is no number (a hand edit, another
-    program's row), is refused by the table: searches never meet one."""
+    """A block whose bytes are not its n postings, or whose bound is no number (a hand
+    edit, another program's row), is refused by the table: searches never meet one."""
     rng = random.Random(38)
     store.replace_all(note(rng, i) for i in range(30))
     with psycopg.connect(pg_url, autocommit=True) as conn:
         for edit in (
-            "chunk_ids = chunk_ids || 999999::bigint",
-            "tf_body = tf_body[2:]",
+            "postings = postings || int8send(999999::bigint)",
+            "postings = substring(postings FROM 19)",
             "n = n + 1",
             "bound = 'NaN'",
             "bound = -1",
@@ -412,3 +413,39 @@ def test_top_k_equals_exhaustive_at_the_edges(store: PostgresStore, pg_url: str)
     for match in ('"w40x"', '"w55x" OR "w58x"', '"w0x" OR "w1x" OR "absentword"', '"absentword"'):
         assert took_top_k(pg_url, store.namespace, match)
         agree(store, pg_url, match, 1000)
+
+
+def test_postings_read_alike_in_numpy_and_in_sql_before_and_since_postgresql_18(
+    store: PostgresStore, pg_url: str
+) -> None:
+    """A block's bytes give the same postings to numpy (a top-k walk), to the
+    ``sidecar_postings`` this server got, and to the one a server before PostgreSQL 18
+    gets (no bytea-to-integer cast): large ids, lengths past 16 bits, counts at int2's top."""
+    rng = random.Random(41)
+    store.replace_all(note(rng, i) for i in range(40))
+    odd = [(2**40 + 5, 32767, 0, 1, 70000), (2**63 - 1, 0, 32767, 2, 2**31 - 1)]
+    hex_form = postings_function(cast=False).replace(
+        "CREATE FUNCTION sidecar_postings", "CREATE FUNCTION pg_temp.hex_postings"
+    )
+    literal = " || ".join(
+        f"int8send({i}::int8) || int2send({h}::int2) || int2send({b}::int2) || "
+        f"int2send({c}::int2) || int4send({d}::int4)"
+        for i, h, b, c, d in odd
+    )
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(hex_form)
+        blocks = [r[0] for r in conn.execute(
+            "SELECT postings FROM blocks WHERE namespace = %s ORDER BY lexeme, bound, id",
+            (store.namespace,),
+        ).fetchall()] + [conn.execute(f"SELECT {literal}").fetchone()[0]]  # fmt: skip
+        in_sql = {}
+        for name in ("sidecar_postings", "pg_temp.hex_postings"):
+            in_sql[name] = [
+                tuple(row)
+                for block in blocks
+                for row in conn.execute(f"SELECT * FROM {name}(%s)", (block,)).fetchall()
+            ]
+    in_numpy = [tuple(p) for p in decode(blocks).tolist()]
+    assert len(in_numpy) > len(blocks) + 2  # the store's blocks, more than one posting each
+    assert in_numpy[-2:] == odd
+    assert in_sql["sidecar_postings"] == in_sql["pg_temp.hex_postings"] == in_numpy

@@ -17,17 +17,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from sidecar.stores.pg_schema import BLOCK, K1, B
+from sidecar.stores.pg_schema import POSTING as POSTING_BYTES
 from sidecar.stores.sqlite_schema import BODY_WEIGHT, CONTEXT_WEIGHT, HEADING_WEIGHT
 
 COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 COPY_TRAILER = struct.pack(">h", -1)
 # The columns a block row is copied with, in the order ``encode`` writes them.
-COPY_BLOCKS = (
-    "COPY blocks (namespace, lexeme, bound, n, chunk_ids, tf_heading, tf_body, tf_context, "
-    "doc_len) FROM STDIN (FORMAT BINARY)"
-)
-# (type oid, bytes) of each array's elements: chunk ids, three counts, the length.
-ARRAYS = ((20, 8), (21, 2), (21, 2), (21, 2), (23, 4))
+COPY_BLOCKS = "COPY blocks (namespace, lexeme, bound, n, postings) FROM STDIN (FORMAT BINARY)"
+# One posting in a block's ``postings`` (``pg_schema.POSTING`` bytes, big-endian).
+POSTING = np.dtype([("id", ">i8"), ("th", ">i2"), ("tb", ">i2"), ("tc", ">i2"), ("dl", ">i4")])
+assert POSTING.itemsize == POSTING_BYTES
 
 
 def radix_order(*keys: tuple[np.ndarray, int]) -> np.ndarray:
@@ -115,40 +114,29 @@ def pack(postings: Postings, a0: float) -> Blocks:
     return Blocks(sorted_, np.append(start, n), impact[start].astype(np.float32))
 
 
-def _elements(values: np.ndarray, width: int) -> bytes:
-    """Array elements in binary COPY form: each a length, then the value, big-endian."""
-    out = np.empty(len(values), [("len", ">i4"), ("value", f">i{width}")])
-    out["len"] = width
-    out["value"] = values
-    return out.tobytes()
-
-
 def encode(namespace: str, blocks: Blocks) -> bytes:
     """The blocks as ``COPY_BLOCKS`` data, header and trailer included."""
     p = blocks.postings
-    columns = (p.chunk_id, p.tf[0], p.tf[1], p.tf[2], p.doc_len)
-    data = [_elements(v, width) for v, (_, width) in zip(columns, ARRAYS, strict=True)]
+    packed = np.empty(len(p), POSTING)
+    packed["id"], packed["dl"] = p.chunk_id, p.doc_len
+    packed["th"], packed["tb"], packed["tc"] = p.tf
+    data = packed.tobytes()
     ns = namespace.encode()
-    head = struct.pack(">hi", 9, len(ns)) + ns
+    head = struct.pack(">hi", 5, len(ns)) + ns
     starts = blocks.start.tolist()
     terms = p.term[blocks.start[:-1]].tolist()
     names = [struct.pack(">i", len(s)) + s for s in p.names]
     rows = [COPY_HEADER]
+    size = POSTING.itemsize
     for j, bound in enumerate(blocks.bound.tolist()):
         s, e = starts[j], starts[j + 1]
         n = e - s
-        row = [head, names[terms[j]], struct.pack(">ifii", 4, bound, 4, n)]
-        for (oid, width), elements in zip(ARRAYS, data, strict=True):
-            row.append(struct.pack(">iiiiii", 20 + n * (4 + width), 1, 0, oid, n, 1))
-            row.append(elements[s * (4 + width) : e * (4 + width)])
-        rows.append(b"".join(row))
+        row = (head, names[terms[j]], struct.pack(">ifiii", 4, bound, 4, n, n * size))
+        rows.append(b"".join((*row, data[s * size : e * size])))
     rows.append(COPY_TRAILER)
     return b"".join(rows)
 
 
-def decode_arrays(arrays: Sequence[bytes], width: int) -> np.ndarray:
-    """The values of one-dimensional arrays without NULLs in ``array_send`` form, laid
-    end to end (an empty array is its 12-byte header alone)."""
-    body = b"".join(a[20:] for a in arrays if len(a) > 12)
-    dtype = np.dtype([("len", ">i4"), ("v", f">i{width}")])
-    return np.frombuffer(body, dtype)["v"].astype(np.int64)
+def decode(postings: Sequence[bytes]) -> np.ndarray:
+    """Blocks' ``postings`` laid end to end, as ``POSTING`` records."""
+    return np.frombuffer(b"".join(postings), POSTING)

@@ -39,20 +39,45 @@ def impact_sql(avgdl: str, p: str = "") -> str:
     return f"({f} * {K1 + 1}::float8 / ({f} + {norm}))"
 
 
+# A block's postings, one after another in one ``bytea``, each ``POSTING`` bytes:
+# chunk id (int8), counts in heading, body, context (int2 each), chunk length (int4),
+# big-endian (PostgreSQL's own ``int8send`` form). A search reads the bytes as they lie
+# (numpy's ``frombuffer``): five arrays went through ``array_send`` element by element,
+# which was most of the cost of reading a block.
+POSTING = 18
+POSTING_SQL = (
+    "int8send({p}chunk_id) || int2send({p}tf_heading::int2) || int2send({p}tf_body::int2)"
+    " || int2send({p}tf_context::int2) || int4send({p}doc_len::int4)"
+)
+
+
 def pack_sql(source: str, a0: str) -> str:
     """Rows of ``blocks`` (without namespace) from a relation of postings (``lexeme,
     chunk_id, tf_heading, tf_body, tf_context, doc_len``): each term's postings by impact
     against ``a0`` (an SQL expression), ``BLOCK`` to a row, each row bounded by its
     highest impact. Within a row the order does not matter (a search reads whole rows):
-    the arrays are aggregated in one pass, so they stay parallel, and unsorted (a second
-    sort of every posting was a third of the packing's time)."""
+    the postings are aggregated in one pass, unsorted (a second sort of every posting was
+    a third of the packing's time)."""
+    impact = impact_sql(a0, "p.")
+    return f"""
+    SELECT lexeme, max(impact)::real AS bound, count(*)::int AS n,
+           string_agg({POSTING_SQL.format(p="")}, ''::bytea) AS postings
+    FROM (SELECT q.*, (row_number() OVER (PARTITION BY lexeme ORDER BY impact DESC, chunk_id)
+                       - 1) / {BLOCK} AS blk
+          FROM (SELECT p.lexeme COLLATE "C" AS lexeme, p.chunk_id, p.tf_heading,
+                       p.tf_body, p.tf_context, p.doc_len, {impact} AS impact
+                FROM {source} AS p) AS q) AS r
+    GROUP BY lexeme, blk
+    """
+
+
+def _pack_arrays_sql(source: str, a0: str) -> str:
+    """``pack_sql`` as migration 7 ran it: the postings as five parallel arrays."""
     impact = impact_sql(a0, "p.")
     cols = ", ".join(
         f"array_agg({c}) AS {name}"
-        for c, name in (("chunk_id", "chunk_ids"), ("tf_heading", "tf_heading"),
-                        ("tf_body", "tf_body"), ("tf_context", "tf_context"),
-                        ("doc_len", "doc_len"))
-    )  # fmt: skip
+        for c, name in zip(("chunk_id", *_ARRAYS[1:]), _ARRAYS, strict=True)
+    )
     return f"""
     SELECT lexeme, max(impact)::real AS bound, count(*)::int AS n, {cols}
     FROM (SELECT q.*, (row_number() OVER (PARTITION BY lexeme ORDER BY impact DESC, chunk_id)
@@ -64,7 +89,39 @@ def pack_sql(source: str, a0: str) -> str:
     """
 
 
-BLOCK_COLUMNS = "lexeme, bound, n, chunk_ids, tf_heading, tf_body, tf_context, doc_len"
+_ARRAYS = ("chunk_ids", "tf_heading", "tf_body", "tf_context", "doc_len")
+BLOCK_COLUMNS = "lexeme, bound, n, postings"
+# A block's postings as rows (chunk_id, tf_heading, tf_body, tf_context, doc_len), for
+# the SQL that reads them (the exhaustive search, a merge, a change of bounds). Since
+# PostgreSQL 18 a bytea casts to an integer; before, through its hex digits.
+_UNPACK = """
+CREATE FUNCTION sidecar_postings(p bytea) RETURNS TABLE (
+    chunk_id bigint, tf_heading integer, tf_body integer, tf_context integer, doc_len integer
+) LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+    SELECT {i8}, {i2_h}, {i2_b}, {i2_c}, {i4}
+    FROM generate_series(0, length(p) - {size}, {size}) AS o
+$f$"""
+
+
+def postings_function(cast: bool) -> str:
+    """``CREATE FUNCTION sidecar_postings``: with the bytea-to-integer casts (``cast``,
+    PostgreSQL 18 on), else through each field's hex digits."""
+
+    def field(at: int, size: int) -> str:
+        part = f"substring(p FROM o + {at} FOR {size})"
+        kind = "bigint" if size == 8 else "integer"
+        if cast:
+            return f"{part}{'::int2' if size == 2 else ''}::{kind}"
+        return f"('x' || encode({part}, 'hex'))::bit({8 * size})::{kind}"
+
+    return _UNPACK.format(
+        i8=field(1, 8),
+        i2_h=field(9, 2),
+        i2_b=field(11, 2),
+        i2_c=field(13, 2),
+        i4=field(15, 4),
+        size=POSTING,
+    )
 
 
 MIGRATIONS: list[tuple[int, str, str]] = [
@@ -280,11 +337,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             lexemes text[] COLLATE "C" NOT NULL,
             PRIMARY KEY (namespace, chunk_id)
         );
-        INSERT INTO blocks (namespace, {BLOCK_COLUMNS})
+        INSERT INTO blocks (namespace, lexeme, bound, n, {", ".join(_ARRAYS)})
         SELECT s.namespace, b.*
         FROM namespace_stats AS s
         CROSS JOIN LATERAL ({
-            pack_sql(
+            _pack_arrays_sql(
                 "(SELECT * FROM postings WHERE namespace = s.namespace)",
                 "coalesce(s.impact_avgdl, 1)",
             )
@@ -292,6 +349,38 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         -- document frequencies are kept by the writes from now on (``pg_write``)
         DROP TABLE postings;
         DROP FUNCTION sidecar_count_terms();
+        """,
+    ),
+    (
+        9,
+        "block postings in one bytea each, read as they lie",
+        f"""
+        DO $do$ BEGIN
+            IF current_setting('server_version_num')::int >= 180000 THEN
+                EXECUTE $u${postings_function(True)}$u$;
+            ELSE
+                EXECUTE $u${postings_function(False)}$u$;
+            END IF;
+        END $do$;
+        -- each row rewritten once, the five arrays folded into the first (in place: the
+        -- table is shared by every namespace)
+        CREATE FUNCTION sidecar_fold(chunk_id bigint[], tf_heading smallint[],
+            tf_body smallint[], tf_context smallint[], doc_len integer[]) RETURNS bytea
+        LANGUAGE sql IMMUTABLE AS $f$
+            SELECT string_agg({POSTING_SQL.format(p="u.")}, ''::bytea ORDER BY u.o)
+            FROM unnest(chunk_id, tf_heading, tf_body, tf_context, doc_len)
+                 WITH ORDINALITY AS u(chunk_id, tf_heading, tf_body, tf_context, doc_len, o)
+        $f$;
+        ALTER TABLE blocks
+            ALTER COLUMN chunk_ids TYPE bytea
+                USING sidecar_fold(chunk_ids, tf_heading, tf_body, tf_context, doc_len),
+            DROP COLUMN tf_heading, DROP COLUMN tf_body, DROP COLUMN tf_context,
+            DROP COLUMN doc_len;
+        DROP FUNCTION sidecar_fold;
+        ALTER TABLE blocks RENAME COLUMN chunk_ids TO postings;
+        -- kept whole in its page, never compressed nor moved out of line
+        ALTER TABLE blocks ALTER COLUMN postings SET STORAGE PLAIN,
+            ADD CHECK (n > 0 AND length(postings) = {POSTING} * n);
         """,
     ),
 ]

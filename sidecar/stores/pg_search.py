@@ -1,9 +1,9 @@
 """How the PostgreSQL store searches: an FTS5 expression (parsed by ``fts5``) as SQL.
 
 Ranking is BM25 computed in SQL from an inverted index (``blocks``: each lexeme's
-chunks with their counts in the heading, body and context, packed in arrays; chunks
-deleted since the last merge listed in ``dead``), with FTS5's
-formula and column weights, so a tier scores the same whichever store holds it.
+chunks with their counts in the heading, body and context, packed in a ``bytea`` that
+``sidecar_postings`` reads; chunks deleted since the last merge listed in ``dead``), with
+FTS5's formula and column weights, so a tier scores the same whichever store holds it.
 An OR of words (what plain-language questions become) is answered from the postings
 alone; anything else also has to match the chunk's ``tsvector`` as a ``tsquery``.
 The queries here score every matching chunk: an OR of plain words is answered by
@@ -82,11 +82,10 @@ m AS MATERIALIZED (  -- one index range scan per term: never a scan of the table
     SELECT q.idx, p.chunk_id,
            q.wa * p.tf_heading + q.wb * p.tf_body + q.wc * p.tf_context AS f, p.doc_len
     FROM q CROSS JOIN LATERAL (
-        SELECT chunk_ids, tf_heading, tf_body, tf_context, doc_len FROM blocks
+        SELECT postings FROM blocks
         WHERE namespace = %(ns)s AND lexeme >= q.lo AND lexeme <= q.hi
     ) AS b
-    CROSS JOIN LATERAL unnest(b.chunk_ids, b.tf_heading, b.tf_body, b.tf_context, b.doc_len)
-        AS p(chunk_id, tf_heading, tf_body, tf_context, doc_len)
+    CROSS JOIN LATERAL sidecar_postings(b.postings) AS p
     WHERE NOT EXISTS (SELECT FROM dead WHERE namespace = %(ns)s AND chunk_id = p.chunk_id)
 ),
 tf AS (  -- n: the term's document frequency, counted over the same groups

@@ -31,10 +31,13 @@ from typing import Any
 import numpy as np
 
 from sidecar.stores.pg_connect import Conn
+from sidecar.stores.pg_pack import POSTING, decode
 from sidecar.stores.pg_schema import BLOCK, K1, TS_CONFIG, B
 
-FIRST_BATCH = 32  # blocks per term in the first round (4,096 postings); doubled after
-MAX_BATCH = 512
+# A block is one bytea read as it lies (about 4x cheaper than the five arrays before):
+# long first reads and fewer round trips paid at 10k, 100k and 1M alike.
+FIRST_BATCH = 256  # blocks per term in the first round (32,768 postings); doubled after
+MAX_BATCH = 1024
 MIN_BATCH = 4
 PROBE_BATCH = 16  # chunks probed at once, the most promising first
 MAX_PROBES = 1024
@@ -55,15 +58,14 @@ FROM unnest(%(words)s::text[]) WITH ORDINALITY AS t(word, idx)
                        (SELECT array_agg(chunk_id) FROM dead WHERE namespace = %(ns)s) AS dead
                 FROM namespace_stats WHERE namespace = %(ns)s) AS s ON true
 """
-# The next blocks of each term, by bound (then id) downwards from a cursor; the arrays
-# in PostgreSQL's binary form (``array_send``), which numpy reads without parsing.
+# The next blocks of each term, by bound (then id) downwards from a cursor; a block's
+# postings as they lie (``pg_schema.POSTING``), which numpy reads without parsing.
 WALK = """
-SELECT t.lexeme, b.bound, b.id, array_send(b.chunk_ids), array_send(b.tf_heading),
-       array_send(b.tf_body), array_send(b.tf_context), array_send(b.doc_len)
+SELECT t.lexeme, b.bound, b.id, b.postings
 FROM unnest(%(lexemes)s::text[], %(bound)s::float4[], %(after)s::bigint[], %(n)s::int[])
      AS t(lexeme, bound, after, n)
 CROSS JOIN LATERAL (
-    SELECT bound, id, chunk_ids, tf_heading, tf_body, tf_context, doc_len FROM blocks
+    SELECT bound, id, postings FROM blocks
     WHERE namespace = %(ns)s AND lexeme = t.lexeme COLLATE "C"
       AND (bound, id) < (t.bound, t.after)
     ORDER BY bound DESC, id DESC LIMIT t.n
@@ -169,9 +171,9 @@ def search(
         if walked is not None:
             rows = walked.fetchall()
             got = Counter(row[0] for row in rows)
-            for lex, bound, block, *arrays in rows:
+            for lex, bound, block, postings in rows:
                 cursor[at[lex]] = min(cursor[at[lex]], (bound, block))
-                read.add(at[lex], *arrays)
+                read.add(at[lex], postings)
             for i in walking:
                 if got[lexemes[i]] < batch[i]:
                     del cursor[i]  # this term's blocks are all read
@@ -190,10 +192,13 @@ def search(
         ahead = np.array([weight[i] * cursor[i][0] * grow * SLACK if i in cursor else 0.0
                           for i in range(len(lexemes))])  # fmt: skip
         ids, known, seen = read.tally()
-        exact = (seen | (ahead == 0)).all(axis=1)  # every term met, or all read
+        exact = np.ones(len(ids), bool)  # every term met, or all read
+        bound = known.copy()
+        for i in np.flatnonzero(ahead).tolist():  # column by column: seen is column-major
+            exact &= seen[:, i]
+            bound += np.where(seen[:, i], 0.0, ahead[i])
         done = np.fromiter(scores.values(), float, len(scores))
         floor = _kth(np.concatenate([known, done]), k)  # k chunks score at least this
-        bound = known + (~seen).astype(float) @ ahead
         open_ = np.flatnonzero(~exact & (bound >= floor))
         read.forget(bound < floor)
         probe = []
@@ -227,12 +232,6 @@ def _top(
     ]
 
 
-# ``array_send`` of a one-dimensional array without nulls: a 20-byte header, then each
-# element as its length (4 bytes) and its big-endian value.
-_HEADER = 20
-_ELEMENTS = [np.dtype([("n", ">i4"), ("v", t)]) for t in (">i8", ">i2", ">i2", ">i2", ">i4")]
-
-
 class _Read:
     """The chunks the walk has met, kept sorted by id with their share of each term met:
     a round's blocks are merged into them, so a round costs what it read, not what
@@ -250,52 +249,57 @@ class _Read:
         self.weight = np.asarray(weight)
         self.w, self.norm, self.slope, self.gone = w, norm, slope, gone
         self.terms = len(weight)
-        self.raw: list[list[bytes]] = [[] for _ in range(5)]  # id, tf a/b/c, length
+        self.raw: list[bytes] = []  # blocks' postings, as read
         self.sizes: list[int] = []
         self.owner: list[int] = []
         self.ids = np.zeros(0, np.int64)
-        self.parts = np.zeros((0, self.terms))
-        self.seen = np.zeros((0, self.terms), bool)
+        self.parts = np.zeros((0, self.terms), order="F")
+        self.seen = np.zeros((0, self.terms), bool, order="F")
         self.probed = np.zeros(0, bool)
 
-    def add(self, term: int, *arrays: bytes) -> None:
+    def add(self, term: int, postings: bytes) -> None:
         self.owner.append(term)
-        self.sizes.append((len(arrays[0]) - _HEADER) // _ELEMENTS[0].itemsize)
-        for raw, array in zip(self.raw, arrays, strict=True):
-            raw.append(array[_HEADER:])
+        self.sizes.append(len(postings) // POSTING.itemsize)
+        self.raw.append(postings)
 
     def _merge(self) -> None:
         """Decode the blocks added since the last round and merge their shares in."""
         if not self.owner:
             return
         term = np.repeat(np.array(self.owner, np.int64), self.sizes)
-        ids, th, tb, tc, dl = (
-            np.frombuffer(b"".join(raw), dtype)["v"].astype(np.int64)
-            for raw, dtype in zip(self.raw, _ELEMENTS, strict=True)
-        )
-        self.raw = [[] for _ in range(5)]
-        self.sizes, self.owner = [], []
+        got = decode(self.raw)
+        ids = got["id"].astype(np.int64)
+        self.raw, self.sizes, self.owner = [], [], []
         if len(self.gone):
             keep = ~np.isin(ids, self.gone)
-            term, ids, th, tb, tc, dl = (a[keep] for a in (term, ids, th, tb, tc, dl))
-        # the same operations, in the same order, as a probe's share: bit-identical
-        f = self.w[0] * th.astype(float) + self.w[1] * tb + self.w[2] * tc
-        share = self.weight[term] * f * (K1 + 1) / (f + self.norm + self.slope * dl)
+            term, ids, got = term[keep], ids[keep], got[keep]
+        # the same operations, in the same order, as a probe's share: bit-identical (the
+        # counts and lengths are read as float64 by the arithmetic itself, exactly)
+        f = self.w[0] * got["th"].astype(float) + self.w[1] * got["tb"] + self.w[2] * got["tc"]
+        share = self.weight[term] * f * (K1 + 1) / (f + self.norm + self.slope * got["dl"])
         fresh, row = np.unique(ids, return_inverse=True)
-        merged = np.concatenate([self.ids, fresh])
-        merged.sort()  # (np.union1d's hashing unique was slower than the whole round)
-        merged = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
-        old, new = np.searchsorted(merged, self.ids), np.searchsorted(merged, fresh)
-        parts = np.zeros((len(merged), self.terms))
-        parts[old] = self.parts
-        seen = np.zeros((len(merged), self.terms), bool)
-        seen[old] = self.seen
-        probed = np.zeros(len(merged), bool)
-        probed[old] = self.probed
+        # only the chunks not met before are inserted (two sorted runs: merged, not sorted)
+        at = np.searchsorted(self.ids, fresh)
+        known = at < len(self.ids)
+        known[known] = self.ids[at[known]] == fresh[known]
+        if not known.all():
+            merged = np.concatenate([self.ids, fresh[~known]])
+            merged.sort(kind="stable")
+            old = np.searchsorted(merged, self.ids)
+            # column-major: a round's tallies go column by column (row-wise reductions over
+            # a few columns were most of a round's numpy time)
+            parts = np.zeros((len(merged), self.terms), order="F")
+            seen = np.zeros((len(merged), self.terms), bool, order="F")
+            for t in range(self.terms):
+                parts[old, t] = self.parts[:, t]
+                seen[old, t] = self.seen[:, t]
+            probed = np.zeros(len(merged), bool)
+            probed[old] = self.probed
+            self.ids, self.parts, self.seen, self.probed = merged, parts, seen, probed
         # a chunk has one posting per term: each cell is written once, share or zero
-        parts[new[row], term] = share
-        seen[new[row], term] = True
-        self.ids, self.parts, self.seen, self.probed = merged, parts, seen, probed
+        where = np.searchsorted(self.ids, fresh)[row]
+        self.parts[where, term] = share
+        self.seen[where, term] = True
 
     def mark(self, probed: list[int]) -> None:
         """Chunks probed: their exact scores are known, they are no longer candidates."""
@@ -310,20 +314,26 @@ class _Read:
         drop = np.zeros(len(self.ids), bool)
         drop[~self.probed] = low
         if drop.any():
-            keep = ~drop
-            self.ids, self.parts = self.ids[keep], self.parts[keep]
-            self.seen, self.probed = self.seen[keep], self.probed[keep]
+            keep = np.flatnonzero(~drop)
+            self.ids, self.probed = self.ids[keep], self.probed[keep]
+            self.parts = np.asfortranarray(self.parts[keep])
+            self.seen = np.asfortranarray(self.seen[keep])
 
     def tally(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunks met (not dead, not probed): ids, the sum of their shares met (in
         term order, as a probe sums: equal chunks tie exactly), and which terms met."""
         self._merge()
-        keep = ~self.probed
-        parts, seen = self.parts[keep], self.seen[keep]
+        if self.probed.any():
+            keep = np.flatnonzero(~self.probed)
+            ids = self.ids[keep]
+            parts = np.asfortranarray(self.parts[keep])
+            seen = np.asfortranarray(self.seen[keep])
+        else:
+            ids, parts, seen = self.ids, self.parts, self.seen
         known = parts[:, 0].copy()
         for t in range(1, self.terms):
             known += parts[:, t]
-        return self.ids[keep], known, seen
+        return ids, known, seen
 
 
 def _sum(parts: list[float]) -> float:

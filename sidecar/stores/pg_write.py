@@ -23,7 +23,7 @@ from sidecar.index.store import text_key
 from sidecar.stores import pg_bulk
 from sidecar.stores.pg_connect import Conn
 from sidecar.stores.pg_lexemes import Lexicon
-from sidecar.stores.pg_pack import COPY_BLOCKS, Postings, decode_arrays, encode, pack
+from sidecar.stores.pg_pack import COPY_BLOCKS, Postings, decode, encode, pack
 from sidecar.stores.pg_schema import BLOCK, impact_sql
 from sidecar.stores.pg_search import INSERT_FROM_ARRAYS, norm
 
@@ -79,8 +79,7 @@ def reimpact(conn: Conn, namespace: str) -> bool:
         return False
     conn.execute(
         f"UPDATE blocks SET bound = (SELECT max({impact_sql('%(a)s::float8', 'p.')}) FROM "
-        "unnest(tf_heading, tf_body, tf_context, doc_len) "
-        "AS p(tf_heading, tf_body, tf_context, doc_len)) WHERE namespace = %(ns)s",
+        "sidecar_postings(postings) AS p) WHERE namespace = %(ns)s",
         {"a": row[1], "ns": namespace},
     )
     conn.execute(
@@ -125,9 +124,9 @@ DELETE FROM blocks AS b
 WHERE b.namespace = %(ns)s
   AND ((b.n < {BLOCK} AND b.lexeme IN (SELECT lexeme FROM small))
        OR (b.lexeme IN (SELECT DISTINCT unnest(lexemes) FROM dead WHERE namespace = %(ns)s)
-           AND b.chunk_ids && (SELECT ids FROM doomed)))
-RETURNING b.lexeme, b.n, array_send(b.chunk_ids), array_send(b.tf_heading),
-          array_send(b.tf_body), array_send(b.tf_context), array_send(b.doc_len)
+           AND EXISTS (SELECT FROM doomed, sidecar_postings(b.postings) AS p
+                       WHERE p.chunk_id = ANY(doomed.ids))))
+RETURNING b.lexeme, b.n, b.postings
 """
 
 
@@ -149,9 +148,9 @@ def merge(conn: Conn, namespace: str) -> int:
     of_row = [terms.setdefault(r[0], len(terms)) for r in taken]
     names = [t.encode() for t in terms]
     term = np.repeat(np.array(of_row, np.int64), [r[1] for r in taken])
-    ids = decode_arrays([r[2] for r in taken], 8)
-    tf = np.array([decode_arrays([r[k] for r in taken], 2) for k in (3, 4, 5)])
-    doc_len = decode_arrays([r[6] for r in taken], 4)
+    got = decode([r[2] for r in taken])
+    ids, doc_len = got["id"].astype(np.int64), got["dl"].astype(np.int64)
+    tf = np.array([got[k].astype(np.int64) for k in ("th", "tb", "tc")])
     live = ~np.isin(ids, np.array(dead, np.int64))
     blocks = pack(Postings(names, term[live], ids[live], tf[:, live], doc_len[live]), row[0])
     with conn.cursor() as cur, cur.copy(COPY_BLOCKS) as copy:
