@@ -24,6 +24,11 @@ what a chunk saying when gains for a question asking when (``modes.WHEN_SHARE``)
 ``--arg speaker_share=X`` what a chunk holding a line by someone the question names gains
 (``modes.SPEAKER_SHARE``):
 for the cross-validation of those constants (``bench/crossval.py``).
+``--arg ablate=A,B`` turns date mechanisms off for an audit (``bench/robustness.py``):
+``relative`` (relative expressions indexed as their month and day, ``dates.resolved``),
+``canonical`` (dates in other forms, at index and query time, ``dates.canonical_dates``),
+``heading`` (the section's month and day word in each chunk's context) and ``below``
+(answers point at the whole chunk, heading lines included, not ``ranking.body_only``).
 ``--arg store=pgserver`` keeps each sample's index in a throwaway PostgreSQL cluster
 (``pgserver``), one namespace per sample; ``--arg store=postgresql://...`` in that
 server instead: the PostgreSQL store against the SQLite one on the same questions.
@@ -71,9 +76,11 @@ class InProcessRetriever:
         when_share: str = "",
         speaker_share: str = "",
         store: str = "",
+        ablate: str = "",
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        self.below = _ablate(set(filter(None, ablate.split(","))))
         self.max_chars = int(max_chars)
         self.mode = mode
         if alpha:
@@ -138,7 +145,7 @@ class InProcessRetriever:
             hits = search_store(store, planned, depth, self.sparse_weight)[0]
             if cued:
                 hits = lift(hits, planned.asks_when, planned.names)[:k]
-            return [shown(h) for h in hits]
+            return [shown(h, self.below) for h in hits]
         vector = self._embedder.embed([text])[0]
         if self.mode == RRF:
             depth = max(POOL, k)
@@ -147,7 +154,7 @@ class InProcessRetriever:
             results = rrf_fuse(legs, k, RRF_K)
         else:
             results = rank_tier(store, "agent", planned, k, self.mode, vector, vectors)[0]
-        return [shown(r.hit) for r in results]
+        return [shown(r.hit, self.below) for r in results]
 
     def close(self) -> None:
         for store, _ in self._stores.values():
@@ -157,10 +164,31 @@ class InProcessRetriever:
         self._tmp.cleanup()
 
 
-def shown(hit: Hit) -> tuple[str, int, int, str]:
+def shown(hit: Hit, below: bool = True) -> tuple[str, int, int, str]:
     """The lines a search answer points at (``ranking.body_only``), as the daemon shows them."""
-    hit = body_only(hit)
+    hit = body_only(hit) if below else hit
     return hit.path, hit.start_line, hit.end_line, hit.text
+
+
+ABLATIONS = ("relative", "canonical", "heading", "below")
+
+
+def _ablate(off: set[str]) -> bool:
+    """Turn the named date mechanisms off in this process (one evaluation run); whether
+    answers still point below heading lines."""
+    unknown = off - set(ABLATIONS)
+    if unknown:
+        raise ValueError(f"ablate takes {', '.join(ABLATIONS)}, not {', '.join(sorted(unknown))}")
+    from sidecar.index import chunking
+
+    if "relative" in off:
+        chunking.resolved = lambda text, when: ""
+    if "canonical" in off:
+        chunking.canonical_dates = query.canonical_dates = lambda text, when=None: ""
+    if "heading" in off:
+        heading_dates = chunking._heading_dates
+        chunking._heading_dates = lambda heading, day: (heading_dates(heading, day)[0], "", "")
+    return "below" not in off
 
 
 def factory(**kwargs: str) -> InProcessRetriever:

@@ -20,9 +20,8 @@ MODULES = (
     "retrieval", "crossval", "latency", "hybrid_speed", "indexing", "cold_start", "freshness",
     "memory", "writes", "crew", "embed_lead", "prompt_block", "dense", "injection",
     "journal_speed", "journal_recall", "learnings", "lifecycle_journal", "facts", "extraction",
-    "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6",
-    "hooks", "sessions", "lifecycle",
-    "pg_store", "ui", "pg_failover",
+    "robustness", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6",
+    "hooks", "sessions", "lifecycle", "pg_store", "ui", "pg_failover",
 )  # fmt: skip
 
 

@@ -33,6 +33,8 @@ from tests.transcripts import files, transcript_store
         "Paid on 03/05/2023, shipped 3.5.2023.",
         "I ran into her the other day.",
         "We hiked over the weekend, and moved a few weeks back.",
+        "The move is in a few weeks.",
+        "I'll know in a couple of days.",
     ],
 )
 def test_lines_that_say_when(text: str) -> None:
@@ -46,6 +48,7 @@ def test_lines_that_say_when(text: str) -> None:
         "The weekly report and a monthly plan.",
         "## Session 3 (1:56 pm on 8 May, 2023)\nI love painting sunsets.",  # heading's date
         "I have known them for ages.",
+        "We live in a house by the sea.",
         "Version 1.2.3 fixed 3/4 of the bugs.",  # a version and a fraction, no date
     ],
 )
@@ -67,6 +70,8 @@ def test_lines_that_do_not(text: str) -> None:
         ("When the build fails, retry once.", False),
         ("What was the date of the wedding?", True),  # forms the LoCoMo dev half lacks
         ("How recently did Ada run?", True),
+        ("At what point did Ada start running?", True),
+        ("How soon is the move?", True),
         ("What was the month like?", False),
         ("What is the year-end plan?", False),
     ],

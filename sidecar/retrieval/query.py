@@ -99,7 +99,7 @@ def plan(text: str) -> PlannedQuery | None:
 
 _ASKS_WHEN = re.compile(
     r"\b(?:when (?:did|do|does|is|was|were|will|would|are|has|have|had|can|could|should)"
-    r"|since when|how long|how recently"
+    r"|since when|how long|how recently|at what point|how soon"
     r"|(?:what|which) (?:year|month|day|date|week|weekend|time|season)"
     r"|(?:what|which) (?:is|was|were|will be) the (?:date|year|month) (?:of|when|that)"
     r"|how many (?:days|weeks|months|years))\b",

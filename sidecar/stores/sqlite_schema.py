@@ -12,11 +12,13 @@ from contextlib import suppress
 
 from sidecar.index.sqlite import TOKENIZER, immediate
 
-# 13: day words ("20230503") for a section's date and each day a chunk names; 12: a
-# section's month and written dates in canonical form in context; 11: relative
-# dates in chunk context; 10: headings join a chunk past the cap; 9: chunk
-# context; 8: no heading-only chunks; 7: chunk hashes, vectors; 6: append-stable cuts
-SCHEMA_VERSION = 13
+# 14: relative dates in more everyday forms ("this past Friday", "a couple of days
+# back", "in a few weeks", "the other day"); 13: day words ("20230503") for a section's
+# date and each day a chunk names; 12: a section's month and written dates in canonical
+# form in context; 11: relative dates in chunk context; 10: headings join a chunk past the
+# cap; 9: chunk context; 8: no heading-only chunks; 7: chunk hashes, vectors; 6:
+# append-stable cuts
+SCHEMA_VERSION = 14
 # BM25 column weights (heading, body): a term in the breadcrumb says more about
 # a chunk than the same term somewhere in its prose.
 HEADING_WEIGHT = 2.0
