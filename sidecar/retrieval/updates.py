@@ -34,9 +34,9 @@ Where the question names the kind of its answer (a date, an amount, a person), a
 hit giving no value of that kind is a follow-up whatever else it shares (``answers``);
 and, close in meaning or not, it must report a change (``replaces``): a follow-up on the
 answer is as close to it as an update is. Required of every close pair, that test cost
-restated pairs 0.978 -> 0.913 and two held-out updates in each of three sets (a change
-the test cannot read); required only where a kind is asked, hybrid sanity rose 32 -> 34 of
-50 (v1-v5) for one update at most per set.
+restated pairs 0.978 -> 0.913 and five held-out updates over four sets (changes the
+test cannot read); required only where a kind is asked, hybrid sanity rose 32 -> 34 of 50
+(v1-v5) for one update at most per set.
 
 A hit far less relevant than the one it would displace (under ``MIN_RELEVANCE_SHARE`` of
 it) is not taken for its update: it would jump many places on a loose likeness. A group
