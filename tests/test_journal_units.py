@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp.test_utils import TestClient
 
-from sidecar.journal.change import reports_change, values
+from sidecar.journal.change import reports_change
 from sidecar.journal.units import abbreviates, same_slot, units
 from tests.test_journal import recall
 from tests.test_journal_updates import FILLER, ids, lay_down
@@ -46,16 +46,6 @@ def test_a_figure_with_another_unit_reports_no_change() -> None:
         "Site muster point is the car park by gate 2.",
         "Fire drill took 6 minutes to clear the site.",
     )
-
-
-def test_a_span_of_hours_is_two_times_of_day() -> None:
-    """Written "15:30-16:00" or "12:30 to 13:00", the hours are times of day alike: moved
-    hours are a change, the same hours restated are none."""
-    answer = "Blast window at the quarry is 12:30 to 13:00 daily."
-    assert values("Blasting now at 15:30-16:00.")["figure:clock"] == {"15:30", "16:00"}
-    assert reports_change(answer, "After the review, blasting at the quarry moves to 15:30-16:00.")
-    assert not reports_change(answer, "Quarry blast window 12:30-13:00: sirens checked.")
-    assert reports_change("Visiting hours are 10:00-12:00.", "Visits are 13:00 to 17:00 now.")
 
 
 async def test_a_later_figure_for_another_slot_leaves_the_answer_first(

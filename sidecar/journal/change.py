@@ -51,10 +51,6 @@ _COUNTED = re.compile(
 )
 
 
-# Hours written as a span ("15:30-16:00"): two times of day, each its own figure.
-_CLOCK_RANGE = re.compile(r"\d{1,2}[:.]\d{2}-\d{1,2}[:.]\d{2}")
-
-
 def values(text: str) -> dict[str, frozenset[str]]:
     """The values a statement gives, by kind: figures by their shape (a percentage, an
     amount, a time of day, a number with a unit, a plain number or ordinal), month and day
@@ -69,8 +65,7 @@ def values(text: str) -> dict[str, frozenset[str]]:
             continue
         low = token.lower()
         if any(ch.isdigit() for ch in token):
-            for figure in low.split("-") if _CLOCK_RANGE.fullmatch(low) else [low]:
-                found.setdefault(f"figure:{_shape(figure)}", set()).add(figure)
+            found.setdefault(f"figure:{_shape(low)}", set()).add(low)
         elif _IDENT.fullmatch(token):
             found.setdefault("identifier", set()).add(low.lstrip("#"))
         elif low.removesuffix("s") in _DAYS:

@@ -31,12 +31,7 @@ Sameness is what they have in common *beyond* the question:
   at least as many of the earlier's words as the question does.
 
 Where the question names the kind of its answer (a date, an amount, a person), a later
-hit giving no value of that kind is a follow-up whatever else it shares (``answers``);
-and, close in meaning or not, it must report a change (``replaces``): a follow-up on the
-answer is as close to it as an update is. Required of every close pair, that test cost
-restated pairs 0.978 -> 0.913 and five held-out updates over four sets (changes the
-test cannot read); required only where a kind is asked, hybrid sanity rose 32 -> 34 of 50
-(v1-v5) for one update at most per set.
+hit giving no value of that kind is a follow-up whatever else it shares (``answers``).
 
 A hit far less relevant than the one it would displace (under ``MIN_RELEVANCE_SHARE`` of
 it) is not taken for its update: it would jump many places on a loose likeness. A group
@@ -185,8 +180,6 @@ def later_first(
                 return False
             if confirms is not None and confirms(earlier, later):
                 return False  # it gives the earlier's own value again, and no new one
-            if answers is not None and replaces is not None and not replaces(earlier, later):
-                return False  # a kind of value is asked: closeness alone is a follow-up
             return sim >= (usual_cosine() or 0.0)
         if not alike_in_words(subject[i] & subject[j], asked, words[i], words[j], usual_outside):
             return False
