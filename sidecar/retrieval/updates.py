@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections.abc import Callable, Sequence
 
 from sidecar.retrieval.query import stem, terms
@@ -72,6 +73,41 @@ def stems(text: str) -> set[str]:
         if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
             w = w[:-1]
         out.add(stem(w))
+    return out
+
+
+# A short form written in capitals ("LB", "DB", "SLO", "VMs"): it may stand for words.
+_SHORT = re.compile(r"\b[A-Z][A-Z0-9]{1,3}(?=s?\b)")
+
+
+def expands(short: str, words: Sequence[str]) -> list[str]:
+    """The words at the start of ``words`` that ``short`` (at most four letters, lower
+    case) is written for, or none: their initials ("lb": "load balancer", "rpm": "requests
+    per minute"), or one word's letters in order from its first ("db": "database", "s":
+    "seconds", "mb": "megabytes")."""
+    if not 0 < len(short) <= 4 or not words or len(words[0]) <= len(short):
+        return []
+    if len(short) > 1 and "".join(w[:1] for w in words[: len(short)]) == short:
+        return list(words[: len(short)])
+    head = words[0]
+    rest = iter(head[1:])
+    return [head] if head[0] == short[0] and all(ch in rest for ch in short[1:]) else []
+
+
+def spelled_out(text: str, query: str) -> set[str]:
+    """The stems of the query's words that a short form in ``text`` stands for ("Raised
+    LB idle timeout" holds "load balancer" for "What is the load balancer idle timeout?"),
+    so two statements, one written short, share the words they both name."""
+    asked = terms(query)
+    out: set[str] = set()
+    for match in _SHORT.finditer(text):
+        short = match.group().lower()
+        if short in asked:
+            continue
+        for i in range(len(asked)):
+            if found := expands(short, asked[i:]):
+                out |= stems(" ".join(found))
+                break
     return out
 
 
