@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from aiohttp.test_utils import TestClient
 
-from sidecar.retrieval.updates import expands, spelled_out
+from sidecar.journal.change import reports_change
+from sidecar.retrieval.updates import expands, fold, later_first, spelled_out, stems
 from tests.test_journal import recall
 from tests.test_journal_updates import FILLER, ids, lay_down
 
@@ -49,3 +50,31 @@ async def test_an_update_writing_the_subject_short_comes_above_the_older(
     assert by_relevance.index(older) < by_relevance.index(newer)
     order = ids((await recall(client, question, k=5, mark=False))["hits"])
     assert order.index(newer) < order.index(older)
+
+
+def test_inflections_of_one_word_fold_together() -> None:
+    assert fold("refreshed") == fold("refresh") == fold("refreshes") == fold("refreshing")
+    assert fold("update") == fold("updated") and fold("dashboards") == fold("dashboard")
+    assert fold("glass") == "glass" and fold("bus") == "bus"  # no plural to fold
+    assert stems("Staging DB refresh runs nightly.") & stems("staging database refreshed") == {
+        fold("staging"),
+        fold("refresh"),
+    }
+
+
+def test_a_short_subject_and_an_inflected_verb_still_make_one_subject() -> None:
+    """Sparse: the later writes "DB" and "refresh" where the earlier and the question write
+    "database" and "refreshed"; spelled out and folded, it shares the question's words
+    with the earlier, reports a change (weekly -> every night) and comes first."""
+    query = "How often is the staging database refreshed?"
+    texts = [
+        "The staging database is refreshed from prod weekly.",
+        "Staging DB refresh runs every night since QA asked for it.",
+    ]
+    words = [stems(t) | spelled_out(t, query) for t in texts]
+    args = ([-60.0, -5.0], [w & stems(query) for w in words], words, lambda i, j: None)
+    replaces = lambda i, j: reports_change(texts[i], texts[j])  # noqa: E731
+    assert later_first(*args, replaces=replaces) == [1, 0]
+    bare = [stems(t) for t in texts]  # without the spelled-out words: two subjects
+    assert later_first([-60.0, -5.0], [w & stems(query) for w in bare], bare,
+                       lambda i, j: None, replaces=replaces) == [0, 1]  # fmt: skip

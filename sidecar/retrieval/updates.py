@@ -48,7 +48,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 
-from sidecar.retrieval.query import stem, terms
+from sidecar.retrieval.query import terms
 
 # MiniLM cosines on the vectors the journal holds (an event's type in words, then its
 # text). Held-out update pairs (bench/data/updates_heldout.json): the two statements have a
@@ -66,14 +66,20 @@ BACKGROUND = 20
 
 
 def stems(text: str) -> set[str]:
-    """Content words folded by a plural ``s`` and a long word's last three letters: a
-    rough stand-in for the index's porter stem, enough to see two texts share a word."""
-    out = set()
-    for w in terms(text):
-        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-            w = w[:-1]
-        out.add(stem(w))
-    return out
+    """Content words folded (``fold``): a rough stand-in for the index's porter stem,
+    enough to see two texts share a word. Cutting a long word's last three letters read
+    "refreshed" and "refresh" as two words (restated pair 37, "Staging DB refresh")."""
+    return {fold(w) for w in terms(text)}
+
+
+def fold(word: str) -> str:
+    """A word without its inflection ("refreshes", "refreshed", "refreshing" ->
+    "refresh"), cut to its first five letters ("updat" for "update" and "updated")."""
+    for suffix in ("ing", "es", "ed", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix) and not word.endswith("ss"):
+            word = word[: -len(suffix)]
+            break
+    return word[:5]
 
 
 # A short form written in capitals ("LB", "DB", "SLO", "VMs"): it may stand for words.
