@@ -3,7 +3,7 @@ time that grows with the text, and odd figures or marks read as values, never an
 
 from __future__ import annotations
 
-from sidecar.journal.change import values
+from sidecar.journal.change import repeats, reports_change, values
 
 
 def test_a_long_snake_case_word_with_a_mark_is_read_without_backtracking() -> None:
@@ -16,3 +16,15 @@ def test_a_long_snake_case_word_with_a_mark_is_read_without_backtracking() -> No
         assert values(f"Moved to {word} now.")["identifier"] == {word}
     for word in ("a_", "db.", "two-week"):
         assert "identifier" not in values(f"Moved to {word} now")
+
+
+def test_a_figure_of_thousands_of_digits_is_no_count_and_no_error() -> None:
+    # int() refuses a string of more than 4300 digits: a pasted long number beside a
+    # counted word ("one approval") made the change test raise, and recall with it.
+    huge = "9" * 5000
+    assert not reports_change("one approval needed", f"now {huge} approvals")
+    assert reports_change("one approval needed at 12:00", f"now {huge} approvals at 13:00")
+    assert reports_change("one approval needed", "now 2 approvals")  # a count still counts
+    same = f"{huge} approvals and one review"
+    assert not reports_change(same, same)
+    assert not repeats("one approval needed", f"{huge} approvals")

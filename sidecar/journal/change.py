@@ -51,8 +51,10 @@ _COUNTS = {
     word: n
     for n, word in enumerate("zero one two three four five six seven eight nine ten".split())
 }
+# A count has at most nine digits: int() refuses a run of thousands ("9" * 5000).
 _COUNTED = re.compile(
-    r"\b(\d+|" + "|".join(_COUNTS) + r")\s+([a-z]{3,}?)s?\b(?:\s+([a-z]{3,}?)s?\b)?", re.IGNORECASE
+    r"\b(\d{1,9}|" + "|".join(_COUNTS) + r")\s+([a-z]{3,}?)s?\b(?:\s+([a-z]{3,}?)s?\b)?",
+    re.IGNORECASE,
 )
 
 
