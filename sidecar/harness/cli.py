@@ -68,7 +68,8 @@ def cmd_hook(args: argparse.Namespace) -> int:
             log(name, None, "SIDECAR_USER_ID and SIDECAR_WORKSPACE_ID go together: one alone "
                 "names no operator, so memory is given without an operator model")  # fmt: skip
             user = workspace = None
-        hook = cc.Hook(payload, Client(args.url), user, workspace, _budget(args, name))
+        client = Client(args.url, _deadline(name))
+        hook = cc.Hook(payload, client, user, workspace, _budget(args, name))
         session_id = hook.session_id
         said = payload.get("hook_event_name")
         if said not in (None, name):
@@ -83,6 +84,26 @@ def cmd_hook(args: argparse.Namespace) -> int:
     if out:
         sys.stdout.write(out + "\n")
     return 0
+
+
+def _deadline(name: str) -> float:
+    """``SIDECAR_HOOK_DEADLINE``: seconds for all of a hook's requests, for a machine whose
+    daemon answers slower than the default allows (a loaded host). A value that is not a
+    number from 0.1 to 60 is logged and the default used: a hook never fails the agent."""
+    from sidecar.harness.client import DEADLINE_S, log
+
+    raw = os.environ.get("SIDECAR_HOOK_DEADLINE", "").strip()
+    if not raw:
+        return DEADLINE_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not 0.1 <= seconds <= 60:  # NaN fails too
+        log(name, None, f"SIDECAR_HOOK_DEADLINE={raw[:40]!r} is not a number of seconds from "
+            f"0.1 to 60; the hook's requests get {DEADLINE_S} s")  # fmt: skip
+        return DEADLINE_S
+    return seconds
 
 
 def _budget(args: argparse.Namespace, name: str) -> int:
