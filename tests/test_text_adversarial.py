@@ -3,6 +3,9 @@ time that grows with the text, and odd figures or marks read as values, never an
 
 from __future__ import annotations
 
+from datetime import date
+
+from sidecar.index.dates import resolved
 from sidecar.journal.change import repeats, reports_change, values
 
 
@@ -28,3 +31,12 @@ def test_a_figure_of_thousands_of_digits_is_no_count_and_no_error() -> None:
     same = f"{huge} approvals and one review"
     assert not reports_change(same, same)
     assert not repeats("one approval needed", f"{huge} approvals")
+
+
+def test_last_weekend_is_the_weekend_before_the_week_it_is_said_in() -> None:
+    # said on Monday 5 June 2023, "last weekend" was 3-4 June: a week back (29 May)
+    # put it in May. Said on a Sunday, it is the weekend before that one.
+    for said in ("We hiked last weekend.", "We hiked this past weekend."):
+        assert resolved(said, date(2023, 6, 5)) == "June 2023"
+        assert resolved(said, date(2023, 7, 2)) == "June 2023"  # a Sunday: 24-25 June
+    assert resolved("We hiked over the weekend.", date(2023, 6, 5)) == "June 2023"

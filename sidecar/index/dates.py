@@ -128,6 +128,8 @@ def _resolve(m: re.Match[str], when: date) -> tuple[date, bool]:
         return when + timedelta(days=_FIXED[p]), False
     sign = _STEP[" ".join(m["step"].lower().split())]
     what = m["span"].lower()
+    if what == "weekend" and sign < 0:  # the Saturday before the week it is said in
+        return when - timedelta(days=when.weekday() + 2), False
     if what in ("week", "weekend"):
         return when + timedelta(weeks=sign), False
     if what == "month":
