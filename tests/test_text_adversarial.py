@@ -40,3 +40,12 @@ def test_last_weekend_is_the_weekend_before_the_week_it_is_said_in() -> None:
         assert resolved(said, date(2023, 6, 5)) == "June 2023"
         assert resolved(said, date(2023, 7, 2)) == "June 2023"  # a Sunday: 24-25 June
     assert resolved("We hiked over the weekend.", date(2023, 6, 5)) == "June 2023"
+
+
+def test_this_weekend_is_the_one_of_the_week_it_is_said_in() -> None:
+    # said on Monday 29 May 2023, "this weekend" is 3-4 June; said on Thursday 27 April,
+    # "this coming weekend" is 29-30 April, not a week on (4 May)
+    assert resolved("Hiking this weekend.", date(2023, 5, 29)) == "June 2023"
+    assert resolved("Hiking this coming weekend.", date(2023, 4, 27)) == "April 2023"
+    assert resolved("Hiking the coming weekend.", date(2023, 4, 30)) == "May 2023"  # a Sunday
+    assert resolved("Hiking this weekend.", date(2023, 4, 30)) == "April 2023"  # on it
