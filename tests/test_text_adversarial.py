@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import date
 
 from sidecar.index.dates import resolved
-from sidecar.journal.change import repeats, reports_change, values
+from sidecar.journal.change import reports_change, values
 
 
 def test_a_long_snake_case_word_with_a_mark_is_read_without_backtracking() -> None:
@@ -30,7 +30,6 @@ def test_a_figure_of_thousands_of_digits_is_no_count_and_no_error() -> None:
     assert reports_change("one approval needed", "now 2 approvals")  # a count still counts
     same = f"{huge} approvals and one review"
     assert not reports_change(same, same)
-    assert not repeats("one approval needed", f"{huge} approvals")
 
 
 def test_last_weekend_is_the_weekend_before_the_week_it_is_said_in() -> None:

@@ -67,15 +67,13 @@ def updates_of(
     now: float,
     near: Near,
     gives: Callable[[Row], bool] | None = None,
-    sibling: Callable[[Row, Row], bool] | None = None,
 ) -> dict[str, tuple[Row, float, str]]:
     """For each hit a later event probably updates: (that event, score, how found). A pair
     is found by the rare words the two share (the index's ``updates``) or, with vectors, by
     meaning (``near(ids)``: each event's closest others, cosine at least
     ``MEANING_CANDIDATE``). It counts only when each is the other's closest partner that
     qualifies (``qualifies``): a later event close to many earlier ones updates one at most.
-    A later event that ``gives`` nothing of what the question asks for is left out, and
-    so is one about a ``sibling(older, newer)`` of the hit's subject (``siblings``)."""
+    A later event that ``gives`` nothing of what the question asks for is left out."""
     assert tj.index is not None
     olders = {h.row.id: h.row for h in hits}
     explicit = {h.row.superseded_by: h.row.id for h in hits  # (a line naming itself: none)
@@ -110,8 +108,6 @@ def updates_of(
     for older, pairs in later.items():
         for newer, (words, cosine) in sorted(pairs.items(), key=lambda p: (-rank(*p[1]), p[0])):
             if older in out or not qualifies(olders[older], rows[newer], words, cosine):
-                continue
-            if sibling is not None and sibling(olders[older], rows[newer]):
                 continue
             if closest.get(newer) == older:  # else its closest qualifying partner is another
                 how = "words" if words >= cosine - MEANING_DISCOUNT else "meaning"
@@ -164,17 +160,16 @@ def follow(
     bring: Callable[[Row, Recalled], Recalled],
     near: Near,
     gives: Callable[[Row], bool] | None = None,
-    sibling: Callable[[Row, Row], bool] | None = None,
 ) -> list[Recalled]:
     """The hits with each probable update placed directly above the hit it updates (moved
     up if it is a hit already, else brought in by ``bring(row, hit it updates)`` while
     fewer than ``k`` events were found). ``gives(row)``: does a later event give a value of
     the kind the question asks for (None: it names no kind); one that does not is not taken
-    for an update, nor is one about a ``sibling(older, newer)``. A placed event takes the
-    score of its place, so the merge of tiers by score keeps the order."""
+    for an update. A placed event takes the score of its place, so the merge of tiers by
+    score keeps the order."""
     if not hits:
         return hits
-    found = updates_of(tj, hits, filters, now, near, gives, sibling)
+    found = updates_of(tj, hits, filters, now, near, gives)
     if not found:
         return hits
     by_id = {h.row.id: h for h in hits}

@@ -13,8 +13,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sidecar.index.store import QuerySyntaxError
-from sidecar.journal import answers, follow, ranking, siblings
-from sidecar.journal.change import repeats, reports_change
+from sidecar.journal import answers, follow, ranking
+from sidecar.journal.change import reports_change
 from sidecar.journal.events import iso, payload_text
 from sidecar.journal.index import Filters, Row
 from sidecar.journal.ranking import Candidate
@@ -172,15 +172,12 @@ def recall_tier(
         kind = answers.asks(q.text)
         gives = None if kind is None else partial(_gives, kind)
         out = later_first(out, q.text, tj.vectors, [by_id[i] for i in best], gives)
-        sibling = partial(_sibling, q.text)
 
         def bring(row: Row, hit: Recalled) -> Recalled:
             importance = ranking.importance_now(row.base, row.floor, now - row.ts, row.refs)
             return Recalled(row, hit.tier, hit.score, 0.0, importance, Candidate(row.id))
 
-        out = follow.follow(
-            tj, out, q.filters, now, q.k, bring, partial(near, tj.vectors), gives, sibling
-        )
+        out = follow.follow(tj, out, q.filters, now, q.k, bring, partial(near, tj.vectors), gives)
     for r in out:  # serialised here, where a scan of unread text does not hold the loop
         r.body = r.to_json(now)
     return out
@@ -238,10 +235,6 @@ def _gives(kind: str, row: Row) -> bool:
     return answers.gives(kind, follow.text(row))
 
 
-def _sibling(question: str, older: Row, newer: Row) -> bool:
-    return siblings.sibling(question, follow.text(older), follow.text(newer))
-
-
 def later_first(
     hits: list[Recalled],
     query: str,
@@ -256,7 +249,7 @@ def later_first(
     kind). A moved hit takes the score of the place it moves to, so the merge of tiers by
     score keeps the order."""
     asked = updates.stems(query)
-    hit_words = [words(h.row) | updates.spelled_out(follow.text(h.row), query) for h in hits]
+    hit_words = [words(h.row) for h in hits]
     known = {h.row.id: w for h, w in zip(hits, hit_words, strict=True)}
     rows = [vectors.positions.get(h.row.id) for h in hits] if vectors is not None else []
     matrix = vectors.matrix()[1] if any(r is not None for r in rows) else None
@@ -280,8 +273,6 @@ def later_first(
         ),
         replaces=lambda i, j: reports_change(follow.text(hits[i].row), follow.text(hits[j].row)),
         answers=None if gives is None else [gives(h.row) for h in hits],
-        sibling=lambda i, j: _sibling(query, hits[i].row, hits[j].row),
-        confirms=lambda i, j: repeats(follow.text(hits[i].row), follow.text(hits[j].row)),
     )
     scores = [h.score for h in hits]
     out = [hits[i] for i in order]

@@ -31,12 +31,7 @@ Sameness is what they have in common *beyond* the question:
   at least as many of the earlier's words as the question does.
 
 Where the question names the kind of its answer (a date, an amount, a person), a later
-hit giving no value of that kind is a follow-up whatever else it shares (``answers``);
-and, close in meaning or not, it must report a change (``replaces``): a follow-up on the
-answer is as close to it as an update is. Required of every close pair, that test cost
-restated pairs 0.978 -> 0.913 and five held-out updates over four sets (changes the
-test cannot read); required only where a kind is asked, hybrid sanity rose 32 -> 34 of 50
-(v1-v5) for one update at most per set.
+hit giving no value of that kind is a follow-up whatever else it shares (``answers``).
 
 A hit far less relevant than the one it would displace (under ``MIN_RELEVANCE_SHARE`` of
 it) is not taken for its update: it would jump many places on a loose likeness. A group
@@ -50,10 +45,9 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import re
 from collections.abc import Callable, Sequence
 
-from sidecar.retrieval.query import terms
+from sidecar.retrieval.query import stem, terms
 
 # MiniLM cosines on the vectors the journal holds (an event's type in words, then its
 # text). Held-out update pairs (bench/data/updates_heldout.json): the two statements have a
@@ -71,58 +65,13 @@ BACKGROUND = 20
 
 
 def stems(text: str) -> set[str]:
-    """Content words folded (``fold``): a rough stand-in for the index's porter stem,
-    enough to see two texts share a word. Cutting a long word's last three letters read
-    "refreshed" and "refresh" as two words (restated pair 37, "Staging DB refresh")."""
-    return {fold(w) for w in terms(text)}
-
-
-def fold(word: str) -> str:
-    """A word without its inflection ("refreshes", "refreshed", "refreshing" ->
-    "refresh"), cut to its first five letters ("updat" for "update" and "updated")."""
-    for suffix in ("ing", "es", "ed", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix) and not word.endswith("ss"):
-            word = word[: -len(suffix)]
-            break
-    return word[:5]
-
-
-# A short form written in capitals ("LB", "DB", "SLO", "VMs"): it may stand for words.
-_SHORT = re.compile(r"\b[A-Z][A-Z0-9]{1,3}(?=s?\b)")
-
-
-def expands(short: str, words: Sequence[str]) -> list[str]:
-    """The words at the start of ``words`` that ``short`` (at most four letters, lower
-    case) is written for, or none: their initials ("lb": "load balancer", "rpm": "requests
-    per minute"), or one word's letters in order from its first ("db": "database", "s":
-    "seconds", "mb": "megabytes")."""
-    if not 0 < len(short) <= 4 or not words or len(words[0]) <= len(short):
-        return []
-    if len(short) > 1 and "".join(w[:1] for w in words[: len(short)]) == short:
-        return list(words[: len(short)])
-    head = words[0]
-    rest = iter(head[1:])
-    return [head] if head[0] == short[0] and all(ch in rest for ch in short[1:]) else []
-
-
-def abbreviates(short: str, words: Sequence[str]) -> bool:
-    return bool(expands(short, words))
-
-
-def spelled_out(text: str, query: str) -> set[str]:
-    """The stems of the query's words that a short form in ``text`` stands for ("Raised
-    LB idle timeout" holds "load balancer" for "What is the load balancer idle timeout?"),
-    so two statements, one written short, share the words they both name."""
-    asked = terms(query)
-    out: set[str] = set()
-    for match in _SHORT.finditer(text):
-        short = match.group().lower()
-        if short in asked:
-            continue
-        for i in range(len(asked)):
-            if found := expands(short, asked[i:]):
-                out |= stems(" ".join(found))
-                break
+    """Content words folded by a plural ``s`` and a long word's last three letters: a
+    rough stand-in for the index's porter stem, enough to see two texts share a word."""
+    out = set()
+    for w in terms(text):
+        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+            w = w[:-1]
+        out.add(stem(w))
     return out
 
 
@@ -138,8 +87,6 @@ def later_first(
     usual_words: Callable[[], float | None] | None = None,
     replaces: Callable[[int, int], bool] | None = None,
     answers: Sequence[bool] | None = None,
-    sibling: Callable[[int, int], bool] | None = None,
-    confirms: Callable[[int, int], bool] | None = None,
 ) -> list[int]:
     """The new order of hits ``0..n-1`` (given in relevance order).
 
@@ -155,8 +102,6 @@ def later_first(
     two hits alike in words only, whose likeness says they share a topic, not a slot.
     ``answers``: does each hit give a value of the kind the question asks for (None: the
     question names no kind); a later hit that does not never moves above an earlier one.
-    ``sibling(i, j)``: is the later hit ``j`` about a sibling of the earlier ``i``'s
-    subject (None: not asked); one that is never moves above it, whatever the likeness.
     """
     n = len(when)
     near = list(to_query) if to_query is not None else [None] * n
@@ -165,31 +110,19 @@ def later_first(
     usual_cosine = functools.cache(usual or _unknown)
     usual_outside = functools.cache(usual_words or _unknown)
 
-    def apart(i: int, j: int) -> bool:
-        if sibling is None:
-            return False
-        earlier, later = (i, j) if (when[i] or 0.0) <= (when[j] or 0.0) else (j, i)
-        return sibling(earlier, later)  # the neighbouring thing ("Eastside" for "Westside")
-
     def same(i: int, j: int) -> bool:
         if rel[j] < MIN_RELEVANCE_SHARE * rel[i]:
             return False
-        earlier, later = (i, j) if (when[i] or 0.0) <= (when[j] or 0.0) else (j, i)
         if answers is not None and not answers[j if (when[j] or 0.0) > (when[i] or 0.0) else i]:
             return False  # the later gives nothing of what is asked: a follow-up
-        if apart(i, j):
-            return False
         sim, qi, qj = cosine(i, j), near[i], near[j]
         if sim is not None and qi is not None and qj is not None:
             if sim < SAME_COSINE or beyond_query(sim, qi, qj) < SAME_BEYOND_QUERY:
                 return False
-            if confirms is not None and confirms(earlier, later):
-                return False  # it gives the earlier's own value again, and no new one
-            if answers is not None and replaces is not None and not replaces(earlier, later):
-                return False  # a kind of value is asked: closeness alone is a follow-up
             return sim >= (usual_cosine() or 0.0)
         if not alike_in_words(subject[i] & subject[j], asked, words[i], words[j], usual_outside):
             return False
+        earlier, later = (i, j) if (when[i] or 0.0) <= (when[j] or 0.0) else (j, i)
         if len(words[earlier] & words[later]) < len(subject[earlier]):
             return False  # the question restates the earlier better than the later does
         return replaces is None or replaces(earlier, later)
@@ -200,10 +133,7 @@ def later_first(
     for a, i in enumerate(dated):  # a group: the best hit left and the hits on its subject
         if i in grouped:
             continue
-        group = [i]
-        for j in dated[a + 1 :]:  # a sibling of a member joins no group it would cross
-            if j not in grouped and same(i, j) and not any(apart(g, j) for g in group[1:]):
-                group.append(j)
+        group = [i] + [j for j in dated[a + 1 :] if j not in grouped and same(i, j)]
         grouped.update(group)
         newest_first = sorted(group, key=lambda g: -(when[g] or 0.0))
         for slot, g in zip(group, newest_first, strict=True):  # group: in rank order
