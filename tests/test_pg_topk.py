@@ -5,6 +5,7 @@ schema before impacts existed."""
 
 from __future__ import annotations
 
+import logging
 import random
 import urllib.parse
 import uuid
@@ -278,10 +279,13 @@ def old_insert(conn: psycopg.Connection[Any], ns: str, rng: random.Random, n: in
 
 
 @pytest.mark.parametrize("since", [5, 6])
-def test_migrating_packs_the_postings_in_blocks(pg_url: str, since: int) -> None:
+def test_migrating_packs_the_postings_in_blocks(
+    pg_url: str, since: int, caplog: pytest.LogCaptureFixture
+) -> None:
     """From before impacts (5) and from one row per posting (6, after deletions the
     triggers of that schema counted): the blocks hold exactly the live postings, packed,
-    and top-k answers as the exhaustive query does."""
+    and top-k answers as the exhaustive query does. Each migration is logged as it starts,
+    saying when it rewrites a table and everything waits for it."""
     name = f"premigration_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
@@ -306,7 +310,12 @@ def test_migrating_packs_the_postings_in_blocks(pg_url: str, since: int) -> None
                 conn.execute("DELETE FROM chunks WHERE id = ANY(%s)", (gone,))
         assert LATEST == 9
         before = stats(url, "old")[0] if since == 6 else None
-        store = PostgresStore(url, "old")  # migrates
+        with caplog.at_level(logging.INFO, logger="sidecar.stores.pg_schema"):
+            store = PostgresStore(url, "old")  # migrates
+        said = [r for r in caplog.records if r.name == "sidecar.stores.pg_schema"]
+        later = [v for v, _, _ in MIGRATIONS if v > since]
+        assert [r.version for r in said] == later  # type: ignore[attr-defined]
+        assert "rewrites" in said[-1].getMessage() and "wait" in said[-1].getMessage()
         try:
             a0, avgdl = stats(url, "old")
             # impacts computed by 6 are kept (the average since drifted by the deletions)

@@ -126,8 +126,14 @@ def _resolve(m: re.Match[str], when: date) -> tuple[date, bool]:
         if p.endswith("weekend"):  # the weekend just past, or this one if said on it
             return when - timedelta(days=(when.weekday() - 5) % 7), False
         return when + timedelta(days=_FIXED[p]), False
-    sign = _STEP[" ".join(m["step"].lower().split())]
+    step = " ".join(m["step"].lower().split())
+    sign = _STEP[step]
     what = m["span"].lower()
+    if what == "weekend" and step != "next":  # its Saturday, from the week it is said in
+        if sign < 0:  # the weekend before that week
+            return when - timedelta(days=when.weekday() + 2), False
+        ahead = 5 - when.weekday()  # this weekend: said on its Sunday, the day before
+        return when + timedelta(days=ahead % 7 if sign > 0 else ahead), False
     if what in ("week", "weekend"):
         return when + timedelta(weeks=sign), False
     if what == "month":

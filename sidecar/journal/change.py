@@ -36,16 +36,23 @@ _PERIODS = {
 _TOKEN = re.compile(r"[\w$€£%#][\w.,%$€£:/'+#-]*|[.;:!?\u2014]")
 # A lowercase identifier: a channel, a bucket, a host ("#platform-oncall", "db_main",
 # "api.internal", "eu-west-central"): opened by "#", or joined by a mark inside; by hyphens
-# only when two or more (one joins English compounds: "two-week", "follow-up").
-_IDENT = re.compile(r"#\w[\w./-]*|[a-z]\w*(?:[_/.][a-z0-9]\w*)+|[a-z]\w*(?:-[a-z0-9]\w*){2,}")
+# only when two or more (one joins English compounds: "two-week", "follow-up"). The joined
+# form is read in one pass: "_" is also a word character, and "[_/.][a-z0-9]" after "\w*"
+# split a long "a_a_..._a+" in 2^n ways before failing; the lookahead asks for the joint.
+_IDENT = re.compile(
+    r"#\w[\w./-]*|(?=[a-z][\w/.]*?[_/.][a-z0-9])[a-z]\w*(?:[/.][a-z0-9]\w*)*"
+    r"|[a-z]\w*(?:-[a-z0-9]\w*){2,}"
+)
 # Counts written as words ("two approvals" for "one approval"): read only before a noun
 # the other statement also counts, never on their own ("one of", "the one that").
 _COUNTS = {
     word: n
     for n, word in enumerate("zero one two three four five six seven eight nine ten".split())
 }
+# A count has at most nine digits: int() refuses a run of thousands ("9" * 5000).
 _COUNTED = re.compile(
-    r"\b(\d+|" + "|".join(_COUNTS) + r")\s+([a-z]{3,}?)s?\b(?:\s+([a-z]{3,}?)s?\b)?", re.IGNORECASE
+    r"\b(\d{1,9}|" + "|".join(_COUNTS) + r")\s+([a-z]{3,}?)s?\b(?:\s+([a-z]{3,}?)s?\b)?",
+    re.IGNORECASE,
 )
 
 

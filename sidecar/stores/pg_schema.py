@@ -11,11 +11,15 @@ tier's query only ever reads that tier's rows.
 
 from __future__ import annotations
 
+import logging
+
 import psycopg
 
 from sidecar.stores.sqlite_schema import BODY_WEIGHT, CONTEXT_WEIGHT, HEADING_WEIGHT
 
 # The key of the advisory lock migrations hold: one fixed number for this schema.
+log = logging.getLogger(__name__)
+
 MIGRATION_LOCK = 0x51DECA7
 TS_CONFIG = "sidecar_text"
 # FTS5's bm25() constants.
@@ -393,6 +397,9 @@ ALTER TABLE vectors ADD COLUMN IF NOT EXISTS embedding vector;
 """
 
 LATEST = MIGRATIONS[-1][0]
+# Migrations that rewrite every posting (7 packs them into blocks, 9 folds each block's
+# arrays into one bytea) under the table's exclusive lock: minutes at a million chunks.
+_REWRITES = frozenset({7, 9})
 
 
 class SchemaTooNew(RuntimeError):
@@ -417,6 +424,13 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
             )
         for version, name, sql in MIGRATIONS:
             if version not in done:
+                # said before it starts: an operator sees why the sidecar is not serving yet
+                log.info(
+                    "PostgreSQL schema migration %d (%s)%s", version, name,
+                    ": it rewrites every posting under an exclusive lock, and searches and"
+                    " writes wait until it ends" if version in _REWRITES else "",
+                    extra={"version": version},
+                )  # fmt: skip
                 conn.execute(sql.encode())
                 conn.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
