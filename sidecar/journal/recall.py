@@ -249,7 +249,7 @@ def later_first(
     kind). A moved hit takes the score of the place it moves to, so the merge of tiers by
     score keeps the order."""
     asked = updates.stems(query)
-    hit_words = [words(h.row) for h in hits]
+    hit_words = [words(h.row) | updates.spelled_out(follow.text(h.row), query) for h in hits]
     known = {h.row.id: w for h, w in zip(hits, hit_words, strict=True)}
     rows = [vectors.positions.get(h.row.id) for h in hits] if vectors is not None else []
     matrix = vectors.matrix()[1] if any(r is not None for r in rows) else None

@@ -45,9 +45,10 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections.abc import Callable, Sequence
 
-from sidecar.retrieval.query import stem, terms
+from sidecar.retrieval.query import terms
 
 # MiniLM cosines on the vectors the journal holds (an event's type in words, then its
 # text). Held-out update pairs (bench/data/updates_heldout.json): the two statements have a
@@ -65,13 +66,54 @@ BACKGROUND = 20
 
 
 def stems(text: str) -> set[str]:
-    """Content words folded by a plural ``s`` and a long word's last three letters: a
-    rough stand-in for the index's porter stem, enough to see two texts share a word."""
-    out = set()
-    for w in terms(text):
-        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-            w = w[:-1]
-        out.add(stem(w))
+    """Content words folded (``fold``): a rough stand-in for the index's porter stem,
+    enough to see two texts share a word. Cutting a long word's last three letters read
+    "refreshed" and "refresh" as two words (restated pair 37, "Staging DB refresh")."""
+    return {fold(w) for w in terms(text)}
+
+
+def fold(word: str) -> str:
+    """A word without its inflection ("refreshes", "refreshed", "refreshing" ->
+    "refresh"), cut to its first five letters ("updat" for "update" and "updated")."""
+    for suffix in ("ing", "es", "ed", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix) and not word.endswith("ss"):
+            word = word[: -len(suffix)]
+            break
+    return word[:5]
+
+
+# A short form written in capitals ("LB", "DB", "SLO", "VMs"): it may stand for words.
+_SHORT = re.compile(r"\b[A-Z][A-Z0-9]{1,3}(?=s?\b)")
+
+
+def expands(short: str, words: Sequence[str]) -> list[str]:
+    """The words at the start of ``words`` that ``short`` (at most four letters, lower
+    case) is written for, or none: their initials ("lb": "load balancer", "rpm": "requests
+    per minute"), or one word's letters in order from its first ("db": "database", "s":
+    "seconds", "mb": "megabytes")."""
+    if not 0 < len(short) <= 4 or not words or len(words[0]) <= len(short):
+        return []
+    if len(short) > 1 and "".join(w[:1] for w in words[: len(short)]) == short:
+        return list(words[: len(short)])
+    head = words[0]
+    rest = iter(head[1:])
+    return [head] if head[0] == short[0] and all(ch in rest for ch in short[1:]) else []
+
+
+def spelled_out(text: str, query: str) -> set[str]:
+    """The stems of the query's words that a short form in ``text`` stands for ("Raised
+    LB idle timeout" holds "load balancer" for "What is the load balancer idle timeout?"),
+    so two statements, one written short, share the words they both name."""
+    asked = terms(query)
+    out: set[str] = set()
+    for match in _SHORT.finditer(text):
+        short = match.group().lower()
+        if short in asked:
+            continue
+        for i in range(len(asked)):
+            if found := expands(short, asked[i:]):
+                out |= stems(" ".join(found))
+                break
     return out
 
 
