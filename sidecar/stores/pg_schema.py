@@ -55,6 +55,22 @@ POSTING_SQL = (
 )
 
 
+def _in_blocks(source: str, a0: str) -> str:
+    """The FROM and GROUP BY both packings share: each posting numbered into its term's
+    ``BLOCK``-sized groups by impact against ``a0``."""
+    impact = impact_sql(a0, "p.")
+    return (
+        "FROM (SELECT q.*, (row_number() OVER (PARTITION BY lexeme ORDER BY impact DESC, chunk_id)"
+        f"""
+                       - 1) / {BLOCK} AS blk
+          FROM (SELECT p.lexeme COLLATE "C" AS lexeme, p.chunk_id, p.tf_heading,
+                       p.tf_body, p.tf_context, p.doc_len, {impact} AS impact
+                FROM {source} AS p) AS q) AS r
+    GROUP BY lexeme, blk
+    """
+    )
+
+
 def pack_sql(source: str, a0: str) -> str:
     """Rows of ``blocks`` (without namespace) from a relation of postings (``lexeme,
     chunk_id, tf_heading, tf_body, tf_context, doc_len``): each term's postings by impact
@@ -62,35 +78,21 @@ def pack_sql(source: str, a0: str) -> str:
     highest impact. Within a row the order does not matter (a search reads whole rows):
     the postings are aggregated in one pass, unsorted (a second sort of every posting was
     a third of the packing's time)."""
-    impact = impact_sql(a0, "p.")
     return f"""
     SELECT lexeme, max(impact)::real AS bound, count(*)::int AS n,
            string_agg({POSTING_SQL.format(p="")}, ''::bytea) AS postings
-    FROM (SELECT q.*, (row_number() OVER (PARTITION BY lexeme ORDER BY impact DESC, chunk_id)
-                       - 1) / {BLOCK} AS blk
-          FROM (SELECT p.lexeme COLLATE "C" AS lexeme, p.chunk_id, p.tf_heading,
-                       p.tf_body, p.tf_context, p.doc_len, {impact} AS impact
-                FROM {source} AS p) AS q) AS r
-    GROUP BY lexeme, blk
-    """
+    {_in_blocks(source, a0)}"""
 
 
 def _pack_arrays_sql(source: str, a0: str) -> str:
     """``pack_sql`` as migration 7 ran it: the postings as five parallel arrays."""
-    impact = impact_sql(a0, "p.")
     cols = ", ".join(
         f"array_agg({c}) AS {name}"
         for c, name in zip(("chunk_id", *_ARRAYS[1:]), _ARRAYS, strict=True)
     )
     return f"""
     SELECT lexeme, max(impact)::real AS bound, count(*)::int AS n, {cols}
-    FROM (SELECT q.*, (row_number() OVER (PARTITION BY lexeme ORDER BY impact DESC, chunk_id)
-                       - 1) / {BLOCK} AS blk
-          FROM (SELECT p.lexeme COLLATE "C" AS lexeme, p.chunk_id, p.tf_heading,
-                       p.tf_body, p.tf_context, p.doc_len, {impact} AS impact
-                FROM {source} AS p) AS q) AS r
-    GROUP BY lexeme, blk
-    """
+    {_in_blocks(source, a0)}"""
 
 
 _ARRAYS = ("chunk_ids", "tf_heading", "tf_body", "tf_context", "doc_len")
